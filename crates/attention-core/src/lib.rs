@@ -1,0 +1,405 @@
+//! Attention for microcontrollers, generic over the number format ([`Precision`]),
+//! without heap: scores, masks, weights, context and entropy.
+//!
+//! Scores `e_i` of a query `q` against the keys `k_i` of every source position:
+//!
+//! | [`Score`] | `e_i` | keys precomputed once per source |
+//! |---|---|---|
+//! | `Additive` (Bahdanau) | `v^T tanh(W q + U k_i)` (+ biases) | `U k_i + b_U` |
+//! | `Additive` without matrices (Keras `AdditiveAttention`) | `sum_j scale_j tanh(q_j + k_ij)` | none |
+//! | `Dot` | `s * q . k_i` with `s = 1` (dot) or `1/sqrt(d)` (scaled dot) | none |
+//! | `General` | `s * q^T W k_i` | `W k_i` |
+//!
+//! The weights are `alpha = softmax(e)` over the attended positions (all of them, or
+//! the valid length only: [`Mask`]), the context is `c = sum_i alpha_i h_i` over the
+//! memory `h` (the values), and [`entropy`] is `-sum_i alpha_i ln alpha_i`.
+//!
+//! ```
+//! use attention_core::{Attention, AttnScratch, Mask, Score};
+//! use s2s_kernels::{Fmt, F32};
+//!
+//! // Dot attention of a 2-d query over three 2-d memory rows (keys = values).
+//! let att = Attention::<F32>::new(Score::Dot { scale: 1.0 }, 2, 2, Fmt::Q15, Fmt::Q15).unwrap();
+//! let memory = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+//! let (mut scores, mut qw, mut tv) = ([0.0; 3], [0.0; 0], [0.0; 0]);
+//! let mut scratch = AttnScratch { scores: &mut scores, query: &mut qw, tanh: &mut tv };
+//! let (mut weights, mut context) = ([0.0; 3], [0.0; 2]);
+//! att.attend(&[0.0, 2.0], &memory, &memory, 3, Mask::None, &mut scratch, &mut weights, &mut context)
+//!     .unwrap();
+//! // Scores (0, 2, 2): the last two rows share the weight.
+//! assert!((weights[1] - weights[2]).abs() < 1e-7 && weights[0] < weights[1]);
+//! ```
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+use s2s_kernels::{float, Fmt, Linear, Precision, ShapeError};
+
+/// Errors of this crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// A query, key, memory or buffer had the wrong length.
+    Shape(ShapeError),
+    /// The score's matrices do not fit the query and memory sizes.
+    Dimensions {
+        /// Query size.
+        query: usize,
+        /// Memory (value) size per position.
+        memory: usize,
+    },
+    /// A mask's valid length is 0 or beyond the attended positions.
+    BadMask {
+        /// The valid length given.
+        valid: usize,
+        /// Positions attended.
+        positions: usize,
+    },
+}
+
+impl From<ShapeError> for Error {
+    fn from(e: ShapeError) -> Self {
+        Error::Shape(e)
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Shape(e) => write!(f, "attention: {e}"),
+            Error::Dimensions { query, memory } => write!(
+                f,
+                "attention: score matrices do not fit query size {query} and memory size {memory}"
+            ),
+            Error::BadMask { valid, positions } => write!(
+                f,
+                "attention: valid length {valid} outside 1..={positions} attended positions"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// How the score of a query against one key is computed.
+pub enum Score<'a, P: Precision> {
+    /// `v^T tanh(W q + U k_i)`, each matrix optional (absent = identity), biases inside
+    /// the layers. Without matrices and with `v` = Keras' `scale` this is Keras'
+    /// `AdditiveAttention` (`v` all ones when `use_scale=False`).
+    Additive {
+        /// `W` (attention size x query size), or `None` when the query is used as is.
+        query: Option<Linear<'a, P>>,
+        /// `U` (attention size x memory size), or `None` when the memory is the key.
+        key: Option<Linear<'a, P>>,
+        /// `v` (1 x attention size).
+        v: Linear<'a, P>,
+    },
+    /// `scale * q . k_i` (`scale` 1 for dot, `1/sqrt(d)` for scaled dot).
+    Dot {
+        /// The factor applied to every score.
+        scale: P::Scale,
+    },
+    /// `scale * q^T W k_i` with `W` (query size x memory size).
+    General {
+        /// `W`.
+        w: Linear<'a, P>,
+        /// The factor applied to every score.
+        scale: P::Scale,
+    },
+}
+
+impl<P: Precision> Clone for Score<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for Score<'_, P> {}
+
+/// Which source positions are attended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mask {
+    /// Every position, padding included (models trained without a mask).
+    None,
+    /// The first `n` positions; the others get weight exactly 0.
+    Valid(usize),
+}
+
+/// Scratch of one [`Attention::attend`]: `scores` one per source position, `query` and
+/// `tanh` the sizes returned by [`Attention::query_scratch_len`].
+pub struct AttnScratch<'s, P: Precision> {
+    /// Scores, one per attended position.
+    pub scores: &'s mut [P::Wide],
+    /// The projected query (additive scores).
+    pub query: &'s mut [P::Wide],
+    /// One row of `tanh(W q + U k_i)` (additive scores).
+    pub tanh: &'s mut [P::Act],
+}
+
+/// An attention mechanism between a decoder query and an encoder memory.
+pub struct Attention<'a, P: Precision> {
+    score: Score<'a, P>,
+    query_dim: usize,
+    memory_dim: usize,
+    query_fmt: Fmt,
+    key_fmt: Fmt,
+}
+
+impl<P: Precision> Clone for Attention<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for Attention<'_, P> {}
+
+fn shape(what: &'static str, expected: usize, found: usize) -> Result<(), Error> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::Shape(ShapeError {
+            what,
+            expected,
+            found,
+        }))
+    }
+}
+
+impl<'a, P: Precision> Attention<'a, P> {
+    /// An attention of queries of `query_dim` (format `query_fmt`) over memories of
+    /// `memory_dim` per position; keys, once computed, have format `key_fmt` (the
+    /// memory's own format when the memory is the key).
+    pub fn new(
+        score: Score<'a, P>,
+        query_dim: usize,
+        memory_dim: usize,
+        query_fmt: Fmt,
+        key_fmt: Fmt,
+    ) -> Result<Self, Error> {
+        let bad = Error::Dimensions {
+            query: query_dim,
+            memory: memory_dim,
+        };
+        let ok = match &score {
+            Score::Additive { query, key, v } => {
+                let a = v.cols();
+                v.rows() == 1
+                    && query.map_or(query_dim == a, |w| w.rows() == a && w.cols() == query_dim)
+                    && key.map_or(memory_dim == a, |u| u.rows() == a && u.cols() == memory_dim)
+            }
+            Score::Dot { .. } => query_dim == memory_dim,
+            Score::General { w, .. } => w.rows() == query_dim && w.cols() == memory_dim,
+        };
+        if !ok || query_dim == 0 || memory_dim == 0 {
+            return Err(bad);
+        }
+        Ok(Attention {
+            score,
+            query_dim,
+            memory_dim,
+            query_fmt,
+            key_fmt,
+        })
+    }
+
+    /// The score.
+    pub fn score(&self) -> &Score<'a, P> {
+        &self.score
+    }
+    /// Query size.
+    pub fn query_dim(&self) -> usize {
+        self.query_dim
+    }
+    /// Memory size per position.
+    pub fn memory_dim(&self) -> usize {
+        self.memory_dim
+    }
+
+    /// Size of a key per position; when [`Attention::keys_are_memory`], the memory's.
+    pub fn key_dim(&self) -> usize {
+        match &self.score {
+            Score::Additive { key: Some(u), .. } => u.rows(),
+            Score::Additive { key: None, .. } | Score::Dot { .. } => self.memory_dim,
+            Score::General { .. } => self.query_dim,
+        }
+    }
+
+    /// True when the keys are the memory itself (nothing to precompute or store).
+    pub fn keys_are_memory(&self) -> bool {
+        matches!(
+            self.score,
+            Score::Additive { key: None, .. } | Score::Dot { .. }
+        )
+    }
+
+    /// Sizes of the `query` (wide) and `tanh` (activation) scratch buffers.
+    pub fn query_scratch_len(&self) -> (usize, usize) {
+        match &self.score {
+            Score::Additive { v, .. } => (v.cols(), v.cols()),
+            _ => (0, 0),
+        }
+    }
+
+    /// Multiply-accumulates of the keys of one source position (done once per source).
+    pub fn key_macs(&self) -> usize {
+        match &self.score {
+            Score::Additive { key: Some(u), .. } => u.rows() * u.cols(),
+            Score::General { w, .. } => w.rows() * w.cols(),
+            _ => 0,
+        }
+    }
+
+    /// Multiply-accumulates of one decoder step over `t` positions, weights and context
+    /// included.
+    pub fn step_macs(&self, t: usize) -> usize {
+        let per_pos = match &self.score {
+            Score::Additive { v, .. } => v.cols(),
+            _ => self.key_dim(),
+        };
+        let query = match &self.score {
+            Score::Additive { query: Some(w), .. } => w.rows() * w.cols(),
+            _ => 0,
+        };
+        query + t * (per_pos + self.memory_dim)
+    }
+
+    /// Computes the keys of `t` memory rows into `keys` (`t x key_dim()`), using
+    /// `wide` (`key_dim()` long) as scratch. Nothing to do when the keys are the memory.
+    pub fn precompute_keys(
+        &self,
+        memory: &[P::Act],
+        t: usize,
+        keys: &mut [P::Act],
+        wide: &mut [P::Wide],
+    ) -> Result<(), Error> {
+        let layer = match &self.score {
+            Score::Additive { key: Some(u), .. } => u,
+            Score::General { w, .. } => w,
+            _ => return Ok(()),
+        };
+        let (m, k) = (self.memory_dim, self.key_dim());
+        if memory.len() < t * m || keys.len() < t * k || wide.len() < k {
+            return Err(Error::Shape(ShapeError {
+                what: "keys",
+                expected: t * k,
+                found: keys.len(),
+            }));
+        }
+        for (row, key) in memory.chunks_exact(m).zip(keys.chunks_exact_mut(k)).take(t) {
+            layer.apply(&[row], &mut wide[..k])?;
+            for (o, &w) in key.iter_mut().zip(&wide[..k]) {
+                *o = P::narrow(w, self.key_fmt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Scores of `query` against the first `n` keys into `s.scores[..n]`.
+    pub fn scores(
+        &self,
+        query: &[P::Act],
+        keys: &[P::Act],
+        n: usize,
+        s: &mut AttnScratch<'_, P>,
+    ) -> Result<(), Error> {
+        let k = self.key_dim();
+        shape("query", self.query_dim, query.len())?;
+        if keys.len() < n * k || s.scores.len() < n {
+            return Err(Error::Shape(ShapeError {
+                what: "keys",
+                expected: n * k,
+                found: keys.len(),
+            }));
+        }
+        let keys = keys[..n * k].chunks_exact(k);
+        let scores = &mut s.scores[..n];
+        match &self.score {
+            Score::Additive { query: w, v, .. } => {
+                let a = v.cols();
+                if s.query.len() < a || s.tanh.len() < a {
+                    return Err(Error::Shape(ShapeError {
+                        what: "attention scratch",
+                        expected: a,
+                        found: s.query.len().min(s.tanh.len()),
+                    }));
+                }
+                let (qw, tv) = (&mut s.query[..a], &mut s.tanh[..a]);
+                match w {
+                    Some(w) => w.apply(&[query], qw)?,
+                    None => {
+                        for (o, &x) in qw.iter_mut().zip(query) {
+                            *o = P::widen(x, self.query_fmt);
+                        }
+                    }
+                }
+                for (e, key) in scores.iter_mut().zip(keys) {
+                    for ((t, &q), &kj) in tv.iter_mut().zip(qw.iter()).zip(key) {
+                        *t = P::tanh(P::add(q, P::widen(kj, self.key_fmt)));
+                    }
+                    let mut out = [P::Wide::default()];
+                    v.apply(&[tv], &mut out)?;
+                    *e = out[0];
+                }
+            }
+            Score::Dot { scale } | Score::General { scale, .. } => {
+                for (e, key) in scores.iter_mut().zip(keys) {
+                    *e = P::dot(query, self.query_fmt, key, self.key_fmt, *scale);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Scores, weights and context of `query` over `t` positions: `weights` (`t` long)
+    /// receives `alpha` (0 beyond a mask's valid length) and `context` the weighted sum
+    /// of the `memory` rows.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attend(
+        &self,
+        query: &[P::Act],
+        keys: &[P::Act],
+        memory: &[P::Act],
+        t: usize,
+        mask: Mask,
+        s: &mut AttnScratch<'_, P>,
+        weights: &mut [P::Act],
+        context: &mut [P::Act],
+    ) -> Result<(), Error> {
+        let n = match mask {
+            Mask::None => t,
+            Mask::Valid(n) => n,
+        };
+        if n == 0 || n > t {
+            return Err(Error::BadMask {
+                valid: n,
+                positions: t,
+            });
+        }
+        shape("context", self.memory_dim, context.len())?;
+        if weights.len() < t || memory.len() < n * self.memory_dim {
+            return Err(Error::Shape(ShapeError {
+                what: "attention weights",
+                expected: t,
+                found: weights.len(),
+            }));
+        }
+        self.scores(query, keys, n, s)?;
+        P::softmax(&s.scores[..n], &mut weights[..n]);
+        weights[n..t].fill(P::Act::default());
+        P::weighted_sum(&weights[..n], &memory[..n * self.memory_dim], context);
+        Ok(())
+    }
+}
+
+/// Entropy `-sum_i alpha_i ln alpha_i` (nats) of attention weights: `ln t` for uniform
+/// weights over `t` positions, near 0 when one position takes all. For reports only.
+pub fn entropy<P: Precision>(weights: &[P::Act]) -> f32 {
+    -weights
+        .iter()
+        .map(|&w| P::unit_to_f32(w))
+        .filter(|&p| p > 0.0)
+        .map(|p| p * float::ln(p))
+        .sum::<f32>()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+//! Fixed-point building blocks: saturation, rounding shifts, requantization.
+//!
+//! Conventions used throughout the integer path (see `docs/NUMERICS.md`):
+//!
+//! * activations are `i16` in a per-tensor `Q(15-f).f` format (`f` fractional bits,
+//!   scale `2^-f`), chosen by calibration;
+//! * "wide" values (gate pre-activations, attention scores, logits) are `i32` in the
+//!   fixed format `Q16.15` (scale `2^-15`);
+//! * probabilities and gate outputs are `i16` in `Q0.15`;
+//! * every rounding is half up (`floor(x + 1/2)`), every narrowing saturates.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Fractional bits of the wide (`i32`) domain: gate pre-activations, scores, logits.
+pub const WIDE_FRAC: i32 = 15;
+/// One in `Q0.15`, saturated: the largest `i16` (`1 - 2^-15`).
+pub const ONE_Q15: i16 = i16::MAX;
+
+/// Saturates an `i32` to `i16`.
+#[inline]
+pub fn sat_i16(x: i32) -> i16 {
+    x.clamp(i16::MIN as i32, i16::MAX as i32) as i16
+}
+
+/// Saturates an `i64` to `i32`.
+#[inline]
+pub fn sat_i32(x: i64) -> i32 {
+    x.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+}
+
+/// `x * 2^-s` rounded half up for `s > 0`, `x * 2^-s` saturated for `s <= 0`.
+/// Shifts beyond the width give 0 (right) or saturate (left): never undefined.
+#[inline]
+pub fn shift_round_i32(x: i32, s: i32) -> i32 {
+    shift_round_i64(x as i64, s)
+}
+
+/// As [`shift_round_i32`] for an `i64` input, saturated to `i32`.
+#[inline]
+pub fn shift_round_i64(x: i64, s: i32) -> i32 {
+    if s > 0 {
+        if s >= 63 {
+            return 0;
+        }
+        sat_i32(x.saturating_add(1i64 << (s - 1)) >> s)
+    } else {
+        let s = (-s).min(32);
+        sat_i32(x.saturating_mul(1i64 << s))
+    }
+}
+
+/// A real multiplier `m = mult * 2^-shift` applied to an integer, with rounding half up
+/// and saturation. Stored in model files (8 bytes, little-endian).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Requant {
+    /// Mantissa; `[2^30, 2^31)` when made by [`Requant::from_real`], or 0.
+    pub mult: i32,
+    /// Right shift, `0..=62`.
+    pub shift: i32,
+}
+
+impl Requant {
+    /// The multiplier 1.
+    pub const ONE: Requant = Requant {
+        mult: 1 << 30,
+        shift: 30,
+    };
+
+    /// The closest representable multiplier to `m` (`m >= 0`), with a 31-bit mantissa.
+    /// Multipliers too small to represent become 0; too large ones saturate.
+    pub fn from_real(m: f64) -> Requant {
+        if m.is_nan() || m <= 0.0 {
+            return Requant { mult: 0, shift: 0 };
+        }
+        // m = frac * 2^exp with frac in [0.5, 1).
+        let (frac, exp) = libm::frexp(m);
+        let mut mult = libm::round(frac * (1u64 << 31) as f64) as i64;
+        let mut shift = 31 - exp;
+        if mult == 1i64 << 31 {
+            mult >>= 1;
+            shift -= 1;
+        }
+        if shift > 62 {
+            return Requant { mult: 0, shift: 0 };
+        }
+        if shift < 0 {
+            return Requant {
+                mult: i32::MAX,
+                shift: 0,
+            };
+        }
+        Requant {
+            mult: mult as i32,
+            shift,
+        }
+    }
+
+    /// The real value of this multiplier.
+    pub fn to_real(self) -> f64 {
+        self.mult as f64 / libm::pow(2.0, self.shift as f64)
+    }
+
+    /// `round(x * m)`, saturated to `i32`. One 32x32->64-bit multiply.
+    #[inline]
+    pub fn apply(self, x: i32) -> i32 {
+        let p = x as i64 * self.mult as i64;
+        shift_round_i64(p, self.shift)
+    }
+
+    /// True when the shift is in range (as [`Requant::from_real`] makes them).
+    pub fn is_valid(self) -> bool {
+        (0..=62).contains(&self.shift) && self.mult >= 0
+    }
+}
+
+/// `u * x` where `u` is a `Q0.15` value in `[0, 1)` and `x` any `i32`, rounded half up,
+/// computed without a 64-bit multiply: `x = hi * 2^15 + lo` with `0 <= lo < 2^15`.
+#[inline]
+pub fn mul_q15_i32(u: i16, x: i32) -> i32 {
+    let u = u as i32;
+    let hi = x >> 15;
+    let lo = x & 0x7fff;
+    // |u * hi| < 2^15 * 2^16 fits; u * lo < 2^30 fits.
+    (u * hi).saturating_add((u * lo + (1 << 14)) >> 15)
+}
+
+/// `a * b` of two `Q0.15` values, rounded half up, saturated.
+#[inline]
+pub fn mul_q15(a: i16, b: i16) -> i16 {
+    sat_i16((a as i32 * b as i32 + (1 << 14)) >> 15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn requant_round_trips_reals() {
+        for &m in &[1.0, 0.5, 0.123456, 3.0e-7, 17.25, 1.0e-12, 1.0e9] {
+            let q = Requant::from_real(m);
+            assert!(q.is_valid());
+            let rel = (q.to_real() - m).abs() / m;
+            if m > 1e-10 && m < 1e9 {
+                assert!(rel < 1e-9, "{m}: {q:?} -> {}", q.to_real());
+            }
+        }
+        assert_eq!(Requant::from_real(0.0), Requant { mult: 0, shift: 0 });
+        assert_eq!(Requant::ONE.apply(12345), 12345);
+        assert_eq!(Requant::from_real(0.5).apply(3), 2); // 1.5 rounds up
+        assert_eq!(Requant::from_real(0.5).apply(-3), -1); // -1.5 rounds up
+    }
+
+    #[test]
+    fn shifts_are_defined_everywhere() {
+        assert_eq!(shift_round_i32(5, 1), 3);
+        assert_eq!(shift_round_i32(-5, 1), -2);
+        assert_eq!(shift_round_i32(i32::MAX, 40), 0);
+        assert_eq!(shift_round_i32(7, -40), i32::MAX);
+        assert_eq!(shift_round_i32(-7, -40), i32::MIN);
+        assert_eq!(shift_round_i64(i64::MAX, 1), i32::MAX);
+        assert_eq!(shift_round_i64(i64::MIN, -5), i32::MIN);
+        assert_eq!(shift_round_i64(-(1i64 << 40), 70), 0);
+    }
+
+    proptest! {
+        #[test]
+        fn mul_q15_i32_equals_exact_rounding(u in 0i16..=i16::MAX, x in any::<i32>()) {
+            let exact = ((u as i64 * x as i64) + (1 << 14)) >> 15;
+            prop_assert_eq!(mul_q15_i32(u, x) as i64, exact);
+        }
+
+        #[test]
+        fn requant_apply_matches_real_arithmetic(x in any::<i32>(), m in 1e-6f64..4.0) {
+            let q = Requant::from_real(m);
+            let exact = (x as f64 * q.to_real() + 0.5).floor();
+            let exact = exact.clamp(i32::MIN as f64, i32::MAX as f64);
+            prop_assert_eq!(q.apply(x) as f64, exact);
+        }
+    }
+}

@@ -1,0 +1,620 @@
+//! The [`Precision`] trait: one set of primitive operations, implemented once per number
+//! format, so that the model code above is written once and runs at every precision.
+//!
+//! | precision | weights | activations ([`Precision::Act`]) | wide values ([`Precision::Wide`]) |
+//! |---|---|---|---|
+//! | [`F32`] | f32 | f32 | f32 |
+//! | [`W8F32`] | int8, f32 scale per row | f32 | f32 |
+//! | [`W8A16`] | int8, requantizer per row and input part | i16, `Q(15-f).f` per tensor | i32, `Q16.15` |
+//!
+//! "Wide" values are what a dense layer produces before it is stored: gate
+//! pre-activations, attention scores and logits. In [`W8A16`] they share one fixed
+//! format, so every nonlinearity reads one format and the model never carries a scale
+//! at run time except the activation formats ([`Fmt`]) and the layers' requantizers.
+
+use core::fmt::Debug;
+use core::marker::PhantomData;
+use core::ops::Range;
+
+use bytemuck::Pod;
+
+use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
+use crate::{float, lut};
+
+/// The number formats a model file can carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum PrecisionKind {
+    /// f32 weights and activations.
+    F32 = 0,
+    /// int8 weights (f32 scale per row), f32 activations.
+    W8F32 = 1,
+    /// int8 weights, int16 activations, int32 accumulators; no float at run time.
+    W8A16 = 2,
+}
+
+impl PrecisionKind {
+    /// All kinds, in file-id order.
+    pub const ALL: [PrecisionKind; 3] = [Self::F32, Self::W8F32, Self::W8A16];
+
+    /// The kind with this file id.
+    pub fn from_id(id: u8) -> Option<Self> {
+        Self::ALL.get(id as usize).copied()
+    }
+
+    /// Short lowercase name: `f32`, `w8f32`, `w8a16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::W8F32 => "w8f32",
+            Self::W8A16 => "w8a16",
+        }
+    }
+}
+
+/// Format of an activation tensor: the number of fractional bits of its `i16` values
+/// in [`W8A16`] (scale `2^-frac`); ignored by the float precisions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Fmt {
+    /// Fractional bits, `0..=15` in practice (validated by the model parser).
+    pub frac: i8,
+}
+
+impl Fmt {
+    /// `Q0.15`: gate outputs, hidden states, attention weights.
+    pub const Q15: Fmt = Fmt { frac: 15 };
+}
+
+/// A length that did not match what a kernel expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ShapeError {
+    /// What was measured (`"weights"`, `"input"`, ...).
+    pub what: &'static str,
+    /// The length required.
+    pub expected: usize,
+    /// The length given.
+    pub found: usize,
+}
+
+impl core::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} has length {}, expected {}",
+            self.what, self.found, self.expected
+        )
+    }
+}
+
+impl core::error::Error for ShapeError {}
+
+fn check(what: &'static str, expected: usize, found: usize) -> Result<(), ShapeError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(ShapeError {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// Number formats and the primitive operations of the model code, implemented by
+/// [`F32`], [`W8F32`] and [`W8A16`].
+///
+/// "Unit" values below are activations in `[-1, 1]` (gate outputs, states, attention
+/// weights): plain f32, or `Q0.15` in [`W8A16`].
+pub trait Precision: Sized + 'static {
+    /// Which format this is (stored in model files).
+    const KIND: PrecisionKind;
+    /// An activation element.
+    type Act: Copy + Default + PartialEq + Debug + Pod;
+    /// A wide element: layer outputs before storage, scores, logits.
+    type Wide: Copy + Default + PartialOrd + Debug + Pod;
+    /// A stored weight.
+    type Weight: Copy + Debug + Pod;
+    /// Per-row (and, in [`W8A16`], per input part) quantization data of a layer.
+    type RowQ: Copy + Debug + Pod;
+    /// A stored bias, in the wide domain.
+    type Bias: Copy + Debug + Pod;
+    /// A scale applied to dot-product scores (`1` or `1/sqrt(d)`).
+    type Scale: Copy + Debug;
+
+    /// How many [`Precision::RowQ`] a layer of `rows` rows and `parts` input parts has.
+    fn row_q_len(rows: usize, parts: usize) -> usize;
+    /// The score scale from its real value and its requantizer (the model file stores both).
+    fn scale(real: f32, q: Requant) -> Self::Scale;
+
+    /// `out = W [x_0; x_1; ...] + b`, lengths already checked by [`Linear::apply`].
+    fn linear(l: &Linear<'_, Self>, x: &[&[Self::Act]], out: &mut [Self::Wide]);
+    /// Row `row` of an embedding table, as activations (length checked by the caller).
+    fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [Self::Act]);
+
+    /// Logistic sigmoid of a wide value, as a unit value.
+    fn sigmoid(x: Self::Wide) -> Self::Act;
+    /// Hyperbolic tangent of a wide value, as a unit value.
+    fn tanh(x: Self::Wide) -> Self::Act;
+    /// `a + b` (saturating).
+    fn add(a: Self::Wide, b: Self::Wide) -> Self::Wide;
+    /// `u * x` for a unit `u` (the reset gate applied after the recurrent matmul).
+    fn gate(u: Self::Act, x: Self::Wide) -> Self::Wide;
+    /// `u * x` of two unit values (the reset gate applied before the recurrent matmul).
+    fn gate_act(u: Self::Act, x: Self::Act) -> Self::Act;
+    /// The GRU update `(1 - z) * n + z * h` of unit values.
+    fn blend(z: Self::Act, h: Self::Act, n: Self::Act) -> Self::Act;
+    /// An activation of format `f` as a wide value.
+    fn widen(a: Self::Act, f: Fmt) -> Self::Wide;
+    /// A wide value stored as an activation of format `f` (saturating).
+    fn narrow(w: Self::Wide, f: Fmt) -> Self::Act;
+    /// `s * (a . b)` for activations of formats `fa` and `fb`, as a wide value.
+    fn dot(a: &[Self::Act], fa: Fmt, b: &[Self::Act], fb: Fmt, s: Self::Scale) -> Self::Wide;
+    /// Softmax of wide values into unit weights.
+    fn softmax(x: &[Self::Wide], out: &mut [Self::Act]);
+    /// `out_j = sum_i w_i * rows[i * d + j]` for unit weights `w`: a convex combination
+    /// of `w.len()` rows of length `d = out.len()`, in the rows' own format.
+    fn weighted_sum(w: &[Self::Act], rows: &[Self::Act], out: &mut [Self::Act]);
+
+    /// A unit value as f32 (for observers and reports, never on the inference path).
+    fn unit_to_f32(a: Self::Act) -> f32;
+    /// An activation of format `f` as f32 (reports only).
+    fn act_to_f32(a: Self::Act, f: Fmt) -> f32;
+    /// A wide value as f32 (reports only).
+    fn wide_to_f32(w: Self::Wide) -> f32;
+}
+
+/// A dense layer `y = W [x_0; x_1; ...] + b`: row-major weights borrowed from the model
+/// file, quantization data, an optional bias. The input may come in several parts
+/// (a concatenation that is never copied); in [`W8A16`] each part has its own format.
+pub struct Linear<'a, P: Precision> {
+    rows: usize,
+    cols: usize,
+    parts: usize,
+    w: &'a [P::Weight],
+    q: &'a [P::RowQ],
+    bias: Option<&'a [P::Bias]>,
+}
+
+impl<P: Precision> Clone for Linear<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for Linear<'_, P> {}
+
+impl<P: Precision> Debug for Linear<'_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Linear<{}>({}x{}, {} parts, bias: {})",
+            P::KIND.name(),
+            self.rows,
+            self.cols,
+            self.parts,
+            self.bias.is_some()
+        )
+    }
+}
+
+impl<'a, P: Precision> Linear<'a, P> {
+    /// A layer of `rows x cols` weights whose input comes in `parts` parts.
+    pub fn new(
+        rows: usize,
+        cols: usize,
+        parts: usize,
+        w: &'a [P::Weight],
+        q: &'a [P::RowQ],
+        bias: Option<&'a [P::Bias]>,
+    ) -> Result<Self, ShapeError> {
+        check("weights", rows * cols, w.len())?;
+        check("quantization", P::row_q_len(rows, parts), q.len())?;
+        if let Some(b) = bias {
+            check("bias", rows, b.len())?;
+        }
+        if parts == 0 {
+            return Err(ShapeError {
+                what: "parts",
+                expected: 1,
+                found: 0,
+            });
+        }
+        Ok(Linear {
+            rows,
+            cols,
+            parts,
+            w,
+            q,
+            bias,
+        })
+    }
+
+    /// Output size.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Input size (all parts together).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Number of input parts.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+    /// The weights, row-major.
+    pub fn weights(&self) -> &'a [P::Weight] {
+        self.w
+    }
+    /// The quantization data.
+    pub fn row_q(&self) -> &'a [P::RowQ] {
+        self.q
+    }
+    /// The bias.
+    pub fn bias(&self) -> Option<&'a [P::Bias]> {
+        self.bias
+    }
+
+    /// The layer made of rows `r` only (for example one gate of a GRU).
+    pub fn row_range(&self, r: Range<usize>) -> Result<Self, ShapeError> {
+        if r.start > r.end || r.end > self.rows {
+            return Err(ShapeError {
+                what: "row range",
+                expected: self.rows,
+                found: r.end,
+            });
+        }
+        let per_row = P::row_q_len(1, self.parts);
+        Ok(Linear {
+            rows: r.len(),
+            cols: self.cols,
+            parts: self.parts,
+            w: &self.w[r.start * self.cols..r.end * self.cols],
+            q: &self.q[r.start * per_row..r.end * per_row],
+            bias: self.bias.map(|b| &b[r.clone()]),
+        })
+    }
+
+    /// `out = W [x_0; x_1; ...] + b`: checks that the parts are as many as declared,
+    /// that their lengths add up to the input size and that `out` has one element per row.
+    pub fn apply(&self, x: &[&[P::Act]], out: &mut [P::Wide]) -> Result<(), ShapeError> {
+        check("input parts", self.parts, x.len())?;
+        check("input", self.cols, x.iter().map(|p| p.len()).sum())?;
+        check("output", self.rows, out.len())?;
+        P::linear(self, x, out);
+        Ok(())
+    }
+
+    /// Row `row` of an embedding table into `out` (one element per column).
+    pub fn embed(&self, row: usize, out: &mut [P::Act]) -> Result<(), ShapeError> {
+        if row >= self.rows {
+            return Err(ShapeError {
+                what: "embedding row",
+                expected: self.rows,
+                found: row,
+            });
+        }
+        check("embedding output", self.cols, out.len())?;
+        P::embed(self, row, out);
+        Ok(())
+    }
+}
+
+/// Weight storage of the float precisions.
+pub trait FloatWeight: Copy + Debug + Pod {
+    /// The precision this storage makes.
+    const KIND: PrecisionKind;
+    /// Per-row quantization data: `()` for f32, the f32 row scale for int8.
+    type RowQ: Copy + Debug + Pod;
+    /// How many row-quantization entries a layer has.
+    fn row_q_len(rows: usize) -> usize;
+    /// `w . x` (unscaled).
+    fn dot(w: &[Self], x: &[f32]) -> f32;
+    /// Scale of row `r`.
+    fn row_scale(q: &[Self::RowQ], r: usize) -> f32;
+    /// One weight as f32 (unscaled).
+    fn to_f32(self) -> f32;
+}
+
+impl FloatWeight for f32 {
+    const KIND: PrecisionKind = PrecisionKind::F32;
+    type RowQ = ();
+    fn row_q_len(_: usize) -> usize {
+        0
+    }
+    #[inline]
+    fn dot(w: &[f32], x: &[f32]) -> f32 {
+        float::dot(w, x)
+    }
+    #[inline]
+    fn row_scale(_: &[()], _: usize) -> f32 {
+        1.0
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl FloatWeight for i8 {
+    const KIND: PrecisionKind = PrecisionKind::W8F32;
+    type RowQ = f32;
+    fn row_q_len(rows: usize) -> usize {
+        rows
+    }
+    #[inline]
+    fn dot(w: &[i8], x: &[f32]) -> f32 {
+        float::dot_i8(w, x)
+    }
+    #[inline]
+    fn row_scale(q: &[f32], r: usize) -> f32 {
+        q[r]
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+}
+
+/// The float precisions, generic over weight storage: f32 math throughout.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Float<W>(PhantomData<W>);
+
+/// f32 weights and activations.
+pub type F32 = Float<f32>;
+/// int8 weights with an f32 scale per row, dequantized on the fly; f32 math.
+pub type W8F32 = Float<i8>;
+
+impl<W: FloatWeight> Precision for Float<W> {
+    const KIND: PrecisionKind = W::KIND;
+    type Act = f32;
+    type Wide = f32;
+    type Weight = W;
+    type RowQ = W::RowQ;
+    type Bias = f32;
+    type Scale = f32;
+
+    fn row_q_len(rows: usize, _parts: usize) -> usize {
+        W::row_q_len(rows)
+    }
+    fn scale(real: f32, _: Requant) -> f32 {
+        real
+    }
+
+    fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
+        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(l.cols)).enumerate() {
+            let mut acc = 0.0;
+            let mut off = 0;
+            for part in x {
+                acc += W::dot(&row[off..off + part.len()], part);
+                off += part.len();
+            }
+            acc *= W::row_scale(l.q, r);
+            *o = match l.bias {
+                Some(b) => acc + b[r],
+                None => acc,
+            };
+        }
+    }
+
+    fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
+        let s = W::row_scale(table.q, row);
+        let w = &table.w[row * table.cols..(row + 1) * table.cols];
+        for (o, &v) in out.iter_mut().zip(w) {
+            *o = v.to_f32() * s;
+        }
+    }
+
+    #[inline]
+    fn sigmoid(x: f32) -> f32 {
+        float::sigmoid(x)
+    }
+    #[inline]
+    fn tanh(x: f32) -> f32 {
+        float::tanh(x)
+    }
+    #[inline]
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline]
+    fn gate(u: f32, x: f32) -> f32 {
+        u * x
+    }
+    #[inline]
+    fn gate_act(u: f32, x: f32) -> f32 {
+        u * x
+    }
+    #[inline]
+    fn blend(z: f32, h: f32, n: f32) -> f32 {
+        // The PyTorch / Keras form, term for term.
+        (1.0 - z) * n + z * h
+    }
+    #[inline]
+    fn widen(a: f32, _: Fmt) -> f32 {
+        a
+    }
+    #[inline]
+    fn narrow(w: f32, _: Fmt) -> f32 {
+        w
+    }
+    fn dot(a: &[f32], _: Fmt, b: &[f32], _: Fmt, s: f32) -> f32 {
+        float::dot(a, b) * s
+    }
+    fn softmax(x: &[f32], out: &mut [f32]) {
+        float::softmax(x, out);
+    }
+    fn weighted_sum(w: &[f32], rows: &[f32], out: &mut [f32]) {
+        let d = out.len();
+        out.fill(0.0);
+        for (&wi, row) in w.iter().zip(rows.chunks_exact(d.max(1))) {
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o += wi * v;
+            }
+        }
+    }
+    fn unit_to_f32(a: f32) -> f32 {
+        a
+    }
+    fn act_to_f32(a: f32, _: Fmt) -> f32 {
+        a
+    }
+    fn wide_to_f32(w: f32) -> f32 {
+        w
+    }
+}
+
+/// int8 weights, int16 activations, int32 accumulators: integers only at run time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct W8A16;
+
+/// Longest run of int8 x int16 products that an `i32` accumulator holds exactly:
+/// `516 * 127 * 32768 < 2^31`.
+pub const I32_EXACT_RUN: usize = 516;
+
+/// `w . x` of int8 weights and int16 activations, exact: an `i32` accumulator over
+/// runs of at most [`I32_EXACT_RUN`] products, added in `i64` across runs.
+#[inline]
+pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
+    let mut total = 0i64;
+    for (wc, xc) in w.chunks(512).zip(x.chunks(512)) {
+        let mut acc = 0i32;
+        for (&a, &b) in wc.iter().zip(xc) {
+            acc += a as i32 * b as i32;
+        }
+        total += acc as i64;
+    }
+    total
+}
+
+/// `a . b` of two int16 vectors, exact: each product fits `i32`, the sum is `i64`
+/// (no 64-bit multiply).
+#[inline]
+pub fn dot_i16(a: &[i16], b: &[i16]) -> i64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as i32 * y as i32) as i64)
+        .sum()
+}
+
+impl Precision for W8A16 {
+    const KIND: PrecisionKind = PrecisionKind::W8A16;
+    type Act = i16;
+    type Wide = i32;
+    type Weight = i8;
+    type RowQ = Requant;
+    type Bias = i32;
+    type Scale = Requant;
+
+    fn row_q_len(rows: usize, parts: usize) -> usize {
+        rows * parts
+    }
+    fn scale(_: f32, q: Requant) -> Requant {
+        q
+    }
+
+    fn linear(l: &Linear<'_, Self>, x: &[&[i16]], out: &mut [i32]) {
+        let np = l.parts;
+        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(l.cols)).enumerate() {
+            let mut acc: i32 = l.bias.map_or(0, |b| b[r]);
+            let mut off = 0;
+            for (p, part) in x.iter().enumerate() {
+                let d = dot_i8_i16(&row[off..off + part.len()], part);
+                off += part.len();
+                // Runs up to I32_EXACT_RUN stay in i32 (the common case): one
+                // 32x32->64 multiply per row and part.
+                let y = match i32::try_from(d) {
+                    Ok(d) => l.q[r * np + p].apply(d),
+                    Err(_) => requant_i64(d, l.q[r * np + p]),
+                };
+                acc = acc.saturating_add(y);
+            }
+            *o = acc;
+        }
+    }
+
+    fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
+        let q = table.q[row];
+        let w = &table.w[row * table.cols..(row + 1) * table.cols];
+        for (o, &v) in out.iter_mut().zip(w) {
+            *o = sat_i16(q.apply(v as i32));
+        }
+    }
+
+    #[inline]
+    fn sigmoid(x: i32) -> i16 {
+        lut::sigmoid_q15(x)
+    }
+    #[inline]
+    fn tanh(x: i32) -> i16 {
+        lut::tanh_q15(x)
+    }
+    #[inline]
+    fn add(a: i32, b: i32) -> i32 {
+        a.saturating_add(b)
+    }
+    #[inline]
+    fn gate(u: i16, x: i32) -> i32 {
+        mul_q15_i32(u, x)
+    }
+    #[inline]
+    fn gate_act(u: i16, x: i16) -> i16 {
+        mul_q15(u, x)
+    }
+    #[inline]
+    fn blend(z: i16, h: i16, n: i16) -> i16 {
+        // n + z * (h - n): one multiply, |h - n| < 2^16.
+        let d = h as i32 - n as i32;
+        sat_i16(n as i32 + ((z as i32 * d + (1 << 14)) >> 15))
+    }
+    #[inline]
+    fn widen(a: i16, f: Fmt) -> i32 {
+        shift_round_i32(a as i32, f.frac as i32 - WIDE_FRAC)
+    }
+    #[inline]
+    fn narrow(w: i32, f: Fmt) -> i16 {
+        sat_i16(shift_round_i32(w, WIDE_FRAC - f.frac as i32))
+    }
+    fn dot(a: &[i16], fa: Fmt, b: &[i16], fb: Fmt, s: Requant) -> i32 {
+        let d = dot_i16(a, b);
+        let w = fixed::shift_round_i64(d, fa.frac as i32 + fb.frac as i32 - WIDE_FRAC);
+        s.apply(w)
+    }
+    fn softmax(x: &[i32], out: &mut [i16]) {
+        lut::softmax_q15(x, out);
+    }
+    fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
+        let d = out.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            // Products fit i32; the sum is i64 so that no weights can make it wrap.
+            let mut acc = 0i64;
+            for (i, &wi) in w.iter().enumerate() {
+                acc += (wi as i32 * rows[i * d + j] as i32) as i64;
+            }
+            *o = sat_i16(fixed::shift_round_i64(acc, 15));
+        }
+    }
+    fn unit_to_f32(a: i16) -> f32 {
+        a as f32 / 32768.0
+    }
+    fn act_to_f32(a: i16, f: Fmt) -> f32 {
+        a as f32 / libm::exp2f(f.frac as f32)
+    }
+    fn wide_to_f32(w: i32) -> f32 {
+        w as f32 / 32768.0
+    }
+}
+
+/// Applies a requantizer to an `i64` accumulator (runs longer than [`I32_EXACT_RUN`]):
+/// the accumulator is first brought into `i32` range by a rounding shift taken from the
+/// multiplier's own shift, so the result differs from exact by at most one unit.
+fn requant_i64(d: i64, q: Requant) -> i32 {
+    let pre = (64 - d.unsigned_abs().leading_zeros() as i32 - 31).clamp(0, q.shift);
+    let d = fixed::shift_round_i64(d, pre);
+    Requant {
+        mult: q.mult,
+        shift: q.shift - pre,
+    }
+    .apply(d)
+}
