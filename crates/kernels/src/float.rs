@@ -1,11 +1,9 @@
 //! f32 kernels: elementary functions, dot products, softmax, argmax.
 //!
-//! Every reduction uses [`LANES`] interleaved partial sums combined in a fixed order, so
-//! the compiler can vectorise it on the host and the result is the same bit for bit on
-//! every target (Rust never contracts `a * b + c` into a fused multiply-add).
-
-/// Number of interleaved partial sums in [`dot`].
-pub const LANES: usize = 8;
+//! Every dot product is a plain sequential sum `acc = acc + w[k] * x[k]` in index order,
+//! with a separate multiply and add (Rust never fuses them). That order is the contract
+//! of the f32 path: an implementation that vectorises across rows or across sequences
+//! (the host's batched runner) keeps it per element and gives the same bits.
 
 /// Largest absolute error of [`exp`] against `libm::expf` relative to the result, over
 /// `[-20, 10]`, with the `fast-math` feature (0 without it). Checked by a test.
@@ -72,49 +70,30 @@ pub fn ln(x: f32) -> f32 {
     libm::logf(x)
 }
 
-/// Dot product of two equally long slices (extra elements of the longer one are ignored).
+/// Dot product of two slices (extra elements of the longer one are ignored), summed
+/// sequentially onto `acc`.
+#[inline]
+pub fn dot_acc(mut acc: f32, a: &[f32], b: &[f32]) -> f32 {
+    for (x, y) in a.iter().zip(b) {
+        acc += x * y;
+    }
+    acc
+}
+
+/// Dot product of two slices, summed sequentially from zero.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f32; LANES];
-    let mut ca = a.chunks_exact(LANES);
-    let mut cb = b.chunks_exact(LANES);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for k in 0..LANES {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    for (k, (x, y)) in ca.remainder().iter().zip(cb.remainder()).enumerate() {
-        acc[k] += x * y;
-    }
-    reduce(acc)
+    dot_acc(0.0, a, b)
 }
 
-/// Dot product of int8 weights with f32 activations, as [`dot`] with the weights
-/// converted exactly to f32 (the caller applies the row scale).
+/// Dot product of int8 weights (converted exactly to f32) with f32 activations, summed
+/// sequentially onto `acc`; the caller applies the row scale.
 #[inline]
-pub fn dot_i8(w: &[i8], x: &[f32]) -> f32 {
-    let n = w.len().min(x.len());
-    let (w, x) = (&w[..n], &x[..n]);
-    let mut acc = [0.0f32; LANES];
-    let mut cw = w.chunks_exact(LANES);
-    let mut cx = x.chunks_exact(LANES);
-    for (p, q) in (&mut cw).zip(&mut cx) {
-        for k in 0..LANES {
-            acc[k] += f32::from(p[k]) * q[k];
-        }
+pub fn dot_i8_acc(mut acc: f32, w: &[i8], x: &[f32]) -> f32 {
+    for (p, q) in w.iter().zip(x) {
+        acc += f32::from(*p) * q;
     }
-    for (k, (p, q)) in cw.remainder().iter().zip(cx.remainder()).enumerate() {
-        acc[k] += f32::from(*p) * q;
-    }
-    reduce(acc)
-}
-
-/// Pairwise sum of the partial sums, always in the same order.
-#[inline]
-fn reduce(a: [f32; LANES]) -> f32 {
-    ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+    acc
 }
 
 /// Index of the first largest element; `None` when there is none (empty, or all NaN).
@@ -204,9 +183,12 @@ mod tests {
             let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
             let naive: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
             assert!((dot(&a, &b) as f64 - naive).abs() < 1e-4, "n={n}");
-            let w: Vec<i8> = (0..n).map(|i| (i as i32 % 255 - 127) as i8).collect();
+            let w: Vec<i8> = (0..n).map(|i| (i % 255 - 127) as i8).collect();
             let naive: f64 = w.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
-            assert!((dot_i8(&w, &b) as f64 - naive).abs() < 1e-2, "n={n}");
+            assert!(
+                (dot_i8_acc(0.0, &w, &b) as f64 - naive).abs() < 1e-2,
+                "n={n}"
+            );
         }
     }
 

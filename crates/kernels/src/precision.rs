@@ -309,8 +309,8 @@ pub trait FloatWeight: Copy + Debug + Pod {
     type RowQ: Copy + Debug + Pod;
     /// How many row-quantization entries a layer has.
     fn row_q_len(rows: usize) -> usize;
-    /// `w . x` (unscaled).
-    fn dot(w: &[Self], x: &[f32]) -> f32;
+    /// `acc + w . x` (unscaled), summed sequentially.
+    fn dot_acc(acc: f32, w: &[Self], x: &[f32]) -> f32;
     /// Scale of row `r`.
     fn row_scale(q: &[Self::RowQ], r: usize) -> f32;
     /// One weight as f32 (unscaled).
@@ -324,8 +324,8 @@ impl FloatWeight for f32 {
         0
     }
     #[inline]
-    fn dot(w: &[f32], x: &[f32]) -> f32 {
-        float::dot(w, x)
+    fn dot_acc(acc: f32, w: &[f32], x: &[f32]) -> f32 {
+        float::dot_acc(acc, w, x)
     }
     #[inline]
     fn row_scale(_: &[()], _: usize) -> f32 {
@@ -344,8 +344,8 @@ impl FloatWeight for i8 {
         rows
     }
     #[inline]
-    fn dot(w: &[i8], x: &[f32]) -> f32 {
-        float::dot_i8(w, x)
+    fn dot_acc(acc: f32, w: &[i8], x: &[f32]) -> f32 {
+        float::dot_i8_acc(acc, w, x)
     }
     #[inline]
     fn row_scale(q: &[f32], r: usize) -> f32 {
@@ -384,10 +384,11 @@ impl<W: FloatWeight> Precision for Float<W> {
 
     fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
         for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(l.cols)).enumerate() {
+            // One sequential sum over the concatenated input (see `float`).
             let mut acc = 0.0;
             let mut off = 0;
             for part in x {
-                acc += W::dot(&row[off..off + part.len()], part);
+                acc = W::dot_acc(acc, &row[off..off + part.len()], part);
                 off += part.len();
             }
             acc *= W::row_scale(l.q, r);

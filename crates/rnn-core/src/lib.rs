@@ -209,6 +209,14 @@ impl<'a, P: Precision> GruCell<'a, P> {
     pub fn input(&self) -> usize {
         self.w_ih.cols()
     }
+    /// The input layer `W_ih` (with `b_ih`).
+    pub fn w_ih(&self) -> &Linear<'a, P> {
+        &self.w_ih
+    }
+    /// The recurrent layer `W_hh` (with `b_hh`).
+    pub fn w_hh(&self) -> &Linear<'a, P> {
+        &self.w_hh
+    }
     /// Where the reset gate acts.
     pub fn mode(&self) -> ResetMode {
         self.mode
@@ -268,6 +276,52 @@ impl<'a, P: Precision> GruCell<'a, P> {
     }
 }
 
+/// The inputs of a sequence pass, one vector per position: stored rows, or computed on
+/// demand (an embedding lookup, say) so that the whole input need not be stored.
+pub trait SeqInput<P: Precision> {
+    /// Input size per position.
+    fn dim(&self) -> usize;
+    /// Number of positions available.
+    fn len(&self) -> usize;
+    /// True when there is no position.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The input at position `p`: a view of stored data, or computed into `buf`
+    /// (`dim()` long).
+    fn at<'s>(&'s self, p: usize, buf: &'s mut [P::Act]) -> Result<&'s [P::Act], Error>;
+}
+
+/// Inputs stored as rows of `dim` activations, row-major.
+pub struct Rows<'a, P: Precision> {
+    data: &'a [P::Act],
+    dim: usize,
+}
+
+impl<'a, P: Precision> Rows<'a, P> {
+    /// `data.len() / dim` rows of `dim` activations.
+    pub fn new(data: &'a [P::Act], dim: usize) -> Self {
+        Rows { data, dim }
+    }
+}
+
+impl<P: Precision> SeqInput<P> for Rows<'_, P> {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn len(&self) -> usize {
+        self.data.len() / self.dim.max(1)
+    }
+    fn at<'s>(&'s self, p: usize, _: &'s mut [P::Act]) -> Result<&'s [P::Act], Error> {
+        self.data
+            .get(p * self.dim..(p + 1) * self.dim)
+            .ok_or(Error::SequenceTooLong {
+                len: p + 1,
+                capacity: self.len(),
+            })
+    }
+}
+
 /// A GRU layer: a forward cell and, for a bidirectional layer, a backward cell.
 pub struct GruLayer<'a, P: Precision> {
     /// The cell run from the first position to the last.
@@ -307,23 +361,31 @@ impl<'a, P: Precision> GruLayer<'a, P> {
         self.fwd.input()
     }
 
-    /// Runs the layer over `t` positions of `input` (`t x I`, row-major), writing
-    /// `t x output()` into `out` (`[forward; backward]` per position) and the final
-    /// states into `last` (`output()` long: forward after the last position, backward
-    /// after the first). Each direction starts from zeros.
+    /// Runs the layer over the first `t` positions of `input`, writing `t x output()`
+    /// into `out` (`[forward; backward]` per position) and the final states into `last`
+    /// (`output()` long: forward after the last position, backward after the first).
+    /// Each direction starts from zeros; `xbuf` (`input()` long) holds computed inputs.
     pub fn run(
         &self,
-        input: &[P::Act],
+        input: &dyn SeqInput<P>,
         t: usize,
         out: &mut [P::Act],
         last: &mut [P::Act],
+        xbuf: &mut [P::Act],
         s: &mut GruScratch<'_, P>,
     ) -> Result<(), Error> {
-        let (i, d, h) = (self.input(), self.output(), self.fwd.hidden());
-        if input.len() < t * i || out.len() < t * d {
+        let (d, h) = (self.output(), self.fwd.hidden());
+        if input.dim() != self.input() || xbuf.len() < input.dim() {
+            return Err(Error::Shape(ShapeError {
+                what: "layer input",
+                expected: self.input(),
+                found: input.dim(),
+            }));
+        }
+        if input.len() < t || out.len() < t * d {
             return Err(Error::SequenceTooLong {
                 len: t,
-                capacity: (input.len() / i.max(1)).min(out.len() / d.max(1)),
+                capacity: input.len().min(out.len() / d.max(1)),
             });
         }
         if last.len() != d {
@@ -334,9 +396,10 @@ impl<'a, P: Precision> GruLayer<'a, P> {
             }));
         }
         let (last_f, last_b) = last.split_at_mut(h);
-        run_direction(&self.fwd, input, t, false, out, 0, d, last_f, s)?;
+        let xbuf = &mut xbuf[..input.dim()];
+        run_direction(&self.fwd, input, t, false, out, 0, d, last_f, xbuf, s)?;
         if let Some(bwd) = &self.bwd {
-            run_direction(bwd, input, t, true, out, h, d, last_b, s)?;
+            run_direction(bwd, input, t, true, out, h, d, last_b, xbuf, s)?;
         }
         Ok(())
     }
@@ -347,56 +410,63 @@ impl<'a, P: Precision> GruLayer<'a, P> {
 #[allow(clippy::too_many_arguments)]
 fn run_direction<P: Precision>(
     cell: &GruCell<'_, P>,
-    input: &[P::Act],
+    input: &dyn SeqInput<P>,
     t: usize,
     reverse: bool,
     out: &mut [P::Act],
     offset: usize,
     stride: usize,
     state: &mut [P::Act],
+    xbuf: &mut [P::Act],
     s: &mut GruScratch<'_, P>,
 ) -> Result<(), Error> {
-    let (i, h) = (cell.input(), cell.hidden());
+    let h = cell.hidden();
     state.fill(P::Act::default());
     for k in 0..t {
         let p = if reverse { t - 1 - k } else { k };
-        cell.step(&[&input[p * i..(p + 1) * i]], state, s)?;
+        let x = input.at(p, xbuf)?;
+        cell.step(&[x], state, s)?;
         out[p * stride + offset..][..h].copy_from_slice(state);
     }
     Ok(())
 }
 
 /// Runs stacked layers over `t` positions: layer 0 reads `input`, each further layer
-/// reads the previous one's outputs. `bufs` are two buffers of at least `t` times the
-/// largest layer output; the top layer's outputs end in the buffer whose index is
-/// returned. `lasts[l]` receives layer `l`'s final states.
+/// reads the previous one's outputs. Layer `l` writes into `bufs[l % 2]`, so `bufs[1]`
+/// may be empty for a single layer; each buffer needs `t` times the largest layer
+/// output. Returns the index of the buffer holding the top layer's outputs.
+/// `lasts[l]` receives layer `l`'s final states; `xbuf` is as in [`GruLayer::run`].
 pub fn run_stack<P: Precision>(
     layers: &[GruLayer<'_, P>],
-    input: &[P::Act],
+    input: &dyn SeqInput<P>,
     t: usize,
     bufs: [&mut [P::Act]; 2],
     lasts: &mut [&mut [P::Act]],
+    xbuf: &mut [P::Act],
     s: &mut GruScratch<'_, P>,
 ) -> Result<usize, Error> {
-    let [a, b] = bufs;
-    let mut bufs = [a, b];
-    for (l, layer) in layers.iter().enumerate() {
-        let last = lasts.get_mut(l).ok_or(Error::Shape(ShapeError {
+    if lasts.len() < layers.len() {
+        return Err(Error::Shape(ShapeError {
             what: "final states",
             expected: layers.len(),
-            found: l,
-        }))?;
-        let dst = l % 2;
-        let (x, y) = bufs.split_at_mut(1);
-        let (src_buf, dst_buf) = if dst == 0 {
-            (&*y[0], &mut *x[0])
-        } else {
-            (&*x[0], &mut *y[0])
-        };
-        let src: &[P::Act] = if l == 0 { input } else { src_buf };
-        layer.run(src, t, dst_buf, last, s)?;
+            found: lasts.len(),
+        }));
     }
-    Ok((layers.len() + 1) % 2)
+    let [a, b] = bufs;
+    for (l, (layer, last)) in layers.iter().zip(lasts.iter_mut()).enumerate() {
+        let (src, dst) = if l % 2 == 0 {
+            (&*b, &mut *a)
+        } else {
+            (&*a, &mut *b)
+        };
+        if l == 0 {
+            layer.run(input, t, dst, last, xbuf, s)?;
+        } else {
+            let prev = Rows::<P>::new(&src[..t * layers[l - 1].output()], layers[l - 1].output());
+            layer.run(&prev, t, dst, last, xbuf, s)?;
+        }
+    }
+    Ok(layers.len().saturating_sub(1) % 2)
 }
 
 #[cfg(test)]

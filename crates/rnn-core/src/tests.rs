@@ -80,7 +80,17 @@ fn bidirectional_output_is_forward_then_backward_per_position() {
     let mut last = [0.0f32; 2];
     let (mut wide, mut act) = ([0.0; 6], [0.0; 1]);
     let mut s = GruScratch::new(&fwd, &mut wide, &mut act).unwrap();
-    layer.run(&xs, 3, &mut out, &mut last, &mut s).unwrap();
+    let mut xbuf = [0.0f32; 1];
+    layer
+        .run(
+            &Rows::new(&xs, 1),
+            3,
+            &mut out,
+            &mut last,
+            &mut xbuf,
+            &mut s,
+        )
+        .unwrap();
 
     let mut hf = [0.0f32; 3];
     let mut h = 0.0;
@@ -114,12 +124,14 @@ fn stack_feeds_each_layer_the_previous_outputs() {
     let (mut l0, mut l1) = ([0.0f32; 1], [0.0f32; 1]);
     let (mut wide, mut act) = ([0.0; 6], [0.0; 1]);
     let mut s = GruScratch::new(&c, &mut wide, &mut act).unwrap();
+    let mut xbuf = [0.0f32; 1];
     let top = run_stack(
         &layers,
-        &xs,
+        &Rows::new(&xs, 1),
         2,
         [&mut a, &mut b],
         &mut [&mut l0, &mut l1],
+        &mut xbuf,
         &mut s,
     )
     .unwrap();
@@ -141,8 +153,16 @@ fn over_long_sequence_is_an_error() {
     let mut last = [0.0f32; 1];
     let (mut wide, mut act) = ([0.0; 6], [0.0; 1]);
     let mut s = GruScratch::new(&c, &mut wide, &mut act).unwrap();
+    let mut xbuf = [0.0f32; 1];
     assert_eq!(
-        layer.run(&xs, 4, &mut out, &mut last, &mut s),
+        layer.run(
+            &Rows::new(&xs, 1),
+            4,
+            &mut out,
+            &mut last,
+            &mut xbuf,
+            &mut s
+        ),
         Err(Error::SequenceTooLong {
             len: 4,
             capacity: 3

@@ -1,0 +1,202 @@
+//! Writing model files (host side, feature `alloc`): the counterpart of
+//! [`ModelFile::parse`](crate::ModelFile::parse), so both sides of the format live
+//! together.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use s2s_kernels::{PrecisionKind, Requant};
+
+use crate::desc::ModelDesc;
+use crate::format::{
+    crc32, DType, RawHeader, RawTensor, Role, Slot, TensorId, ALIGN, HEADER_LEN, MAGIC, VERSION,
+};
+
+/// One tensor to be written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorData {
+    /// Which tensor.
+    pub id: TensorId,
+    /// Element type.
+    pub dtype: DType,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// Little-endian bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Assembles a model file.
+#[derive(Clone, Debug)]
+pub struct ModelBuilder {
+    /// Precision of the tensors.
+    pub precision: PrecisionKind,
+    /// The description.
+    pub desc: ModelDesc,
+    /// Source tokens.
+    pub src_vocab: Vec<String>,
+    /// Target tokens.
+    pub tgt_vocab: Vec<String>,
+    /// Output separator.
+    pub separator: String,
+    /// Tensors, in file order.
+    pub tensors: Vec<TensorData>,
+}
+
+fn le<T: bytemuck::Pod>(v: &[T]) -> Vec<u8> {
+    // Every supported target is little-endian; see the crate docs.
+    bytemuck::cast_slice(v).to_vec()
+}
+
+impl ModelBuilder {
+    /// An empty model of this precision and description.
+    pub fn new(precision: PrecisionKind, desc: ModelDesc) -> Self {
+        ModelBuilder {
+            precision,
+            desc,
+            src_vocab: Vec::new(),
+            tgt_vocab: Vec::new(),
+            separator: String::new(),
+            tensors: Vec::new(),
+        }
+    }
+
+    /// Adds (or replaces) a tensor.
+    pub fn tensor<T: bytemuck::Pod>(
+        &mut self,
+        id: TensorId,
+        dtype: DType,
+        rows: usize,
+        cols: usize,
+        data: &[T],
+    ) -> &mut Self {
+        self.tensors.retain(|t| t.id != id);
+        self.tensors.push(TensorData {
+            id,
+            dtype,
+            rows,
+            cols,
+            bytes: le(data),
+        });
+        self
+    }
+
+    /// Adds an f32 dense layer (weights `rows x cols`, optional bias).
+    pub fn linear_f32(
+        &mut self,
+        (role, layer, dir): (Role, usize, usize),
+        rows: usize,
+        cols: usize,
+        w: &[f32],
+        bias: Option<&[f32]>,
+    ) -> &mut Self {
+        self.tensor(
+            TensorId::new(role, layer, dir, Slot::Weight),
+            DType::F32,
+            rows,
+            cols,
+            w,
+        );
+        if let Some(b) = bias {
+            self.tensor(
+                TensorId::new(role, layer, dir, Slot::Bias),
+                DType::F32,
+                rows,
+                1,
+                b,
+            );
+        }
+        self
+    }
+
+    /// Adds a requantizer table of `rows x parts`.
+    pub fn requant(&mut self, id: TensorId, rows: usize, parts: usize, q: &[Requant]) -> &mut Self {
+        self.tensor(id, DType::Requant, rows, parts, q)
+    }
+
+    /// The file's bytes: header, sections each aligned to 8 bytes, CRC.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = alloc::vec![0u8; HEADER_LEN];
+        let section = |out: &mut Vec<u8>, bytes: &[u8]| -> [u32; 2] {
+            while out.len() % ALIGN != 0 {
+                out.push(0);
+            }
+            let off = out.len() as u32;
+            out.extend_from_slice(bytes);
+            [off, bytes.len() as u32]
+        };
+        let desc = section(&mut out, bytemuck::bytes_of(&self.desc.to_raw()));
+
+        let strings: Vec<&str> = self
+            .src_vocab
+            .iter()
+            .chain(&self.tgt_vocab)
+            .map(String::as_str)
+            .chain([self.separator.as_str()])
+            .collect();
+        let mut vocab = Vec::new();
+        vocab.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+        let mut off = 0u32;
+        for s in &strings {
+            vocab.extend_from_slice(&off.to_le_bytes());
+            vocab.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            off += s.len() as u32;
+        }
+        for s in &strings {
+            vocab.extend_from_slice(s.as_bytes());
+        }
+        let vocab = section(&mut out, &vocab);
+
+        // Data first, so the table can record absolute offsets.
+        let table_len = self.tensors.len() * core::mem::size_of::<RawTensor>();
+        let table_off = out.len().div_ceil(ALIGN) * ALIGN;
+        let data_off = (table_off + table_len).div_ceil(ALIGN) * ALIGN;
+        let mut data = Vec::new();
+        let mut table = Vec::new();
+        for t in &self.tensors {
+            while data.len() % ALIGN != 0 {
+                data.push(0);
+            }
+            table.push(RawTensor {
+                id: t.id.to_u32(),
+                dtype: t.dtype as u32,
+                rows: t.rows as u32,
+                cols: t.cols as u32,
+                offset: (data_off + data.len()) as u32,
+                len: t.bytes.len() as u32,
+            });
+            data.extend_from_slice(&t.bytes);
+        }
+        let table_sec = section(&mut out, bytemuck::cast_slice(&table));
+        debug_assert_eq!(table_sec[0] as usize, table_off);
+        let data_sec = section(&mut out, &data);
+        debug_assert_eq!(data_sec[0] as usize, data_off);
+
+        let file_len = out.len() + 4;
+        let header = RawHeader {
+            magic: MAGIC,
+            version: VERSION,
+            precision: self.precision as u8,
+            reserved0: 0,
+            file_len: file_len as u32,
+            desc,
+            vocab,
+            table: [table_sec[0], self.tensors.len() as u32],
+            data: data_sec,
+            reserved: [0; 5],
+        };
+        out[..HEADER_LEN].copy_from_slice(bytemuck::bytes_of(&header));
+        let crc = crc32(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+}
+
+/// Copies model bytes into 8-byte aligned storage (what [`crate::ModelFile::parse`]
+/// needs to view tensors in place).
+pub fn aligned(bytes: &[u8]) -> Vec<u64> {
+    let mut v = alloc::vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut v)[..bytes.len()].copy_from_slice(bytes);
+    v
+}

@@ -1,0 +1,646 @@
+//! The model description: sizes, the variant of each part, special tokens and the
+//! activation formats. Stored in the model file as [`RawDesc`], a fixed little-endian
+//! record; [`ModelDesc::from_raw`] validates every field.
+
+use bytemuck::{Pod, Zeroable};
+use rnn_core::ResetMode;
+use s2s_kernels::{Fmt, Requant};
+
+use crate::format::Role;
+use crate::Error;
+
+/// Most GRU layers in the encoder or the decoder.
+pub const MAX_LAYERS: usize = 4;
+/// Most parts of the output layer's input.
+pub const MAX_OUT_PARTS: usize = 4;
+/// Most dense layers a model has (see [`ModelDesc::layer_specs`]).
+pub const MAX_SPECS: usize = 48;
+
+/// "No such token" in the description.
+pub const NO_TOKEN: u32 = u32::MAX;
+
+/// How the decoder uses attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Ordering {
+    /// No attention: the decoder sees only its input token and state.
+    None = 0,
+    /// Bahdanau: score with `s_{t-1}`, context `c_t`, GRU input `[embedding; c_t]`.
+    Bahdanau = 1,
+    /// Luong: GRU first, score with `s_t`, then context `c_t`.
+    Luong = 2,
+}
+
+/// The attention score (see `attention_core::Score`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ScoreKind {
+    /// `v^T tanh(W q + U k)`, `W` and `U` each optional (Keras `AdditiveAttention`
+    /// has neither).
+    Additive = 0,
+    /// `q . k`.
+    Dot = 1,
+    /// `q . k / sqrt(d)`.
+    ScaledDot = 2,
+    /// `q^T W k`.
+    General = 3,
+}
+
+/// Initial decoder state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Init {
+    /// All zeros.
+    Zeros = 0,
+    /// The final state of the encoder: decoder layer `l` of `L` takes the final state
+    /// of encoder layer `l + (L_enc - L)` (`[forward; backward]` when bidirectional).
+    Last = 1,
+    /// `tanh(W_l x + b_l)` for decoder layer `l`, where `x` is the top encoder layer's
+    /// final state.
+    Dense = 2,
+}
+
+/// A part of the output layer's (or attentional layer's) input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Part {
+    /// The top decoder state `s_t`.
+    State = 1,
+    /// The context `c_t`.
+    Context = 2,
+    /// The embedding of the step's input token.
+    Embedding = 3,
+    /// Luong's attentional vector `tanh(W_c [s_t; c_t] + b)`.
+    Attentional = 4,
+}
+
+/// How a source line becomes tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Split {
+    /// Every character is a token.
+    Chars = 0,
+    /// Tokens are separated by white space.
+    Whitespace = 1,
+}
+
+/// The description record as stored: 32-bit little-endian fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+#[allow(missing_docs)]
+pub struct RawDesc {
+    pub src_vocab: u32,
+    pub tgt_vocab: u32,
+    pub enc_emb: u32,
+    pub dec_emb: u32,
+    pub enc_layers: u32,
+    pub enc_hidden: u32,
+    pub enc_bidir: u32,
+    pub enc_reset: u32,
+    pub memory_proj: u32,
+    pub ordering: u32,
+    pub score: u32,
+    pub attn_dim: u32,
+    pub attn_query_proj: u32,
+    pub attn_key_proj: u32,
+    pub mask_padding: u32,
+    pub src_pad_to: u32,
+    pub init: u32,
+    pub dec_layers: u32,
+    pub dec_hidden: u32,
+    pub dec_reset: u32,
+    pub attentional: u32,
+    pub out_parts: [u8; 4],
+    pub src_pad: u32,
+    pub src_unk: u32,
+    pub src_eos: u32,
+    pub tgt_start: u32,
+    pub tgt_end: u32,
+    pub max_steps: u32,
+    pub split: u32,
+    pub lowercase: u32,
+    /// Activation formats (fractional bits) of the integer path:
+    /// `[src embedding, target embedding, memory, keys]`.
+    pub fmts: [i8; 4],
+    /// Score scale as f32 bits (float precisions).
+    pub score_scale: u32,
+    /// Score scale as a requantizer (integer precision).
+    pub score_scale_q: Requant,
+}
+
+/// The validated model description.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ModelDesc {
+    /// Source vocabulary size.
+    pub src_vocab: usize,
+    /// Target vocabulary size.
+    pub tgt_vocab: usize,
+    /// Source embedding size.
+    pub enc_emb: usize,
+    /// Target embedding size.
+    pub dec_emb: usize,
+    /// Encoder GRU layers.
+    pub enc_layers: usize,
+    /// Encoder hidden size per direction.
+    pub enc_hidden: usize,
+    /// Bidirectional encoder.
+    pub enc_bidir: bool,
+    /// Encoder candidate-gate form.
+    pub enc_reset: ResetMode,
+    /// Size of a dense projection of the encoder outputs into the memory (values), if any.
+    pub memory_proj: Option<usize>,
+    /// How the decoder uses attention.
+    pub ordering: Ordering,
+    /// The score (meaningless without attention).
+    pub score: ScoreKind,
+    /// Additive attention size (`v` length).
+    pub attn_dim: usize,
+    /// Additive score has a query matrix `W`.
+    pub attn_query_proj: bool,
+    /// Additive score has a key matrix `U`.
+    pub attn_key_proj: bool,
+    /// Attend to padding positions too (models trained without a mask).
+    pub mask_padding: bool,
+    /// Fixed source length the input is padded to with `src_pad` (0: no padding).
+    pub src_pad_to: usize,
+    /// Initial decoder state.
+    pub init: Init,
+    /// Decoder GRU layers.
+    pub dec_layers: usize,
+    /// Decoder hidden size.
+    pub dec_hidden: usize,
+    /// Decoder candidate-gate form.
+    pub dec_reset: ResetMode,
+    /// Size of Luong's attentional layer, if any.
+    pub attentional: Option<usize>,
+    /// Parts of the output layer's input, in order.
+    pub out_parts: [Option<Part>; MAX_OUT_PARTS],
+    /// Source padding token.
+    pub src_pad: u16,
+    /// Source unknown token, if any.
+    pub src_unk: Option<u16>,
+    /// Token appended to every source, if any.
+    pub src_eos: Option<u16>,
+    /// First decoder input.
+    pub tgt_start: u16,
+    /// Decoding stops when this is produced (it is not output).
+    pub tgt_end: u16,
+    /// Most decoder steps.
+    pub max_steps: usize,
+    /// Source tokenization.
+    pub split: Split,
+    /// ASCII-lowercase the source first.
+    pub lowercase: bool,
+    /// Format of source embeddings (integer path).
+    pub fmt_src_emb: Fmt,
+    /// Format of target embeddings.
+    pub fmt_dec_emb: Fmt,
+    /// Format of the memory (projected encoder outputs, or the states themselves).
+    pub fmt_memory: Fmt,
+    /// Format of precomputed keys.
+    pub fmt_keys: Fmt,
+    /// Score scale, float precisions.
+    pub score_scale: f32,
+    /// Score scale, integer precision.
+    pub score_scale_q: Requant,
+}
+
+fn field<T>(name: &'static str, v: Option<T>) -> Result<T, Error> {
+    v.ok_or(Error::BadDescription(name))
+}
+
+fn size(name: &'static str, v: u32) -> Result<usize, Error> {
+    if v == 0 || v > u16::MAX as u32 {
+        return Err(Error::BadDescription(name));
+    }
+    Ok(v as usize)
+}
+
+fn opt_size(name: &'static str, v: u32) -> Result<Option<usize>, Error> {
+    if v == 0 {
+        Ok(None)
+    } else {
+        size(name, v).map(Some)
+    }
+}
+
+fn flag(name: &'static str, v: u32) -> Result<bool, Error> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Error::BadDescription(name)),
+    }
+}
+
+fn token(name: &'static str, v: u32, vocab: usize) -> Result<u16, Error> {
+    if (v as usize) < vocab {
+        Ok(v as u16)
+    } else {
+        Err(Error::TokenOutOfRange {
+            what: name,
+            id: v,
+            vocab,
+        })
+    }
+}
+
+fn opt_token(name: &'static str, v: u32, vocab: usize) -> Result<Option<u16>, Error> {
+    if v == NO_TOKEN {
+        Ok(None)
+    } else {
+        token(name, v, vocab).map(Some)
+    }
+}
+
+fn fmt(name: &'static str, f: i8) -> Result<Fmt, Error> {
+    if (-8..=30).contains(&f) {
+        Ok(Fmt { frac: f })
+    } else {
+        Err(Error::BadDescription(name))
+    }
+}
+
+impl ModelDesc {
+    /// Validates a stored description.
+    pub fn from_raw(r: &RawDesc) -> Result<Self, Error> {
+        let src_vocab = size("src_vocab", r.src_vocab)?;
+        let tgt_vocab = size("tgt_vocab", r.tgt_vocab)?;
+        let ordering = field(
+            "ordering",
+            match r.ordering {
+                0 => Some(Ordering::None),
+                1 => Some(Ordering::Bahdanau),
+                2 => Some(Ordering::Luong),
+                _ => None,
+            },
+        )?;
+        let score = field(
+            "score",
+            match r.score {
+                0 => Some(ScoreKind::Additive),
+                1 => Some(ScoreKind::Dot),
+                2 => Some(ScoreKind::ScaledDot),
+                3 => Some(ScoreKind::General),
+                _ => None,
+            },
+        )?;
+        let init = field(
+            "init",
+            match r.init {
+                0 => Some(Init::Zeros),
+                1 => Some(Init::Last),
+                2 => Some(Init::Dense),
+                _ => None,
+            },
+        )?;
+        let split = field(
+            "split",
+            match r.split {
+                0 => Some(Split::Chars),
+                1 => Some(Split::Whitespace),
+                _ => None,
+            },
+        )?;
+        let mut out_parts = [None; MAX_OUT_PARTS];
+        let mut ended = false;
+        for (o, &p) in out_parts.iter_mut().zip(&r.out_parts) {
+            *o = match p {
+                0 => {
+                    ended = true;
+                    None
+                }
+                _ if ended => return Err(Error::BadDescription("out_parts")),
+                1 => Some(Part::State),
+                2 => Some(Part::Context),
+                3 => Some(Part::Embedding),
+                4 => Some(Part::Attentional),
+                _ => return Err(Error::BadDescription("out_parts")),
+            };
+        }
+        let d = ModelDesc {
+            src_vocab,
+            tgt_vocab,
+            enc_emb: size("enc_emb", r.enc_emb)?,
+            dec_emb: size("dec_emb", r.dec_emb)?,
+            enc_layers: size("enc_layers", r.enc_layers)?,
+            enc_hidden: size("enc_hidden", r.enc_hidden)?,
+            enc_bidir: flag("enc_bidir", r.enc_bidir)?,
+            enc_reset: field("enc_reset", ResetMode::from_id(r.enc_reset as u8))?,
+            memory_proj: opt_size("memory_proj", r.memory_proj)?,
+            ordering,
+            score,
+            attn_dim: r.attn_dim as usize,
+            attn_query_proj: flag("attn_query_proj", r.attn_query_proj)?,
+            attn_key_proj: flag("attn_key_proj", r.attn_key_proj)?,
+            mask_padding: flag("mask_padding", r.mask_padding)?,
+            src_pad_to: r.src_pad_to as usize,
+            init,
+            dec_layers: size("dec_layers", r.dec_layers)?,
+            dec_hidden: size("dec_hidden", r.dec_hidden)?,
+            dec_reset: field("dec_reset", ResetMode::from_id(r.dec_reset as u8))?,
+            attentional: opt_size("attentional", r.attentional)?,
+            out_parts,
+            src_pad: token("src_pad", r.src_pad, src_vocab)?,
+            src_unk: opt_token("src_unk", r.src_unk, src_vocab)?,
+            src_eos: opt_token("src_eos", r.src_eos, src_vocab)?,
+            tgt_start: token("tgt_start", r.tgt_start, tgt_vocab)?,
+            tgt_end: token("tgt_end", r.tgt_end, tgt_vocab)?,
+            max_steps: size("max_steps", r.max_steps)?,
+            split,
+            lowercase: flag("lowercase", r.lowercase)?,
+            fmt_src_emb: fmt("fmt_src_emb", r.fmts[0])?,
+            fmt_dec_emb: fmt("fmt_dec_emb", r.fmts[1])?,
+            fmt_memory: fmt("fmt_memory", r.fmts[2])?,
+            fmt_keys: fmt("fmt_keys", r.fmts[3])?,
+            score_scale: f32::from_bits(r.score_scale),
+            score_scale_q: r.score_scale_q,
+        };
+        d.check()?;
+        Ok(d)
+    }
+
+    /// The stored form.
+    pub fn to_raw(&self) -> RawDesc {
+        let mut out_parts = [0u8; 4];
+        for (o, p) in out_parts.iter_mut().zip(&self.out_parts) {
+            *o = p.map_or(0, |p| p as u8);
+        }
+        let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
+        RawDesc {
+            src_vocab: self.src_vocab as u32,
+            tgt_vocab: self.tgt_vocab as u32,
+            enc_emb: self.enc_emb as u32,
+            dec_emb: self.dec_emb as u32,
+            enc_layers: self.enc_layers as u32,
+            enc_hidden: self.enc_hidden as u32,
+            enc_bidir: self.enc_bidir as u32,
+            enc_reset: self.enc_reset as u32,
+            memory_proj: self.memory_proj.unwrap_or(0) as u32,
+            ordering: self.ordering as u32,
+            score: self.score as u32,
+            attn_dim: self.attn_dim as u32,
+            attn_query_proj: self.attn_query_proj as u32,
+            attn_key_proj: self.attn_key_proj as u32,
+            mask_padding: self.mask_padding as u32,
+            src_pad_to: self.src_pad_to as u32,
+            init: self.init as u32,
+            dec_layers: self.dec_layers as u32,
+            dec_hidden: self.dec_hidden as u32,
+            dec_reset: self.dec_reset as u32,
+            attentional: self.attentional.unwrap_or(0) as u32,
+            out_parts,
+            src_pad: self.src_pad as u32,
+            src_unk: tok(self.src_unk),
+            src_eos: tok(self.src_eos),
+            tgt_start: self.tgt_start as u32,
+            tgt_end: self.tgt_end as u32,
+            max_steps: self.max_steps as u32,
+            split: self.split as u32,
+            lowercase: self.lowercase as u32,
+            fmts: [
+                self.fmt_src_emb.frac,
+                self.fmt_dec_emb.frac,
+                self.fmt_memory.frac,
+                self.fmt_keys.frac,
+            ],
+            score_scale: self.score_scale.to_bits(),
+            score_scale_q: self.score_scale_q,
+        }
+    }
+
+    /// Checks that the parts fit together (sizes that must agree, options that need
+    /// others). Called by [`ModelDesc::from_raw`]; call it after building one by hand.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |what| Err(Error::BadDescription(what));
+        if self.enc_layers > MAX_LAYERS || self.dec_layers > MAX_LAYERS {
+            return bad("layers: at most 4 per stack");
+        }
+        let attention = self.ordering != Ordering::None;
+        if !attention && (self.memory_proj.is_some() || self.attentional.is_some()) {
+            return bad("memory projection or attentional layer without attention");
+        }
+        if !self.score_scale.is_finite() {
+            return bad("score_scale");
+        }
+        if !self.score_scale_q.is_valid() {
+            return bad("score_scale_q");
+        }
+        if attention {
+            let (q, m) = (self.dec_hidden, self.memory_dim());
+            match self.score {
+                ScoreKind::Additive => {
+                    let a = self.attn_dim;
+                    if a == 0
+                        || (!self.attn_query_proj && a != q)
+                        || (!self.attn_key_proj && a != m)
+                    {
+                        return bad(
+                            "attn_dim: without a matrix, query or memory size must equal it",
+                        );
+                    }
+                }
+                ScoreKind::Dot | ScoreKind::ScaledDot if q != m => {
+                    return bad("dot score: decoder hidden size must equal memory size");
+                }
+                _ => {}
+            }
+        }
+        if self.init == Init::Last {
+            if self.dec_layers > self.enc_layers {
+                return bad("init last: more decoder than encoder layers");
+            }
+            if self.enc_output() != self.dec_hidden {
+                return bad("init last: encoder state size differs from decoder hidden size");
+            }
+        }
+        if self.src_pad_to > u16::MAX as usize {
+            return bad("src_pad_to");
+        }
+        let mut any = false;
+        for p in self.out_parts.iter().flatten() {
+            any = true;
+            let ok = match p {
+                Part::State | Part::Embedding => true,
+                Part::Context => attention,
+                Part::Attentional => self.attentional.is_some(),
+            };
+            if !ok {
+                return bad("out_parts: part not produced by this decoder");
+            }
+        }
+        if !any {
+            return bad("out_parts: empty");
+        }
+        Ok(())
+    }
+
+    /// Encoder output size per position (`H` or `2H`).
+    pub fn enc_output(&self) -> usize {
+        self.enc_hidden * (1 + self.enc_bidir as usize)
+    }
+    /// Memory (value) size per position.
+    pub fn memory_dim(&self) -> usize {
+        self.memory_proj.unwrap_or(self.enc_output())
+    }
+    /// True when the decoder attends.
+    pub fn has_attention(&self) -> bool {
+        self.ordering != Ordering::None
+    }
+    /// Input size of encoder layer `l`.
+    pub fn enc_input(&self, l: usize) -> usize {
+        if l == 0 {
+            self.enc_emb
+        } else {
+            self.enc_output()
+        }
+    }
+    /// Input size of decoder layer `l`, and its number of parts.
+    pub fn dec_input(&self, l: usize) -> (usize, usize) {
+        match (l, self.ordering) {
+            (0, Ordering::Bahdanau) => (self.dec_emb + self.memory_dim(), 2),
+            (0, _) => (self.dec_emb, 1),
+            _ => (self.dec_hidden, 1),
+        }
+    }
+    /// Size of an output part.
+    pub fn part_dim(&self, p: Part) -> usize {
+        match p {
+            Part::State => self.dec_hidden,
+            Part::Context => self.memory_dim(),
+            Part::Embedding => self.dec_emb,
+            Part::Attentional => self.attentional.unwrap_or(0),
+        }
+    }
+    /// The output layer's parts.
+    pub fn out_parts(&self) -> impl Iterator<Item = Part> + '_ {
+        self.out_parts.iter().flatten().copied()
+    }
+    /// Input size of the output layer, and its number of parts.
+    pub fn out_input(&self) -> (usize, usize) {
+        self.out_parts()
+            .fold((0, 0), |(d, n), p| (d + self.part_dim(p), n + 1))
+    }
+    /// Size of the keys per position (when stored apart from the memory).
+    pub fn key_dim(&self) -> usize {
+        match self.score {
+            ScoreKind::Additive if self.attn_key_proj => self.attn_dim,
+            ScoreKind::General => self.dec_hidden,
+            _ => self.memory_dim(),
+        }
+    }
+    /// True when keys are computed and stored apart from the memory.
+    pub fn keys_stored(&self) -> bool {
+        self.has_attention()
+            && match self.score {
+                ScoreKind::Additive => self.attn_key_proj,
+                ScoreKind::General => true,
+                _ => false,
+            }
+    }
+
+    /// Every dense layer (embeddings and GRU matrices included) the description calls
+    /// for, with its shape: the one list that binding, importing and quantizing follow.
+    pub fn layer_specs(&self) -> heapless::Vec<LayerSpec, MAX_SPECS> {
+        let mut v = heapless::Vec::new();
+        let mut add = |role, layer, dir, rows, cols, parts| {
+            // MAX_SPECS covers the largest description check() admits.
+            let _ = v.push(LayerSpec {
+                role,
+                layer,
+                dir,
+                rows,
+                cols,
+                parts,
+            });
+        };
+        add(Role::EncEmb, 0, 0, self.src_vocab, self.enc_emb, 1);
+        for l in 0..self.enc_layers {
+            for dir in 0..1 + self.enc_bidir as usize {
+                let h = self.enc_hidden;
+                add(Role::EncWih, l, dir, 3 * h, self.enc_input(l), 1);
+                add(Role::EncWhh, l, dir, 3 * h, h, 1);
+            }
+        }
+        if let Some(m) = self.memory_proj {
+            add(Role::MemoryProj, 0, 0, m, self.enc_output(), 1);
+        }
+        if self.has_attention() {
+            let (q, m, a) = (self.dec_hidden, self.memory_dim(), self.attn_dim);
+            match self.score {
+                ScoreKind::Additive => {
+                    if self.attn_query_proj {
+                        add(Role::AttnQuery, 0, 0, a, q, 1);
+                    }
+                    if self.attn_key_proj {
+                        add(Role::AttnKey, 0, 0, a, m, 1);
+                    }
+                    add(Role::AttnV, 0, 0, 1, a, 1);
+                }
+                ScoreKind::General => add(Role::AttnGeneral, 0, 0, q, m, 1),
+                ScoreKind::Dot | ScoreKind::ScaledDot => {}
+            }
+        }
+        if self.init == Init::Dense {
+            for l in 0..self.dec_layers {
+                add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
+            }
+        }
+        add(Role::DecEmb, 0, 0, self.tgt_vocab, self.dec_emb, 1);
+        for l in 0..self.dec_layers {
+            let (i, parts) = self.dec_input(l);
+            add(Role::DecWih, l, 0, 3 * self.dec_hidden, i, parts);
+            add(Role::DecWhh, l, 0, 3 * self.dec_hidden, self.dec_hidden, 1);
+        }
+        if let Some(c) = self.attentional {
+            add(
+                Role::Attentional,
+                0,
+                0,
+                c,
+                self.dec_hidden + self.memory_dim(),
+                2,
+            );
+        }
+        let (oi, op) = self.out_input();
+        add(Role::Out, 0, 0, self.tgt_vocab, oi, op);
+        v
+    }
+
+    /// The spec of one dense layer, if the description has it.
+    pub fn layer_spec(&self, role: Role, layer: usize, dir: usize) -> Option<LayerSpec> {
+        self.layer_specs()
+            .into_iter()
+            .find(|s| s.role == role && s.layer == layer && s.dir == dir)
+    }
+}
+
+/// A dense layer of a model: where it is and its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LayerSpec {
+    /// Which layer.
+    pub role: Role,
+    /// Index in its stack.
+    pub layer: usize,
+    /// Direction (0 forward, 1 backward).
+    pub dir: usize,
+    /// Output size.
+    pub rows: usize,
+    /// Input size.
+    pub cols: usize,
+    /// Parts of the input (concatenations).
+    pub parts: usize,
+}
+
+impl LayerSpec {
+    /// Whether its input may carry a bias slot: embeddings have none.
+    pub fn is_embedding(&self) -> bool {
+        matches!(self.role, Role::EncEmb | Role::DecEmb)
+    }
+}

@@ -1,0 +1,175 @@
+//! The static workspace: every buffer a run needs, sized from the model description
+//! and the number of source positions, before anything runs.
+
+use core::mem::size_of;
+
+use s2s_kernels::Precision;
+
+use crate::desc::{Init, ModelDesc, ScoreKind};
+
+/// The buffers of a run, in arena order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[allow(missing_docs)]
+pub enum Buf {
+    SrcIds,
+    EncA,
+    EncB,
+    Memory,
+    Keys,
+    EncLast,
+    XBuf,
+    GruAct,
+    DecState,
+    DecEmb,
+    Context,
+    Weights,
+    Tanh,
+    Attentional,
+    GruWide,
+    Proj,
+    Scores,
+    Query,
+    Logits,
+}
+
+/// Number of buffers.
+pub const BUFS: usize = 19;
+
+impl Buf {
+    /// All buffers in arena order.
+    pub const ALL: [Buf; BUFS] = [
+        Buf::SrcIds,
+        Buf::EncA,
+        Buf::EncB,
+        Buf::Memory,
+        Buf::Keys,
+        Buf::EncLast,
+        Buf::XBuf,
+        Buf::GruAct,
+        Buf::DecState,
+        Buf::DecEmb,
+        Buf::Context,
+        Buf::Weights,
+        Buf::Tanh,
+        Buf::Attentional,
+        Buf::GruWide,
+        Buf::Proj,
+        Buf::Scores,
+        Buf::Query,
+        Buf::Logits,
+    ];
+
+    /// A short description for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Buf::SrcIds => "source ids",
+            Buf::EncA => "encoder outputs",
+            Buf::EncB => "encoder outputs (2nd buffer)",
+            Buf::Memory => "memory (projected)",
+            Buf::Keys => "attention keys",
+            Buf::EncLast => "encoder final states",
+            Buf::XBuf => "encoder input row",
+            Buf::GruAct => "GRU scratch",
+            Buf::DecState => "decoder states",
+            Buf::DecEmb => "decoder input embedding",
+            Buf::Context => "context",
+            Buf::Weights => "attention weights",
+            Buf::Tanh => "additive score row",
+            Buf::Attentional => "attentional vector",
+            Buf::GruWide => "GRU gates",
+            Buf::Proj => "projection scratch",
+            Buf::Scores => "attention scores",
+            Buf::Query => "projected query",
+            Buf::Logits => "logits",
+        }
+    }
+}
+
+/// Sizes of every buffer of a run: element counts and element sizes. The arena holds
+/// them one after the other, each rounded up to whole 32-bit words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Plan {
+    /// Source positions the plan holds.
+    pub positions: usize,
+    /// Elements of each buffer, indexed like [`Buf::ALL`].
+    pub len: [usize; BUFS],
+    /// Bytes per element of each buffer.
+    pub elem: [usize; BUFS],
+}
+
+impl Plan {
+    /// The plan of a model at precision `P` for sources of up to `positions` tokens
+    /// (after the end token and padding are added; a model padded to a fixed length
+    /// needs at least that many).
+    pub fn new<P: Precision>(d: &ModelDesc, positions: usize) -> Plan {
+        let t = positions;
+        let att = d.has_attention();
+        let additive = att && d.score == ScoreKind::Additive;
+        let a = if additive { d.attn_dim } else { 0 };
+        let h = d.enc_hidden.max(d.dec_hidden);
+        let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
+        let proj = [
+            d.memory_proj.unwrap_or(0),
+            if d.keys_stored() { d.key_dim() } else { 0 },
+            if d.init == Init::Dense {
+                d.dec_hidden
+            } else {
+                0
+            },
+            d.attentional.unwrap_or(0),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let len_of = |b: Buf| -> (usize, usize) {
+            match b {
+                Buf::SrcIds => (t, 2),
+                Buf::EncA => (t * d.enc_output(), act),
+                Buf::EncB => ((d.enc_layers > 1) as usize * t * d.enc_output(), act),
+                Buf::Memory => (d.memory_proj.map_or(0, |m| t * m), act),
+                Buf::Keys => (d.keys_stored() as usize * t * d.key_dim(), act),
+                Buf::EncLast => (d.enc_layers * d.enc_output(), act),
+                Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
+                Buf::GruAct => (h, act),
+                Buf::DecState => (d.dec_layers * d.dec_hidden, act),
+                Buf::DecEmb => (d.dec_emb, act),
+                Buf::Context => (att as usize * d.memory_dim(), act),
+                Buf::Weights => (att as usize * t, act),
+                Buf::Tanh => (a, act),
+                Buf::Attentional => (d.attentional.unwrap_or(0), act),
+                Buf::GruWide => (6 * h, wide),
+                Buf::Proj => (proj, wide),
+                Buf::Scores => (att as usize * t, wide),
+                Buf::Query => (a, wide),
+                Buf::Logits => (d.tgt_vocab, wide),
+            }
+        };
+        let mut plan = Plan {
+            positions,
+            len: [0; BUFS],
+            elem: [0; BUFS],
+        };
+        for (i, b) in Buf::ALL.iter().enumerate() {
+            (plan.len[i], plan.elem[i]) = len_of(*b);
+        }
+        plan
+    }
+
+    /// 32-bit words of buffer `i`.
+    pub fn words(&self, i: usize) -> usize {
+        (self.len[i] * self.elem[i]).div_ceil(4)
+    }
+
+    /// Bytes of buffer `b`, rounded up to whole words.
+    pub fn bytes_of(&self, b: Buf) -> usize {
+        self.words(b as usize) * 4
+    }
+
+    /// Bytes of the whole workspace: exactly what [`crate::Runner::new`] takes from the
+    /// arena.
+    pub fn bytes(&self) -> usize {
+        (0..BUFS).map(|i| self.words(i) * 4).sum()
+    }
+}

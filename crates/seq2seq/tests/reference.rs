@@ -1,0 +1,642 @@
+//! The decoder against a plain f64 reference written from the papers' equations, for
+//! every ordering and most variants, on small models with random weights; plus
+//! hand-built models whose greedy output is known by construction, and the error paths.
+
+use std::collections::HashMap;
+
+use rnn_core::ResetMode;
+use s2s_kernels::{PrecisionKind, Requant, F32};
+use seq2seq::builder::{aligned, ModelBuilder};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, NO_TOKEN};
+use seq2seq::format::{Role, Slot, TensorId};
+use seq2seq::run::{Observer, Step};
+use seq2seq::{Error, ModelFile, Net, Runner};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
+const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
+
+fn base_desc() -> ModelDesc {
+    ModelDesc {
+        src_vocab: SRC.len(),
+        tgt_vocab: TGT.len(),
+        enc_emb: 5,
+        dec_emb: 4,
+        enc_layers: 1,
+        enc_hidden: 6,
+        enc_bidir: false,
+        enc_reset: ResetMode::After,
+        memory_proj: None,
+        ordering: Ordering::None,
+        score: ScoreKind::Additive,
+        attn_dim: 5,
+        attn_query_proj: true,
+        attn_key_proj: true,
+        mask_padding: false,
+        src_pad_to: 0,
+        init: Init::Zeros,
+        dec_layers: 1,
+        dec_hidden: 6,
+        dec_reset: ResetMode::After,
+        attentional: None,
+        out_parts: [Some(Part::State), None, None, None],
+        src_pad: 0,
+        src_unk: Some(1),
+        src_eos: Some(2),
+        tgt_start: 1,
+        tgt_end: 2,
+        max_steps: 12,
+        split: Split::Chars,
+        lowercase: true,
+        fmt_src_emb: Default::default(),
+        fmt_dec_emb: Default::default(),
+        fmt_memory: Default::default(),
+        fmt_keys: Default::default(),
+        score_scale: 1.0,
+        score_scale_q: Requant::ONE,
+    }
+}
+
+/// Weights by tensor id: (rows, cols, data).
+type Weights = HashMap<u32, (usize, usize, Vec<f32>)>;
+
+/// A model file with random weights for `d`, and the same weights for the reference.
+fn random_model(d: &ModelDesc, seed: u64) -> (Vec<u64>, Weights) {
+    let mut rng = Rng(seed);
+    let mut b = ModelBuilder::new(PrecisionKind::F32, *d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    b.separator = " ".into();
+    let mut w = Weights::new();
+    for s in d.layer_specs() {
+        let scale = if s.is_embedding() { 1.0 } else { 0.8 };
+        let data: Vec<f32> = (0..s.rows * s.cols).map(|_| rng.next() * scale).collect();
+        let bias: Vec<f32> = (0..s.rows).map(|_| rng.next() * 0.3).collect();
+        let bias = if s.is_embedding() {
+            None
+        } else {
+            Some(&bias[..])
+        };
+        b.linear_f32((s.role, s.layer, s.dir), s.rows, s.cols, &data, bias);
+        w.insert(
+            TensorId::new(s.role, s.layer, s.dir, Slot::Weight).to_u32(),
+            (s.rows, s.cols, data),
+        );
+        if let Some(bias) = bias {
+            w.insert(
+                TensorId::new(s.role, s.layer, s.dir, Slot::Bias).to_u32(),
+                (s.rows, 1, bias.to_vec()),
+            );
+        }
+    }
+    (aligned(&b.to_bytes()), w)
+}
+
+// ---------------------------------------------------------------- reference, f64
+
+struct Ref<'w> {
+    d: ModelDesc,
+    w: &'w Weights,
+}
+
+fn sig(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+impl Ref<'_> {
+    fn mat(&self, role: Role, l: usize, dir: usize) -> (&[f32], Option<&[f32]>, usize) {
+        let (_, cols, w) = &self.w[&TensorId::new(role, l, dir, Slot::Weight).to_u32()];
+        let b = self
+            .w
+            .get(&TensorId::new(role, l, dir, Slot::Bias).to_u32())
+            .map(|(_, _, b)| &b[..]);
+        (w, b, *cols)
+    }
+    /// y = W x + b
+    fn lin(&self, role: Role, l: usize, dir: usize, x: &[f64]) -> Vec<f64> {
+        let (w, b, cols) = self.mat(role, l, dir);
+        assert_eq!(cols, x.len(), "{role:?}");
+        w.chunks(cols)
+            .enumerate()
+            .map(|(r, row)| {
+                row.iter().zip(x).map(|(a, b)| *a as f64 * b).sum::<f64>()
+                    + b.map_or(0.0, |b| b[r] as f64)
+            })
+            .collect()
+    }
+    fn emb(&self, role: Role, id: u16) -> Vec<f64> {
+        let (w, _, cols) = self.mat(role, 0, 0);
+        w[id as usize * cols..][..cols]
+            .iter()
+            .map(|&v| v as f64)
+            .collect()
+    }
+    /// One GRU step of encoder (`enc`) or decoder layer `l`, direction `dir`.
+    fn gru(&self, enc: bool, l: usize, dir: usize, x: &[f64], h: &[f64]) -> Vec<f64> {
+        let (role_ih, role_hh, mode) = if enc {
+            (Role::EncWih, Role::EncWhh, self.d.enc_reset)
+        } else {
+            (Role::DecWih, Role::DecWhh, self.d.dec_reset)
+        };
+        let n = h.len();
+        let gi = self.lin(role_ih, l, dir, x);
+        let (whh, bhh, _) = self.mat(role_hh, l, dir);
+        let row = |r: usize, v: &[f64]| -> f64 {
+            whh[r * n..(r + 1) * n]
+                .iter()
+                .zip(v)
+                .map(|(a, b)| *a as f64 * b)
+                .sum::<f64>()
+                + bhh.map_or(0.0, |b| b[r] as f64)
+        };
+        let r: Vec<f64> = (0..n).map(|j| sig(gi[j] + row(j, h))).collect();
+        let z: Vec<f64> = (0..n).map(|j| sig(gi[n + j] + row(n + j, h))).collect();
+        let rh: Vec<f64> = (0..n).map(|j| r[j] * h[j]).collect();
+        (0..n)
+            .map(|j| {
+                let c = match mode {
+                    ResetMode::After => (gi[2 * n + j] + r[j] * row(2 * n + j, h)).tanh(),
+                    ResetMode::Before => (gi[2 * n + j] + row(2 * n + j, &rh)).tanh(),
+                };
+                (1.0 - z[j]) * c + z[j] * h[j]
+            })
+            .collect()
+    }
+
+    /// Greedy output tokens and every step's logits.
+    fn run(&self, src: &[u16], valid: usize) -> (Vec<u16>, Vec<Vec<f64>>) {
+        let d = &self.d;
+        let t = src.len();
+        // Encoder.
+        let mut xs: Vec<Vec<f64>> = src.iter().map(|&id| self.emb(Role::EncEmb, id)).collect();
+        let mut finals = vec![];
+        for l in 0..d.enc_layers {
+            let h0 = vec![0.0; d.enc_hidden];
+            let mut fwd = vec![];
+            let mut h = h0.clone();
+            for x in &xs {
+                h = self.gru(true, l, 0, x, &h);
+                fwd.push(h.clone());
+            }
+            let mut fin = h.clone();
+            let mut outs = fwd.clone();
+            if d.enc_bidir {
+                let mut h = h0;
+                let mut bwd = vec![vec![]; t];
+                for p in (0..t).rev() {
+                    h = self.gru(true, l, 1, &xs[p], &h);
+                    bwd[p] = h.clone();
+                }
+                fin.extend(&bwd[0]);
+                for p in 0..t {
+                    outs[p].extend(&bwd[p]);
+                }
+            }
+            finals.push(fin);
+            xs = outs;
+        }
+        let memory: Vec<Vec<f64>> = match d.memory_proj {
+            Some(_) => xs
+                .iter()
+                .map(|x| self.lin(Role::MemoryProj, 0, 0, x))
+                .collect(),
+            None => xs.clone(),
+        };
+        let keys: Vec<Vec<f64>> = memory
+            .iter()
+            .map(|m| match d.score {
+                _ if !d.has_attention() => m.clone(),
+                ScoreKind::Additive if d.attn_key_proj => self.lin(Role::AttnKey, 0, 0, m),
+                ScoreKind::General => self.lin(Role::AttnGeneral, 0, 0, m),
+                _ => m.clone(),
+            })
+            .collect();
+        let mut states: Vec<Vec<f64>> = (0..d.dec_layers)
+            .map(|l| match d.init {
+                Init::Zeros => vec![0.0; d.dec_hidden],
+                Init::Last => finals[l + d.enc_layers - d.dec_layers].clone(),
+                Init::Dense => self
+                    .lin(Role::Bridge, l, 0, &finals[d.enc_layers - 1])
+                    .iter()
+                    .map(|v| v.tanh())
+                    .collect(),
+            })
+            .collect();
+        let n_att = if d.mask_padding { t } else { valid };
+        let attend = |q: &[f64]| -> Vec<f64> {
+            let e: Vec<f64> = keys[..n_att]
+                .iter()
+                .map(|k| match d.score {
+                    ScoreKind::Additive => {
+                        let wq = if d.attn_query_proj {
+                            self.lin(Role::AttnQuery, 0, 0, q)
+                        } else {
+                            q.to_vec()
+                        };
+                        let tv: Vec<f64> = wq.iter().zip(k).map(|(a, b)| (a + b).tanh()).collect();
+                        self.lin(Role::AttnV, 0, 0, &tv)[0]
+                    }
+                    _ => q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.score_scale as f64,
+                })
+                .collect();
+            let m = e.iter().cloned().fold(f64::MIN, f64::max);
+            let s: f64 = e.iter().map(|v| (v - m).exp()).sum();
+            let alpha: Vec<f64> = e.iter().map(|v| (v - m).exp() / s).collect();
+            let mut c = vec![0.0; memory[0].len()];
+            for (a, row) in alpha.iter().zip(&memory) {
+                for (cj, v) in c.iter_mut().zip(row) {
+                    *cj += a * v;
+                }
+            }
+            c
+        };
+        let mut y = d.tgt_start;
+        let (mut out, mut all_logits) = (vec![], vec![]);
+        for _ in 0..d.max_steps {
+            let e = self.emb(Role::DecEmb, y);
+            let mut ctx = vec![];
+            if d.ordering == Ordering::Bahdanau {
+                ctx = attend(&states[d.dec_layers - 1]);
+            }
+            for l in 0..d.dec_layers {
+                let x = if l == 0 {
+                    let mut x = e.clone();
+                    if d.ordering == Ordering::Bahdanau {
+                        x.extend(&ctx);
+                    }
+                    x
+                } else {
+                    states[l - 1].clone()
+                };
+                states[l] = self.gru(false, l, 0, &x, &states[l]);
+            }
+            let s = states[d.dec_layers - 1].clone();
+            if d.ordering == Ordering::Luong {
+                ctx = attend(&s);
+            }
+            let att: Vec<f64> = if d.attentional.is_some() {
+                let mut x = s.clone();
+                x.extend(&ctx);
+                self.lin(Role::Attentional, 0, 0, &x)
+                    .iter()
+                    .map(|v| v.tanh())
+                    .collect()
+            } else {
+                vec![]
+            };
+            let mut x = vec![];
+            for p in d.out_parts() {
+                x.extend(match p {
+                    Part::State => &s,
+                    Part::Context => &ctx,
+                    Part::Embedding => &e,
+                    Part::Attentional => &att,
+                });
+            }
+            let logits = self.lin(Role::Out, 0, 0, &x);
+            let (mut best, mut bv) = (0, f64::MIN);
+            for (i, &v) in logits.iter().enumerate() {
+                if v > bv {
+                    (best, bv) = (i, v);
+                }
+            }
+            all_logits.push(logits);
+            y = best as u16;
+            if y == d.tgt_end {
+                break;
+            }
+            out.push(y);
+        }
+        (out, all_logits)
+    }
+}
+
+#[derive(Default)]
+struct Logits(Vec<Vec<f32>>);
+impl Observer<F32> for Logits {
+    fn step(&mut self, s: &Step<'_, F32>) {
+        self.0.push(s.logits.to_vec());
+        if let Some(w) = s.weights {
+            let sum: f32 = w.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "weights sum {sum}");
+        }
+    }
+}
+
+/// Output ids, output text and every step's logits.
+type RunOutput = (Vec<u16>, String, Vec<Vec<f32>>);
+
+fn run_line(bytes: &[u64], line: &str) -> Result<RunOutput, Error> {
+    let file = ModelFile::parse(bytemuck::cast_slice(bytes))?;
+    let net = Net::<F32>::bind(&file)?;
+    let mut arena = vec![0u32; 1 << 14];
+    let mut runner = Runner::new(&net, &mut arena, 16)?;
+    let mut out = vec![0u16; file.desc().max_steps];
+    let mut text = String::new();
+    let mut obs = Logits::default();
+    let n = runner.translate_line::<Error>(line, &mut out, &mut obs, |s| {
+        text.push_str(s);
+        Ok(())
+    })?;
+    Ok((out[..n].to_vec(), text, obs.0))
+}
+
+/// Checks the runtime against the reference on several sources.
+fn check_against_reference(d: &ModelDesc, seed: u64) {
+    d.check().unwrap();
+    let (bytes, w) = random_model(d, seed);
+    let r = Ref { d: *d, w: &w };
+    for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
+        let mut src: Vec<u16> = line.bytes().map(|b| (b - b'a' + 3) as u16).collect();
+        if let Some(eos) = d.src_eos {
+            src.push(eos);
+        }
+        let valid = src.len();
+        if d.src_pad_to > 0 {
+            src.resize(d.src_pad_to, d.src_pad);
+        }
+        let (expect, ref_logits) = r.run(&src, valid);
+        let (got, text, logits) = run_line(&bytes, line).unwrap();
+        assert_eq!(got, expect, "{d:?} on {line:?}");
+        assert_eq!(logits.len(), ref_logits.len());
+        for (a, b) in logits.iter().zip(&ref_logits) {
+            for (x, y) in a.iter().zip(b) {
+                assert!((*x as f64 - y).abs() < 1e-4, "logit {x} vs {y}");
+            }
+        }
+        let words: Vec<&str> = got.iter().map(|&i| TGT[i as usize]).collect();
+        assert_eq!(text, words.join(" "));
+    }
+}
+
+fn parts(p: &[Part]) -> [Option<Part>; MAX_OUT_PARTS] {
+    let mut o = [None; MAX_OUT_PARTS];
+    for (i, &x) in p.iter().enumerate() {
+        o[i] = Some(x);
+    }
+    o
+}
+
+#[test]
+fn vanilla_from_last_encoder_state_matches_reference() {
+    let mut d = base_desc();
+    d.init = Init::Last;
+    check_against_reference(&d, 1);
+    d.enc_reset = ResetMode::Before;
+    d.dec_reset = ResetMode::Before;
+    d.out_parts = parts(&[Part::State, Part::Embedding]);
+    check_against_reference(&d, 2);
+}
+
+#[test]
+fn vanilla_stacks_and_bidirectional_encoder_match_reference() {
+    let mut d = base_desc();
+    d.enc_layers = 2;
+    d.dec_layers = 2;
+    d.enc_bidir = true;
+    d.dec_hidden = 12;
+    d.init = Init::Last;
+    check_against_reference(&d, 3);
+    d.init = Init::Dense;
+    d.dec_hidden = 7;
+    d.dec_layers = 1;
+    check_against_reference(&d, 4);
+}
+
+#[test]
+fn bahdanau_matches_reference() {
+    let mut d = base_desc();
+    d.ordering = Ordering::Bahdanau;
+    d.init = Init::Dense;
+    d.out_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
+    check_against_reference(&d, 5);
+    // The PyTorch tutorial layout: output from the state only, initial state = last.
+    d.init = Init::Last;
+    d.out_parts = parts(&[Part::State]);
+    check_against_reference(&d, 6);
+    d.enc_bidir = true;
+    d.dec_hidden = 12;
+    d.memory_proj = Some(4);
+    check_against_reference(&d, 7);
+}
+
+#[test]
+fn luong_matches_reference_for_every_score() {
+    let mut d = base_desc();
+    d.ordering = Ordering::Luong;
+    d.attentional = Some(5);
+    d.out_parts = parts(&[Part::Attentional]);
+    for (i, score) in [
+        ScoreKind::Dot,
+        ScoreKind::ScaledDot,
+        ScoreKind::General,
+        ScoreKind::Additive,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        d.score = score;
+        d.score_scale = if score == ScoreKind::ScaledDot {
+            1.0 / (d.dec_hidden as f32).sqrt()
+        } else {
+            1.0
+        };
+        check_against_reference(&d, 10 + i as u64);
+    }
+}
+
+#[test]
+fn keras_style_luong_with_padding_attended_matches_reference() {
+    // netra's layout: zero initial state, GRU first, Keras additive score over a
+    // projected memory, output from [s_t; c_t], source post-padded and unmasked.
+    let mut d = base_desc();
+    d.ordering = Ordering::Luong;
+    d.enc_bidir = true;
+    d.memory_proj = Some(6);
+    d.attn_query_proj = false;
+    d.attn_key_proj = false;
+    d.attn_dim = 6;
+    d.init = Init::Zeros;
+    d.src_eos = None;
+    d.src_pad_to = 9;
+    d.mask_padding = true;
+    d.out_parts = parts(&[Part::State, Part::Context]);
+    let (bytes, w) = random_model(&d, 21);
+    let r = Ref { d, w: &w };
+    let src: Vec<u16> = vec![3, 4, 5, 0, 0, 0, 0, 0, 0];
+    let (expect, _) = r.run(&src, 3);
+    let (got, _, _) = run_line(&bytes, "abc").unwrap();
+    assert_eq!(got, expect);
+    // Masking the padding instead gives a different computation.
+    d.mask_padding = false;
+    check_against_reference(&d, 22);
+}
+
+/// A model whose output layer reads only the input embedding through a permutation:
+/// every step maps token y to y + 1, so from `<s>` (1) it must emit w, x, y, z, q and
+/// stop on nothing but the step limit... unless `</s>` (2) follows; here the cycle is
+/// 1 -> 3 -> 4 -> 5 -> 2 (end).
+#[test]
+fn hand_built_cycle_model_has_known_output() {
+    let mut d = base_desc();
+    d.dec_emb = TGT.len();
+    d.out_parts = parts(&[Part::Embedding]);
+    let (bytes, _) = random_model(&d, 30);
+    let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();
+    let mut b = ModelBuilder::new(PrecisionKind::F32, d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    b.separator = "-".into();
+    // Keep the random encoder/decoder GRUs, replace the embedding and output layers.
+    for t in file.tensors() {
+        let bytes = &file.bytes()[t.offset..t.offset + t.len];
+        b.tensor::<u8>(t.id, t.dtype, t.rows, t.cols, bytes);
+    }
+    let v = TGT.len();
+    let eye: Vec<f32> = (0..v * v).map(|i| (i / v == i % v) as u8 as f32).collect();
+    b.linear_f32((Role::DecEmb, 0, 0), v, v, &eye, None);
+    let next = [0usize, 3, 2, 4, 5, 2, 7, 6]; // y -> next[y]
+    let mut perm = vec![0.0f32; v * v];
+    for (y, &n) in next.iter().enumerate() {
+        perm[n * v + y] = 10.0;
+    }
+    b.linear_f32((Role::Out, 0, 0), v, v, &perm, Some(&vec![0.0; v]));
+    let bytes = aligned(&b.to_bytes());
+    let (ids, text, _) = run_line(&bytes, "abc").unwrap();
+    assert_eq!(ids, [3, 4, 5]);
+    assert_eq!(text, "w-x-y");
+}
+
+#[test]
+fn capacity_and_input_errors() {
+    let d = base_desc();
+    let (bytes, _) = random_model(&d, 40);
+    // 16 positions: 15 letters plus the end token fit, 16 letters do not.
+    assert!(run_line(&bytes, &"a".repeat(15)).is_ok());
+    assert_eq!(
+        run_line(&bytes, &"a".repeat(16)).unwrap_err(),
+        Error::InputTooLong { len: 17, max: 16 }
+    );
+    // Unknown characters map to <unk> when the model has one...
+    assert!(run_line(&bytes, "a%b").is_ok());
+    // ...and are an error naming the character and position when it has none.
+    let mut d2 = d;
+    d2.src_unk = None;
+    let (bytes2, _) = random_model(&d2, 41);
+    assert_eq!(
+        run_line(&bytes2, "ab%").unwrap_err(),
+        Error::UnknownSymbol {
+            position: 2,
+            ch: '%'
+        }
+    );
+    // An empty line still gets the end token; without one it is empty.
+    assert!(run_line(&bytes2, "").is_ok());
+    let mut d3 = d2;
+    d3.src_eos = None;
+    let (bytes3, _) = random_model(&d3, 42);
+    assert_eq!(run_line(&bytes3, "").unwrap_err(), Error::EmptyInput);
+    // An arena too small is reported with the exact size needed.
+    let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();
+    let net = Net::<F32>::bind(&file).unwrap();
+    let need = seq2seq::Plan::new::<F32>(&d, 16).bytes();
+    let mut small = vec![0u32; need / 4 - 1];
+    assert_eq!(
+        Runner::new(&net, &mut small, 16).err(),
+        Some(Error::ArenaTooSmall {
+            needed: need,
+            available: need - 4
+        })
+    );
+    let mut exact = vec![0u32; need / 4];
+    assert!(Runner::new(&net, &mut exact, 16).is_ok());
+    // Binding at the wrong precision is refused.
+    assert!(matches!(
+        Net::<s2s_kernels::W8A16>::bind(&file),
+        Err(Error::PrecisionMismatch { .. })
+    ));
+}
+
+#[test]
+fn corrupted_files_are_rejected_with_precise_errors() {
+    let d = base_desc();
+    let (words, _) = random_model(&d, 50);
+    let bytes: Vec<u8> = bytemuck::cast_slice(&words).to_vec();
+    let file = ModelFile::parse(&bytes).unwrap();
+    let len = file.bytes().len();
+    assert!(matches!(
+        ModelFile::parse(&bytes[..len - 1]),
+        Err(Error::Truncated { .. })
+    ));
+    let mut flipped = bytes.clone();
+    flipped[len / 2] ^= 0x10;
+    assert!(matches!(
+        ModelFile::parse(&flipped),
+        Err(Error::CrcMismatch { .. })
+    ));
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert_eq!(ModelFile::parse(&magic).unwrap_err(), Error::BadMagic);
+    // Every truncation is an error, never a panic.
+    for n in 0..len {
+        assert!(ModelFile::parse(&bytes[..n]).is_err());
+    }
+    // A missing tensor is named.
+    let mut b = ModelBuilder::new(PrecisionKind::F32, d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    for t in file.tensors() {
+        if t.id.role != Role::Out || t.id.slot != Slot::Weight {
+            b.tensor::<u8>(
+                t.id,
+                t.dtype,
+                t.rows,
+                t.cols,
+                &file.bytes()[t.offset..t.offset + t.len],
+            );
+        }
+    }
+    let missing = aligned(&b.to_bytes());
+    let f = ModelFile::parse(bytemuck::cast_slice(&missing)).unwrap();
+    let e = Net::<F32>::bind(&f).unwrap_err();
+    assert_eq!(e.to_string(), "tensor output.weight is missing");
+    // A tensor of the wrong shape is named with both shapes.
+    b.linear_f32(
+        (Role::Out, 0, 0),
+        TGT.len(),
+        5,
+        &vec![0.0; TGT.len() * 5],
+        None,
+    );
+    let wrong = aligned(&b.to_bytes());
+    let f = ModelFile::parse(bytemuck::cast_slice(&wrong)).unwrap();
+    let e = Net::<F32>::bind(&f).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tensor output.weight has shape 8x5, expected 8x6"
+    );
+    // Token ids outside their vocabulary are refused by the description check.
+    let mut raw = d.to_raw();
+    raw.tgt_end = 99;
+    assert!(matches!(
+        ModelDesc::from_raw(&raw),
+        Err(Error::TokenOutOfRange { .. })
+    ));
+    raw.tgt_end = 2;
+    raw.src_unk = NO_TOKEN;
+    assert!(ModelDesc::from_raw(&raw).is_ok());
+    raw.ordering = 7;
+    assert_eq!(
+        ModelDesc::from_raw(&raw).unwrap_err(),
+        Error::BadDescription("ordering")
+    );
+}
