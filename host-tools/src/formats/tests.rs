@@ -1,0 +1,221 @@
+//! End-to-end tests of format detection and of the errors `read_weights` reports.
+
+use super::hdf5::tests::fixture;
+use super::npy::tests::build_npy;
+use super::zip::tests::{build_zip, TestEntry};
+use super::*;
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// An `.npz` with a stored f4 array, a deflated f8 array in a sub-path and an int64
+/// array that must be skipped.
+fn sample_npz() -> Vec<u8> {
+    let w = build_npy("<f4", false, &[2, 2], &f32_bytes(&[1.0, -2.0, 0.5, 4.0]));
+    let b64: Vec<u8> = [0.125f64, 3.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let b = build_npy("<f8", false, &[2], &b64);
+    let step = build_npy("<i8", false, &[], &5i64.to_le_bytes());
+    build_zip(&[
+        TestEntry {
+            name: "w.npy",
+            data: &w,
+            deflate: false,
+        },
+        TestEntry {
+            name: "layer/b.npy",
+            data: &b,
+            deflate: true,
+        },
+        TestEntry {
+            name: "step.npy",
+            data: &step,
+            deflate: false,
+        },
+    ])
+}
+
+#[test]
+fn reads_npz_sorted_and_skips_integers() {
+    let tensors = read_weights_bytes(&sample_npz(), "weights.npz").expect("npz");
+    assert_eq!(
+        tensors,
+        [
+            Tensor {
+                name: "layer/b".into(),
+                shape: vec![2],
+                data: vec![0.125, 3.0],
+            },
+            Tensor {
+                name: "w".into(),
+                shape: vec![2, 2],
+                data: vec![1.0, -2.0, 0.5, 4.0],
+            },
+        ]
+    );
+}
+
+#[test]
+fn reads_keras_archive_through_its_hdf5_entry() {
+    let h5 = fixture("earliest.h5");
+    let keras = build_zip(&[
+        TestEntry {
+            name: "metadata.json",
+            data: b"{}",
+            deflate: false,
+        },
+        TestEntry {
+            name: KERAS_WEIGHTS_ENTRY,
+            data: &h5,
+            deflate: true,
+        },
+    ]);
+    let from_keras = read_weights_bytes(&keras, "model.keras").expect("keras");
+    let from_h5 = read_weights_bytes(&h5, "model.weights.h5").expect("h5");
+    assert_eq!(from_keras, from_h5);
+    assert!(from_keras
+        .iter()
+        .any(|t| t.name == "model/layers/dense/vars/0"));
+}
+
+#[test]
+fn keras_error_names_archive_entry_and_dataset_on_one_line() {
+    let mut h5 = fixture("earliest.h5");
+    // Make the first IEEE f32 datatype message claim a 16-byte float.
+    let pattern = [0x11, 0x20, 0x1f, 0x00, 4, 0, 0, 0];
+    let at = h5
+        .windows(pattern.len())
+        .position(|w| w == pattern)
+        .expect("f32 datatype");
+    h5[at + 4] = 16;
+    let keras = build_zip(&[TestEntry {
+        name: KERAS_WEIGHTS_ENTRY,
+        data: &h5,
+        deflate: false,
+    }]);
+    let message = read_weights_bytes(&keras, "model.keras")
+        .expect_err("bad datatype")
+        .to_string();
+    assert!(
+        message.starts_with("model.keras: model.weights.h5: dataset "),
+        "{message}"
+    );
+    assert!(
+        message.contains("unsupported datatype (class 1, size 16"),
+        "{message}"
+    );
+    assert!(!message.contains('\n'));
+}
+
+#[test]
+fn zip_without_weights_is_rejected() {
+    let zip = build_zip(&[TestEntry {
+        name: "config.json",
+        data: b"{}",
+        deflate: false,
+    }]);
+    let message = read_weights_bytes(&zip, "x.zip")
+        .expect_err("no weights")
+        .to_string();
+    assert_eq!(
+        message,
+        "x.zip: zip archive holds neither .npy entries (.npz) nor model.weights.h5 (.keras)"
+    );
+}
+
+#[test]
+fn duplicate_entries_are_rejected() {
+    let a = build_npy("<f4", false, &[1], &f32_bytes(&[1.0]));
+    let zip = build_zip(&[
+        TestEntry {
+            name: "a.npy",
+            data: &a,
+            deflate: false,
+        },
+        TestEntry {
+            name: "a.npy",
+            data: &a,
+            deflate: true,
+        },
+    ]);
+    let error = read_weights_bytes(&zip, "dup.npz").expect_err("duplicate");
+    assert_eq!(error.to_string(), "dup.npz: tensor name a appears twice");
+}
+
+#[test]
+fn npz_entry_errors_name_the_entry() {
+    let bad = build_npy("<f4", false, &[3], &f32_bytes(&[1.0]));
+    let zip = build_zip(&[TestEntry {
+        name: "bad.npy",
+        data: &bad,
+        deflate: true,
+    }]);
+    let error = read_weights_bytes(&zip, "w.npz").expect_err("short data");
+    assert_eq!(
+        error.to_string(),
+        "w.npz: array bad: data is 4 bytes but shape [3] of <f4 needs 12"
+    );
+}
+
+#[test]
+fn reads_safetensors_and_lone_npy_by_content() {
+    let raw = f32_bytes(&[0.5, 1.5]);
+    let view = ::safetensors::tensor::TensorView::new(::safetensors::Dtype::F32, vec![2], &raw)
+        .expect("view");
+    let file = ::safetensors::serialize([("bias", view)], None).expect("serialize");
+    // The extension is deliberately wrong: detection is by content.
+    let tensors = read_weights_bytes(&file, "weights.bin").expect("safetensors");
+    assert_eq!(tensors[0].name, "bias");
+    assert_eq!(tensors[0].data, [0.5, 1.5]);
+
+    let npy = build_npy("<f4", false, &[2], &raw);
+    let tensors = read_weights_bytes(&npy, "dir/emb.npy").expect("npy");
+    assert_eq!(tensors[0].name, "emb");
+    assert_eq!(tensors[0].shape, [2]);
+}
+
+#[test]
+fn unknown_and_empty_inputs_are_one_line_errors() {
+    let error = read_weights_bytes(b"GGUF\x03\x00\x00\x00rest", "m.gguf").expect_err("unknown");
+    assert_eq!(
+        error.to_string(),
+        "m.gguf: unrecognised weights format (starts with 47 47 55 46 03 00 00 00); \
+         expected safetensors, .npz, .keras, HDF5 or .npy"
+    );
+    let error = read_weights_bytes(b"", "empty.h5").expect_err("empty");
+    assert!(error.to_string().contains("the file is empty"));
+}
+
+#[test]
+fn read_weights_from_disk_and_io_errors() {
+    let path: std::path::PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "tests", "fixtures"]
+        .iter()
+        .collect();
+    let tensors = read_weights(&path.join("hdf5").join("latest.h5")).expect("read from disk");
+    assert_eq!(tensors.len(), 9);
+    let names: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+
+    let missing = path.join("does-not-exist.safetensors");
+    let error = read_weights(&missing).expect_err("missing file");
+    assert!(matches!(error, FormatError::Io { .. }));
+    assert!(error
+        .to_string()
+        .contains("does-not-exist.safetensors: cannot read"));
+}
+
+#[test]
+fn every_truncated_npz_is_rejected_without_panic() {
+    let bytes = sample_npz();
+    for len in 0..bytes.len() {
+        assert!(
+            read_weights_bytes(&bytes[..len], "t.npz").is_err(),
+            "truncated to {len}"
+        );
+    }
+}

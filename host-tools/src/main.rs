@@ -1,0 +1,2 @@
+//! The `s2s` command-line tool.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Project automation: `cargo xtask demo`, `cargo xtask test`, `cargo xtask models`.
+fn main() {}
