@@ -612,6 +612,62 @@ impl ModelDesc {
         v
     }
 
+    /// Format of the memory: the projection's calibrated format, or `Q0.15` when the
+    /// memory is the GRU states themselves.
+    pub fn memory_fmt(&self) -> Fmt {
+        if self.memory_proj.is_some() {
+            self.fmt_memory
+        } else {
+            Fmt::Q15
+        }
+    }
+
+    /// Format of each input part of a dense layer on the integer path; for an
+    /// embedding table, the format of the rows it produces. The quantizer folds these
+    /// into the layer's requantizers.
+    pub fn part_fmts(&self, s: &LayerSpec) -> heapless::Vec<Fmt, MAX_OUT_PARTS> {
+        let q15 = Fmt::Q15;
+        let mut v = heapless::Vec::new();
+        let mut push = |f| {
+            let _ = v.push(f);
+        };
+        match s.role {
+            Role::EncEmb => push(self.fmt_src_emb),
+            Role::DecEmb => push(self.fmt_dec_emb),
+            Role::EncWih if s.layer == 0 => push(self.fmt_src_emb),
+            Role::AttnKey | Role::AttnGeneral => push(self.memory_fmt()),
+            Role::DecWih if s.layer == 0 => {
+                push(self.fmt_dec_emb);
+                if self.ordering == Ordering::Bahdanau {
+                    push(self.memory_fmt());
+                }
+            }
+            Role::Attentional => {
+                push(q15);
+                push(self.memory_fmt());
+            }
+            Role::Out => {
+                for p in self.out_parts() {
+                    push(match p {
+                        Part::State | Part::Attentional => q15,
+                        Part::Context => self.memory_fmt(),
+                        Part::Embedding => self.fmt_dec_emb,
+                    });
+                }
+            }
+            // GRU states and outputs, tanh outputs: Q0.15.
+            Role::EncWih
+            | Role::EncWhh
+            | Role::DecWih
+            | Role::DecWhh
+            | Role::MemoryProj
+            | Role::AttnQuery
+            | Role::AttnV
+            | Role::Bridge => push(q15),
+        }
+        v
+    }
+
     /// The spec of one dense layer, if the description has it.
     pub fn layer_spec(&self, role: Role, layer: usize, dir: usize) -> Option<LayerSpec> {
         self.layer_specs()

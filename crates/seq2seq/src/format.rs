@@ -263,19 +263,38 @@ impl TensorId {
     }
 }
 
+impl TensorId {
+    /// The layer's name without the slot: `encoder.w_ih.l0.fwd`, `output`, ...
+    /// (the keys of a model configuration's `[weights]` table).
+    pub fn layer_name(&self) -> LayerName {
+        LayerName(*self)
+    }
+}
+
+/// Displays a tensor's layer name (see [`TensorId::layer_name`]).
+pub struct LayerName(TensorId);
+
+impl core::fmt::Display for LayerName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let id = self.0;
+        f.write_str(id.role.name())?;
+        if matches!(
+            id.role,
+            Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Bridge
+        ) {
+            write!(f, ".l{}", id.layer)?;
+        }
+        if matches!(id.role, Role::EncWih | Role::EncWhh) {
+            f.write_str(if id.dir == 0 { ".fwd" } else { ".bwd" })?;
+        }
+        Ok(())
+    }
+}
+
 impl core::fmt::Display for TensorId {
     /// `encoder.w_ih.l0.fwd.weight`, `output.bias`, ...
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}", self.role.name())?;
-        if matches!(
-            self.role,
-            Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Bridge
-        ) {
-            write!(f, ".l{}", self.layer)?;
-        }
-        if matches!(self.role, Role::EncWih | Role::EncWhh) {
-            f.write_str(if self.dir == 0 { ".fwd" } else { ".bwd" })?;
-        }
+        write!(f, "{}", self.layer_name())?;
         f.write_str(match self.slot {
             Slot::Weight => ".weight",
             Slot::RowQ => ".q",

@@ -54,7 +54,7 @@ pub use desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split};
 pub use format::{ModelFile, TensorId};
 pub use net::{ModelPrecision, Net};
 pub use plan::Plan;
-pub use run::{Observer, Runner, Step};
+pub use run::{Observer, Probe, Runner, Step, Values};
 pub use s2s_kernels::{Precision, PrecisionKind};
 pub use vocab::Vocab;
 

@@ -185,7 +185,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             let key_fmt = if d.keys_stored() {
                 d.fmt_keys
             } else {
-                d.fmt_memory
+                d.memory_fmt()
             };
             Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?)
         };

@@ -128,7 +128,13 @@ impl Plan {
                 Buf::SrcIds => (t, 2),
                 Buf::EncA => (t * d.enc_output(), act),
                 Buf::EncB => ((d.enc_layers > 1) as usize * t * d.enc_output(), act),
-                Buf::Memory => (d.memory_proj.map_or(0, |m| t * m), act),
+                // A projection no wider than the encoder output is written in place.
+                Buf::Memory => (
+                    d.memory_proj
+                        .filter(|&m| m > d.enc_output())
+                        .map_or(0, |m| t * m),
+                    act,
+                ),
                 Buf::Keys => (d.keys_stored() as usize * t * d.key_dim(), act),
                 Buf::EncLast => (d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),

@@ -3,7 +3,7 @@
 
 use attention_core::{AttnScratch, Mask};
 use rnn_core::{GruScratch, SeqInput};
-use s2s_kernels::{float::argmax, Linear, Precision};
+use s2s_kernels::{float::argmax, Fmt, Linear, Precision};
 
 use crate::desc::{Init, Ordering, Part, MAX_LAYERS};
 use crate::net::Net;
@@ -23,13 +23,45 @@ pub struct Step<'a, P: Precision> {
     pub logits: &'a [P::Wide],
 }
 
+/// Intermediate tensors an observer can look at (calibration, quantization checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Probe {
+    /// Top encoder layer outputs, all positions (once per source).
+    EncoderOutputs,
+    /// The memory (values), all positions (once per source).
+    Memory,
+    /// Precomputed attention keys, all positions (once per source).
+    Keys,
+    /// Initial decoder states, all layers (once per source).
+    InitialState,
+    /// Top decoder state of a step.
+    DecoderState,
+    /// Attention scores of a step.
+    Scores,
+    /// Context of a step.
+    Context,
+    /// Luong attentional vector of a step.
+    Attentional,
+}
+
+/// The values of a [`Probe`].
+pub enum Values<'a, P: Precision> {
+    /// Activations and their format.
+    Act(&'a [P::Act], Fmt),
+    /// Wide values.
+    Wide(&'a [P::Wide]),
+}
+
 /// Receives the progress of a run: for heatmaps, streaming attention rows out of the
-/// device, or measuring. Every method does nothing by default.
+/// device, measuring, calibrating. Every method does nothing by default.
 pub trait Observer<P: Precision> {
     /// The encoder has run over `positions` source positions.
     fn encoded(&mut self, _positions: usize) {}
     /// A decoder step has run.
     fn step(&mut self, _step: &Step<'_, P>) {}
+    /// An intermediate tensor (see [`Probe`]).
+    fn probe(&mut self, _probe: Probe, _values: Values<'_, P>) {}
 }
 
 /// The observer that observes nothing.
@@ -224,27 +256,49 @@ fn run_ids<P: Precision>(
         xbuf,
         &mut gs,
     )?;
-    let top_out: &[P::Act] = if top == 0 { enc_a } else { enc_b };
-    let top_out = &top_out[..t * de];
+    let top_buf: &mut [P::Act] = if top == 0 { enc_a } else { enc_b };
 
-    // Memory and keys.
+    obs.probe(
+        Probe::EncoderOutputs,
+        Values::Act(&top_buf[..t * de], Fmt::Q15),
+    );
+
+    // Memory: the top outputs, or their projection. A projection no wider than the
+    // outputs overwrites them in place: row i is read whole before memory row i is
+    // written, and memory row i only covers output rows up to i.
     let mem: &[P::Act] = match &net.memory_proj {
         Some(p) => {
             let m = p.rows();
-            for (row, dst) in top_out.chunks_exact(de).zip(memory.chunks_exact_mut(m)) {
-                p.apply(&[row], &mut proj[..m])?;
+            let in_place = m <= de;
+            for i in 0..t {
+                p.apply(&[&top_buf[i * de..(i + 1) * de]], &mut proj[..m])?;
+                let dst = if in_place {
+                    &mut top_buf[i * m..(i + 1) * m]
+                } else {
+                    &mut memory[i * m..(i + 1) * m]
+                };
                 for (o, &w) in dst.iter_mut().zip(proj.iter()) {
                     *o = P::narrow(w, d.fmt_memory);
                 }
             }
-            &memory[..t * m]
+            if in_place {
+                &top_buf[..t * m]
+            } else {
+                &memory[..t * m]
+            }
         }
-        None => top_out,
+        None => &top_buf[..t * de],
     };
+    let fmt_memory = d.memory_fmt();
+    if net.memory_proj.is_some() {
+        obs.probe(Probe::Memory, Values::Act(mem, fmt_memory));
+    }
     let keys: &[P::Act] = match &net.attention {
         Some(att) if !att.keys_are_memory() => {
             att.precompute_keys(mem, t, keys, proj)?;
-            &keys[..t * att.key_dim()]
+            let keys = &keys[..t * att.key_dim()];
+            obs.probe(Probe::Keys, Values::Act(keys, d.fmt_keys));
+            keys
         }
         _ => mem,
     };
@@ -269,6 +323,7 @@ fn run_ids<P: Precision>(
             }
         }
     }
+    obs.probe(Probe::InitialState, Values::Act(dec_state, Fmt::Q15));
     obs.encoded(t);
 
     // Greedy decoding.
@@ -319,12 +374,18 @@ fn run_ids<P: Precision>(
             attend(&dec_state[top_state..], &mut att_scratch, weights, context)?;
         }
         let state = &dec_state[top_state..];
+        obs.probe(Probe::DecoderState, Values::Act(state, Fmt::Q15));
+        if net.attention.is_some() {
+            obs.probe(Probe::Scores, Values::Wide(&att_scratch.scores[..t]));
+            obs.probe(Probe::Context, Values::Act(context, fmt_memory));
+        }
         if let Some(a) = &net.attentional {
             let c = a.rows();
             a.apply(&[state, context], &mut proj[..c])?;
             for (o, &w) in attentional.iter_mut().zip(proj.iter()) {
                 *o = P::tanh(w);
             }
+            obs.probe(Probe::Attentional, Values::Act(attentional, Fmt::Q15));
         }
         let mut parts: [&[P::Act]; 4] = [&[]; 4];
         let mut np = 0;

@@ -425,8 +425,12 @@ fn bahdanau_matches_reference() {
     check_against_reference(&d, 6);
     d.enc_bidir = true;
     d.dec_hidden = 12;
-    d.memory_proj = Some(4);
+    d.memory_proj = Some(4); // narrower than the encoder output: projected in place
     check_against_reference(&d, 7);
+    d.enc_bidir = false;
+    d.dec_hidden = 6;
+    d.memory_proj = Some(9); // wider: a buffer of its own
+    check_against_reference(&d, 8);
 }
 
 #[test]

@@ -1,0 +1,257 @@
+//! Loading model files on the host and running them through the same no_std core the
+//! firmware runs.
+
+use std::path::{Path, PathBuf};
+
+use s2s_kernels::{Precision, PrecisionKind, F32, W8A16, W8F32};
+use std::collections::BTreeMap;
+
+use seq2seq::run::{Observer, Probe, Step, Values};
+use seq2seq::vocab::encode_source;
+use seq2seq::{Error, ModelFile, Net, Plan, Runner};
+
+/// Longest source (in positions, end token included) the host runner accepts.
+pub const HOST_MAX_POSITIONS: usize = 512;
+
+/// A model file read into 8-byte aligned memory.
+pub struct LoadedModel {
+    /// Where it came from.
+    pub path: PathBuf,
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl LoadedModel {
+    /// Reads and checks a model file; errors name the file.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_bytes(path, &bytes)
+    }
+
+    /// Checks model bytes (`path` only names them in errors).
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Self, String> {
+        let m = LoadedModel {
+            path: path.to_path_buf(),
+            words: seq2seq::builder::aligned(bytes),
+            len: bytes.len(),
+        };
+        ModelFile::parse(m.bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+        m.with_net(|_| Ok(()))?;
+        Ok(m)
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+
+    /// The parsed file (checked at load).
+    pub fn file(&self) -> ModelFile<'_> {
+        ModelFile::parse(self.bytes()).expect("checked at load")
+    }
+
+    /// Binds the model at its precision and hands it to `f`.
+    pub fn with_net<R>(
+        &self,
+        f: impl FnOnce(AnyNet<'_>) -> Result<R, String>,
+    ) -> Result<R, String> {
+        let file = self.file();
+        let ctx = |e: Error| format!("{}: {e}", self.path.display());
+        let net = match file.precision() {
+            PrecisionKind::F32 => AnyNet::F32(Net::bind(&file).map_err(ctx)?),
+            PrecisionKind::W8F32 => AnyNet::W8F32(Net::bind(&file).map_err(ctx)?),
+            PrecisionKind::W8A16 => AnyNet::W8A16(Net::bind(&file).map_err(ctx)?),
+        };
+        f(net)
+    }
+
+    /// Source positions the host plans for: the model's fixed length, or the largest.
+    pub fn positions(&self) -> usize {
+        let d = self.file();
+        match d.desc().src_pad_to {
+            0 => HOST_MAX_POSITIONS,
+            n => n,
+        }
+    }
+}
+
+/// A bound model of any precision.
+pub enum AnyNet<'a> {
+    /// f32.
+    F32(Net<'a, F32>),
+    /// int8 weights, f32 math.
+    W8F32(Net<'a, W8F32>),
+    /// int8 weights, int16 activations.
+    W8A16(Net<'a, W8A16>),
+}
+
+/// Runs `$body` with `$net` bound to the concrete `Net<P>` (and `$p` to `P`).
+#[macro_export]
+macro_rules! dispatch {
+    ($any:expr, |$net:ident: $p:ident| $body:expr) => {
+        match $any {
+            $crate::model::AnyNet::F32($net) => {
+                type $p = s2s_kernels::F32;
+                $body
+            }
+            $crate::model::AnyNet::W8F32($net) => {
+                type $p = s2s_kernels::W8F32;
+                $body
+            }
+            $crate::model::AnyNet::W8A16($net) => {
+                type $p = s2s_kernels::W8A16;
+                $body
+            }
+        }
+    };
+}
+
+/// One decoded source, with what the observer saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decoded {
+    /// The source tokens as the model saw them (after tokenization and padding).
+    pub source: Vec<String>,
+    /// Output ids (end token excluded).
+    pub ids: Vec<u16>,
+    /// Output tokens as text.
+    pub tokens: Vec<String>,
+    /// Output text (tokens joined by the model's separator).
+    pub text: String,
+    /// Attention weights of every step (the end token's step included), as f32.
+    pub weights: Vec<Vec<f32>>,
+    /// Logits of every step, as f32 (kept when asked).
+    pub logits: Vec<Vec<f32>>,
+    /// Logits of every step in their stored integer or float bits (kept when asked).
+    pub raw_logits: Vec<Vec<i64>>,
+    /// Intermediate tensors as f32, every occurrence in order (kept when asked).
+    pub probes: BTreeMap<Probe, Vec<Vec<f32>>>,
+}
+
+/// What to keep of each step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Attention weights.
+    pub weights: bool,
+    /// Logits.
+    pub logits: bool,
+    /// Intermediate tensors.
+    pub probes: bool,
+}
+
+struct Recorder<'d> {
+    keep: Keep,
+    out: &'d mut Decoded,
+}
+
+impl<P: Precision> Observer<P> for Recorder<'_> {
+    fn probe(&mut self, probe: Probe, values: Values<'_, P>) {
+        if self.keep.probes {
+            let v = match values {
+                Values::Act(a, f) => a.iter().map(|&x| P::act_to_f32(x, f)).collect(),
+                Values::Wide(w) => w.iter().map(|&x| P::wide_to_f32(x)).collect(),
+            };
+            self.out.probes.entry(probe).or_default().push(v);
+        }
+    }
+
+    fn step(&mut self, s: &Step<'_, P>) {
+        if self.keep.weights {
+            if let Some(w) = s.weights {
+                self.out
+                    .weights
+                    .push(w.iter().map(|&v| P::unit_to_f32(v)).collect());
+            }
+        }
+        if self.keep.logits {
+            self.out
+                .logits
+                .push(s.logits.iter().map(|&v| P::wide_to_f32(v)).collect());
+            self.out.raw_logits.push(
+                s.logits
+                    .iter()
+                    .map(|v| {
+                        let b = bytemuck::bytes_of(v);
+                        let mut w = [0u8; 8];
+                        w[..b.len()].copy_from_slice(b);
+                        i64::from_le_bytes(w)
+                    })
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// A runner for one model with its workspace, for decoding many sources.
+pub struct HostRunner<'n, 'a, P: Precision> {
+    net: &'n Net<'a, P>,
+    arena: Vec<u32>,
+    positions: usize,
+}
+
+impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
+    /// A workspace for sources of up to `positions` positions.
+    pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
+        let bytes = Plan::new::<P>(&net.desc, positions).bytes();
+        HostRunner {
+            net,
+            arena: vec![0u32; bytes.div_ceil(4)],
+            positions,
+        }
+    }
+
+    /// Decodes one source line.
+    pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, Error> {
+        let net = self.net;
+        let mut runner = Runner::new(net, &mut self.arena, self.positions)?;
+        let mut ids = vec![0u16; net.desc.max_steps];
+        let mut out = Decoded::default();
+        let mut src = vec![0u16; self.positions];
+        let (n, _) = encode_source(&net.desc, &net.src_vocab, line, &mut src)?;
+        out.source = src[..n]
+            .iter()
+            .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
+            .collect();
+        let mut text = String::new();
+        let count = {
+            let mut rec = Recorder {
+                keep,
+                out: &mut out,
+            };
+            runner.translate_line::<Error>(line, &mut ids, &mut rec, |s| {
+                text.push_str(s);
+                Ok(())
+            })?
+        };
+        out.ids = ids[..count].to_vec();
+        out.tokens = out
+            .ids
+            .iter()
+            .map(|&i| net.tgt_vocab.get(i).unwrap_or("?").to_string())
+            .collect();
+        out.text = text;
+        Ok(out)
+    }
+}
+
+/// Decodes every line with a model of any precision; stops at the first error, naming
+/// the line (1-based).
+pub fn decode_lines(
+    model: &LoadedModel,
+    lines: &[String],
+    keep: Keep,
+) -> Result<Vec<Decoded>, String> {
+    let positions = model.positions();
+    model.with_net(|any| {
+        dispatch!(any, |net: P| {
+            let mut r = HostRunner::<P>::new(&net, positions);
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    r.decode(l, keep)
+                        .map_err(|e| format!("input line {}: {e}", i + 1))
+                })
+                .collect()
+        })
+    })
+}
