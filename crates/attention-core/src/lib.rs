@@ -242,8 +242,8 @@ impl<'a, P: Precision> Attention<'a, P> {
     /// Multiply-accumulates of the keys of one source position (done once per source).
     pub fn key_macs(&self) -> usize {
         match &self.score {
-            Score::Additive { key: Some(u), .. } => u.rows() * u.cols(),
-            Score::General { w, .. } => w.rows() * w.cols(),
+            Score::Additive { key: Some(u), .. } => u.macs(),
+            Score::General { w, .. } => w.macs(),
             _ => 0,
         }
     }
@@ -252,11 +252,11 @@ impl<'a, P: Precision> Attention<'a, P> {
     /// included.
     pub fn step_macs(&self, t: usize) -> usize {
         let per_pos = match &self.score {
-            Score::Additive { v, .. } => v.cols(),
+            Score::Additive { v, .. } => v.macs(),
             _ => self.key_dim(),
         };
         let query = match &self.score {
-            Score::Additive { query: Some(w), .. } => w.rows() * w.cols(),
+            Score::Additive { query: Some(w), .. } => w.macs(),
             _ => 0,
         };
         query + t * (per_pos + self.memory_dim)

@@ -52,6 +52,7 @@ pub fn shift_round_i64(x: i64, s: i32) -> i32 {
 /// A real multiplier `m = mult * 2^-shift` applied to an integer, with rounding half up
 /// and saturation. Stored in model files (8 bytes, little-endian).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(C)]
 pub struct Requant {
     /// Mantissa; `[2^30, 2^31)` when made by [`Requant::from_real`], or 0.

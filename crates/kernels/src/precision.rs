@@ -124,7 +124,11 @@ pub trait Precision: Sized + 'static {
     /// A scale applied to dot-product scores (`1` or `1/sqrt(d)`).
     type Scale: Copy + Debug;
 
-    /// How many [`Precision::RowQ`] a layer of `rows` rows and `parts` input parts has.
+    /// Most weight planes a layer may have (1 for f32).
+    const MAX_PLANES: usize;
+
+    /// How many [`Precision::RowQ`] a layer of `rows` rows and `parts` input parts has
+    /// per weight plane.
     fn row_q_len(rows: usize, parts: usize) -> usize;
     /// The score scale from its real value and its requantizer (the model file stores both).
     fn scale(real: f32, q: Requant) -> Self::Scale;
@@ -169,10 +173,17 @@ pub trait Precision: Sized + 'static {
 /// A dense layer `y = W [x_0; x_1; ...] + b`: row-major weights borrowed from the model
 /// file, quantization data, an optional bias. The input may come in several parts
 /// (a concatenation that is never copied); in [`W8A16`] each part has its own format.
+///
+/// A quantized layer may carry a second weight plane that holds the rounding residual
+/// of the first (`W ~ s_0 Q_0 + s_1 Q_1` per row): about 15 significant bits for the
+/// layers that need them, at twice their cost, with the same int8 kernels. Each row
+/// stores its planes one after the other, `[plane 0 | plane 1]`, and so do its
+/// quantization entries.
 pub struct Linear<'a, P: Precision> {
     rows: usize,
     cols: usize,
     parts: usize,
+    planes: usize,
     w: &'a [P::Weight],
     q: &'a [P::RowQ],
     bias: Option<&'a [P::Bias]>,
@@ -189,18 +200,20 @@ impl<P: Precision> Debug for Linear<'_, P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "Linear<{}>({}x{}, {} parts, bias: {})",
+            "Linear<{}>({}x{}, {} parts, {} planes, bias: {})",
             P::KIND.name(),
             self.rows,
             self.cols,
             self.parts,
+            self.planes,
             self.bias.is_some()
         )
     }
 }
 
 impl<'a, P: Precision> Linear<'a, P> {
-    /// A layer of `rows x cols` weights whose input comes in `parts` parts.
+    /// A layer of `rows x cols` weights whose input comes in `parts` parts; the number
+    /// of weight planes (1, or up to [`Precision::MAX_PLANES`]) follows from `w.len()`.
     pub fn new(
         rows: usize,
         cols: usize,
@@ -209,8 +222,16 @@ impl<'a, P: Precision> Linear<'a, P> {
         q: &'a [P::RowQ],
         bias: Option<&'a [P::Bias]>,
     ) -> Result<Self, ShapeError> {
-        check("weights", rows * cols, w.len())?;
-        check("quantization", P::row_q_len(rows, parts), q.len())?;
+        let size = rows * cols;
+        let planes = w.len().checked_div(size).unwrap_or(1);
+        if planes == 0 || planes > P::MAX_PLANES || planes * size != w.len() {
+            return Err(ShapeError {
+                what: "weights",
+                expected: size,
+                found: w.len(),
+            });
+        }
+        check("quantization", P::row_q_len(rows, parts) * planes, q.len())?;
         if let Some(b) = bias {
             check("bias", rows, b.len())?;
         }
@@ -225,6 +246,7 @@ impl<'a, P: Precision> Linear<'a, P> {
             rows,
             cols,
             parts,
+            planes,
             w,
             q,
             bias,
@@ -242,6 +264,14 @@ impl<'a, P: Precision> Linear<'a, P> {
     /// Number of input parts.
     pub fn parts(&self) -> usize {
         self.parts
+    }
+    /// Number of weight planes.
+    pub fn planes(&self) -> usize {
+        self.planes
+    }
+    /// Multiply-accumulates of one application.
+    pub fn macs(&self) -> usize {
+        self.rows * self.cols * self.planes
     }
     /// The weights, row-major.
     pub fn weights(&self) -> &'a [P::Weight] {
@@ -265,12 +295,14 @@ impl<'a, P: Precision> Linear<'a, P> {
                 found: r.end,
             });
         }
-        let per_row = P::row_q_len(1, self.parts);
+        let per_row = P::row_q_len(1, self.parts) * self.planes;
+        let row_w = self.cols * self.planes;
         Ok(Linear {
             rows: r.len(),
             cols: self.cols,
             parts: self.parts,
-            w: &self.w[r.start * self.cols..r.end * self.cols],
+            planes: self.planes,
+            w: &self.w[r.start * row_w..r.end * row_w],
             q: &self.q[r.start * per_row..r.end * per_row],
             bias: self.bias.map(|b| &b[r.clone()]),
         })
@@ -307,8 +339,10 @@ pub trait FloatWeight: Copy + Debug + Pod {
     const KIND: PrecisionKind;
     /// Per-row quantization data: `()` for f32, the f32 row scale for int8.
     type RowQ: Copy + Debug + Pod;
-    /// How many row-quantization entries a layer has.
+    /// How many row-quantization entries a layer has (per plane).
     fn row_q_len(rows: usize) -> usize;
+    /// Most weight planes.
+    const MAX_PLANES: usize;
     /// `acc + w . x` (unscaled), summed sequentially.
     fn dot_acc(acc: f32, w: &[Self], x: &[f32]) -> f32;
     /// Scale of row `r`.
@@ -319,6 +353,7 @@ pub trait FloatWeight: Copy + Debug + Pod {
 
 impl FloatWeight for f32 {
     const KIND: PrecisionKind = PrecisionKind::F32;
+    const MAX_PLANES: usize = 1;
     type RowQ = ();
     fn row_q_len(_: usize) -> usize {
         0
@@ -339,6 +374,7 @@ impl FloatWeight for f32 {
 
 impl FloatWeight for i8 {
     const KIND: PrecisionKind = PrecisionKind::W8F32;
+    const MAX_PLANES: usize = 2;
     type RowQ = f32;
     fn row_q_len(rows: usize) -> usize {
         rows
@@ -368,6 +404,7 @@ pub type W8F32 = Float<i8>;
 
 impl<W: FloatWeight> Precision for Float<W> {
     const KIND: PrecisionKind = W::KIND;
+    const MAX_PLANES: usize = W::MAX_PLANES;
     type Act = f32;
     type Wide = f32;
     type Weight = W;
@@ -383,27 +420,35 @@ impl<W: FloatWeight> Precision for Float<W> {
     }
 
     fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
-        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(l.cols)).enumerate() {
-            // One sequential sum over the concatenated input (see `float`).
-            let mut acc = 0.0;
-            let mut off = 0;
-            for part in x {
-                acc = W::dot_acc(acc, &row[off..off + part.len()], part);
-                off += part.len();
+        let row_w = l.cols * l.planes;
+        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(row_w)).enumerate() {
+            let mut y = 0.0;
+            for (p, plane) in row.chunks_exact(l.cols).enumerate() {
+                // One sequential sum over the concatenated input (see `float`).
+                let mut acc = 0.0;
+                let mut off = 0;
+                for part in x {
+                    acc = W::dot_acc(acc, &plane[off..off + part.len()], part);
+                    off += part.len();
+                }
+                y += acc * W::row_scale(l.q, r * l.planes + p);
             }
-            acc *= W::row_scale(l.q, r);
             *o = match l.bias {
-                Some(b) => acc + b[r],
-                None => acc,
+                Some(b) => y + b[r],
+                None => y,
             };
         }
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
-        let s = W::row_scale(table.q, row);
-        let w = &table.w[row * table.cols..(row + 1) * table.cols];
-        for (o, &v) in out.iter_mut().zip(w) {
-            *o = v.to_f32() * s;
+        let row_w = table.cols * table.planes;
+        let planes = table.w[row * row_w..(row + 1) * row_w].chunks_exact(table.cols);
+        out.fill(0.0);
+        for (p, w) in planes.enumerate() {
+            let s = W::row_scale(table.q, row * table.planes + p);
+            for (o, &v) in out.iter_mut().zip(w) {
+                *o += v.to_f32() * s;
+            }
         }
     }
 
@@ -501,6 +546,7 @@ pub fn dot_i16(a: &[i16], b: &[i16]) -> i64 {
 
 impl Precision for W8A16 {
     const KIND: PrecisionKind = PrecisionKind::W8A16;
+    const MAX_PLANES: usize = 2;
     type Act = i16;
     type Wide = i32;
     type Weight = i8;
@@ -517,29 +563,39 @@ impl Precision for W8A16 {
 
     fn linear(l: &Linear<'_, Self>, x: &[&[i16]], out: &mut [i32]) {
         let np = l.parts;
-        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(l.cols)).enumerate() {
+        let row_w = l.cols * l.planes;
+        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(row_w)).enumerate() {
             let mut acc: i32 = l.bias.map_or(0, |b| b[r]);
-            let mut off = 0;
-            for (p, part) in x.iter().enumerate() {
-                let d = dot_i8_i16(&row[off..off + part.len()], part);
-                off += part.len();
-                // Runs up to I32_EXACT_RUN stay in i32 (the common case): one
-                // 32x32->64 multiply per row and part.
-                let y = match i32::try_from(d) {
-                    Ok(d) => l.q[r * np + p].apply(d),
-                    Err(_) => requant_i64(d, l.q[r * np + p]),
-                };
-                acc = acc.saturating_add(y);
+            for (p, plane) in row.chunks_exact(l.cols).enumerate() {
+                let q = &l.q[(r * l.planes + p) * np..][..np];
+                let mut off = 0;
+                for (part, rq) in x.iter().zip(q) {
+                    let d = dot_i8_i16(&plane[off..off + part.len()], part);
+                    off += part.len();
+                    // Runs up to I32_EXACT_RUN stay in i32 (the common case): one
+                    // 32x32->64 multiply per row and part.
+                    let y = match i32::try_from(d) {
+                        Ok(d) => rq.apply(d),
+                        Err(_) => requant_i64(d, *rq),
+                    };
+                    acc = acc.saturating_add(y);
+                }
             }
             *o = acc;
         }
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
-        let q = table.q[row];
-        let w = &table.w[row * table.cols..(row + 1) * table.cols];
-        for (o, &v) in out.iter_mut().zip(w) {
-            *o = sat_i16(q.apply(v as i32));
+        let row_w = table.cols * table.planes;
+        let w = &table.w[row * row_w..(row + 1) * row_w];
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut acc = 0i32;
+            for p in 0..table.planes {
+                acc = acc.saturating_add(
+                    table.q[row * table.planes + p].apply(w[p * table.cols + j] as i32),
+                );
+            }
+            *o = sat_i16(acc);
         }
     }
 

@@ -223,7 +223,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
     }
     /// Multiply-accumulates of one step.
     pub fn macs(&self) -> usize {
-        3 * self.hidden() * (self.input() + self.hidden())
+        self.w_ih.macs() + self.w_hh.macs()
     }
 
     /// One step: `h <- GRU(x, h)`, where the input `x` may come in parts (a

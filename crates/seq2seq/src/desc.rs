@@ -548,16 +548,36 @@ impl ModelDesc {
     /// for, with its shape: the one list that binding, importing and quantizing follow.
     pub fn layer_specs(&self) -> heapless::Vec<LayerSpec, MAX_SPECS> {
         let mut v = heapless::Vec::new();
+        // MAX_SPECS covers the largest description check() admits.
+        self.each_layer(|s| {
+            let _ = v.push(s);
+        });
+        v
+    }
+
+    /// The spec of one dense layer, if the description has it (without building the
+    /// whole list: binding on a small device calls this for every layer).
+    pub fn layer_spec(&self, role: Role, layer: usize, dir: usize) -> Option<LayerSpec> {
+        let mut found = None;
+        self.each_layer(|s| {
+            if s.role == role && s.layer == layer && s.dir == dir {
+                found = Some(s);
+            }
+        });
+        found
+    }
+
+    /// Calls `f` with every dense layer, in [`ModelDesc::layer_specs`] order.
+    fn each_layer(&self, mut f: impl FnMut(LayerSpec)) {
         let mut add = |role, layer, dir, rows, cols, parts| {
-            // MAX_SPECS covers the largest description check() admits.
-            let _ = v.push(LayerSpec {
+            f(LayerSpec {
                 role,
                 layer,
                 dir,
                 rows,
                 cols,
                 parts,
-            });
+            })
         };
         add(Role::EncEmb, 0, 0, self.src_vocab, self.enc_emb, 1);
         for l in 0..self.enc_layers {
@@ -609,7 +629,6 @@ impl ModelDesc {
         }
         let (oi, op) = self.out_input();
         add(Role::Out, 0, 0, self.tgt_vocab, oi, op);
-        v
     }
 
     /// Format of the memory: the projection's calibrated format, or `Q0.15` when the
@@ -666,13 +685,6 @@ impl ModelDesc {
             | Role::Bridge => push(q15),
         }
         v
-    }
-
-    /// The spec of one dense layer, if the description has it.
-    pub fn layer_spec(&self, role: Role, layer: usize, dir: usize) -> Option<LayerSpec> {
-        self.layer_specs()
-            .into_iter()
-            .find(|s| s.role == role && s.layer == layer && s.dir == dir)
     }
 }
 

@@ -87,9 +87,11 @@ impl<'a> Reader<'_, 'a> {
             .file
             .data::<P::Weight>(id(Slot::Weight))?
             .ok_or(Error::MissingTensor(id(Slot::Weight).to_u32()))?;
-        shape(Slot::Weight, rows, cols, (t.rows, t.cols))?;
-        let q_len = P::row_q_len(rows, parts);
-        let q: &'a [P::RowQ] = if q_len == 0 {
+        // A quantized layer may store several weight planes side by side in each row.
+        let planes = (t.cols / cols.max(1)).clamp(1, P::MAX_PLANES);
+        shape(Slot::Weight, rows, cols * planes, (t.rows, t.cols))?;
+        let q_per_row = P::row_q_len(1, parts) * planes;
+        let q: &'a [P::RowQ] = if q_per_row == 0 {
             if self.file.find(id(Slot::RowQ)).is_some() {
                 return Err(Error::BadTensor {
                     id: id(Slot::RowQ).to_u32(),
@@ -102,7 +104,7 @@ impl<'a> Reader<'_, 'a> {
                 .file
                 .data::<P::RowQ>(id(Slot::RowQ))?
                 .ok_or(Error::MissingTensor(id(Slot::RowQ).to_u32()))?;
-            shape(Slot::RowQ, rows, q_len / rows, (t.rows, t.cols))?;
+            shape(Slot::RowQ, rows, q_per_row, (t.rows, t.cols))?;
             q
         };
         let bias = match self.file.data::<P::Bias>(id(Slot::Bias))? {
@@ -242,7 +244,7 @@ impl<P: Precision> Net<'_, P> {
             .iter()
             .map(|l| l.fwd.macs() * l.directions())
             .sum();
-        let proj = self.memory_proj.map_or(0, |p| p.rows() * p.cols());
+        let proj = self.memory_proj.map_or(0, |p| p.macs());
         let keys = self.attention.as_ref().map_or(0, |a| a.key_macs());
         gru + proj + keys
     }
@@ -251,7 +253,7 @@ impl<P: Precision> Net<'_, P> {
     pub fn macs_per_step(&self, t: usize) -> usize {
         let gru: usize = self.decoder.iter().map(|c| c.macs()).sum();
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(t));
-        let attl = self.attentional.map_or(0, |a| a.rows() * a.cols());
-        gru + att + attl + self.out.rows() * self.out.cols()
+        let attl = self.attentional.map_or(0, |a| a.macs());
+        gru + att + attl + self.out.macs()
     }
 }
