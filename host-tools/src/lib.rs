@@ -9,8 +9,10 @@
 
 pub mod check;
 pub mod config;
+pub mod device;
 pub mod eval;
 pub mod formats;
+pub mod gptq;
 pub mod heatmap;
 pub mod import;
 pub mod inspect;

@@ -79,6 +79,15 @@ enum Cmd {
         /// Number format.
         #[arg(long, value_enum)]
         scheme: host_tools::quantize::Scheme,
+        /// Layers that get a second int8 plane holding the first one's rounding residual
+        /// (`auto`: chosen on the calibration set to reach --target-agreement; `none`;
+        /// or a comma-separated list of layer names).
+        #[arg(long, default_value = "auto")]
+        planes: String,
+        /// With `--planes auto`: the percentage of calibration sequences on which the
+        /// quantized weights must reproduce the float model's output.
+        #[arg(long, default_value_t = 99.5)]
+        target_agreement: f64,
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,
@@ -110,6 +119,8 @@ enum Cmd {
         #[arg(long)]
         no_color: bool,
     },
+    /// Run a model on a Cortex-M board under QEMU and check it token for token against the host.
+    Qemu(host_tools::device::QemuArgs),
 }
 
 fn main() -> ExitCode {
@@ -149,8 +160,19 @@ fn run(cli: Cli) -> Result<(), String> {
             model,
             calib,
             scheme,
+            planes,
+            target_agreement,
             output,
-        } => cmd_quantize(&model, calib.as_deref(), scheme, &output),
+        } => {
+            let planes = match planes.as_str() {
+                "auto" => host_tools::quantize::Planes::Auto(target_agreement),
+                "none" => host_tools::quantize::Planes::None,
+                list => host_tools::quantize::Planes::Layers(
+                    list.split(',').map(String::from).collect(),
+                ),
+            };
+            cmd_quantize(&model, calib.as_deref(), scheme, &planes, &output)
+        }
         Cmd::Check {
             model,
             reference,
@@ -163,6 +185,7 @@ fn run(cli: Cli) -> Result<(), String> {
             output,
             no_color,
         } => cmd_heatmap(&model, &source, output.as_deref(), !no_color),
+        Cmd::Qemu(a) => host_tools::device::qemu_command(&a),
     }
 }
 
@@ -277,6 +300,7 @@ fn cmd_quantize(
     model: &Path,
     calib: Option<&Path>,
     scheme: host_tools::quantize::Scheme,
+    planes: &host_tools::quantize::Planes,
     output: &Path,
 ) -> Result<(), String> {
     use host_tools::quantize::{calibrate, quantize, Scheme};
@@ -300,7 +324,7 @@ fn cmd_quantize(
         }
         (Scheme::W8f32, None) => None,
     };
-    let (builder, report) = quantize(&m, scheme, calibration.as_ref())?;
+    let (builder, report) = quantize(&m, scheme, planes, calibration.as_ref())?;
     let bytes = builder.to_bytes();
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;

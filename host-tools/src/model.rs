@@ -119,6 +119,9 @@ pub struct Decoded {
     pub text: String,
     /// Attention weights of every step (the end token's step included), as f32.
     pub weights: Vec<Vec<f32>>,
+    /// The same weights as stored, zero-extended to `i64`: f32 bit patterns, or the
+    /// Q0.15 `i16` values of w8a16 (kept with `weights`).
+    pub raw_weights: Vec<Vec<i64>>,
     /// Logits of every step, as f32 (kept when asked).
     pub logits: Vec<Vec<f32>>,
     /// Logits of every step in their stored integer or float bits (kept when asked).
@@ -160,6 +163,16 @@ impl<P: Precision> Observer<P> for Recorder<'_> {
                 self.out
                     .weights
                     .push(w.iter().map(|&v| P::unit_to_f32(v)).collect());
+                self.out.raw_weights.push(
+                    w.iter()
+                        .map(|v| {
+                            let b = bytemuck::bytes_of(v);
+                            let mut x = [0u8; 8];
+                            x[..b.len()].copy_from_slice(b);
+                            i64::from_le_bytes(x)
+                        })
+                        .collect(),
+                );
             }
         }
         if self.keep.logits {

@@ -1,0 +1,94 @@
+//! Panic and HardFault handlers, and exiting QEMU through semihosting.
+//!
+//! Both handlers print what they can (a defmt error and a `PANIC ...` / `HARDFAULT ...` line
+//! on the UART) and then exit QEMU with a non-zero status, so a test sees a failure instead
+//! of a hang. Exit statuses: [`EXIT_SUCCESS`], [`EXIT_MODEL_ERROR`], [`EXIT_PANIC`],
+//! [`EXIT_HARDFAULT`].
+
+use core::panic::PanicInfo;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use cortex_m_rt::{exception, ExceptionFrame};
+use embedded_io::Write as _;
+
+use crate::board;
+
+/// Exit status of a session that ended normally.
+pub const EXIT_SUCCESS: i32 = 0;
+/// Exit status when the model cannot be served (none loaded, corrupted, unsupported
+/// precision, beyond the board's capacities): the firmware prints `ERR model: <reason>`.
+pub const EXIT_MODEL_ERROR: i32 = 3;
+/// Exit status after a panic.
+pub const EXIT_PANIC: i32 = 101;
+/// Exit status after a HardFault (including escalated Bus/Usage/MemManage faults).
+pub const EXIT_HARDFAULT: i32 = 102;
+
+/// Ends the QEMU run with `code` as the exit status of `qemu-system-arm`.
+///
+/// Uses semihosting SYS_EXIT_EXTENDED (QEMU passes the code through), falling back to
+/// SYS_EXIT (status 0 or 1) on hosts without it. Without a debugger/semihosting host (a
+/// real board running stand-alone) the `bkpt` faults instead: it still stops.
+pub fn exit(code: i32) -> ! {
+    semihosting::process::exit(code)
+}
+
+/// Set on the first panic: a panic while panicking (e.g. inside the defmt logger) skips
+/// defmt and goes straight to the UART and exit.
+static PANICKING: AtomicBool = AtomicBool::new(false);
+
+#[panic_handler]
+fn panic(info: &PanicInfo) -> ! {
+    cortex_m::interrupt::disable();
+    let (file, line) = info.location().map_or(("?", 0), |l| (l.file(), l.line()));
+    let first = !PANICKING.load(Ordering::Relaxed);
+    PANICKING.store(true, Ordering::Relaxed);
+    // The UART first: should the logger panic (its state corrupted, e.g. by a stack
+    // overflow), this message is already out.
+    let mut uart = board::Uart::new();
+    let _ = writeln!(uart, "PANIC {} at {}:{}", info.message(), file, line);
+    let _ = uart.flush();
+    if first {
+        defmt::error!(
+            "PANIC {} at {=str}:{=u32}",
+            defmt::Display2Format(&info.message()),
+            file,
+            line
+        );
+    }
+    exit(EXIT_PANIC)
+}
+
+#[exception]
+unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
+    let (pc, lr, xpsr) = (frame.pc(), frame.lr(), frame.xpsr());
+    if !PANICKING.load(Ordering::Relaxed) {
+        defmt::error!(
+            "HARDFAULT pc={=u32:#010x} lr={=u32:#010x} xpsr={=u32:#010x}",
+            pc,
+            lr,
+            xpsr
+        );
+    }
+    let mut uart = board::Uart::new();
+    let _ = writeln!(
+        uart,
+        "HARDFAULT pc=0x{pc:08x} lr=0x{lr:08x} xpsr=0x{xpsr:08x}"
+    );
+    let _ = uart.flush();
+    exit(EXIT_HARDFAULT)
+}
+
+/// Loads from the board's [`board::INVALID_ADDR`], which faults (a bus error, escalated to
+/// HardFault). Should the load not fault, executes a permanently undefined instruction.
+/// For the `hardfault-test` firmware.
+pub fn trigger_hardfault() -> ! {
+    // SAFETY: nothing is mapped at INVALID_ADDR: the load is answered with a bus error and
+    // raises a fault exception (which does not return); no Rust object lives there.
+    let value = unsafe { core::ptr::read_volatile(board::INVALID_ADDR as *const u32) };
+    defmt::warn!(
+        "load from {=usize:#x} did not fault (read {=u32:#x}): udf",
+        board::INVALID_ADDR,
+        value
+    );
+    cortex_m::asm::udf()
+}
