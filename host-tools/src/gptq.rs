@@ -16,7 +16,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use s2s_kernels::{Fmt, Linear, Precision, PrecisionKind, Requant, F32};
+use s2s_kernels::{Linear, Precision, F32};
+
+use crate::hostf32::{as_f32, F32Like, LinearImpl};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Net, Runner};
 
@@ -63,38 +65,14 @@ thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
 
+/// Dense layers computed as `F32` computes them, after recording their inputs.
+pub struct Record;
+
 /// `F32` that records the inputs of every dense layer (see the module docs).
-pub struct Recording;
+pub type Recording = F32Like<Record>;
 
-fn as_f32<'a>(l: &Linear<'a, Recording>) -> Linear<'a, F32> {
-    Linear::new(
-        l.rows(),
-        l.cols(),
-        l.parts(),
-        l.weights(),
-        l.row_q(),
-        l.bias(),
-    )
-    .expect("same shapes")
-}
-
-impl Precision for Recording {
-    const KIND: PrecisionKind = PrecisionKind::F32;
-    const MAX_PLANES: usize = 1;
-    type Act = f32;
-    type Wide = f32;
-    type Weight = f32;
-    type RowQ = ();
-    type Bias = f32;
-    type Scale = f32;
-
-    fn row_q_len(rows: usize, parts: usize) -> usize {
-        F32::row_q_len(rows, parts)
-    }
-    fn scale(real: f32, q: Requant) -> f32 {
-        F32::scale(real, q)
-    }
-    fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
+impl LinearImpl for Record {
+    fn linear(l: &Linear<'_, Recording>, x: &[&[f32]], out: &mut [f32]) {
         STATE.with(|s| {
             if let Some(st) = s.borrow_mut().as_mut() {
                 let addr = l.weights().as_ptr() as usize;
@@ -108,51 +86,6 @@ impl Precision for Recording {
             }
         });
         F32::linear(&as_f32(l), x, out)
-    }
-    fn embed(t: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
-        F32::embed(&as_f32(t), row, out)
-    }
-    fn sigmoid(x: f32) -> f32 {
-        F32::sigmoid(x)
-    }
-    fn tanh(x: f32) -> f32 {
-        F32::tanh(x)
-    }
-    fn add(a: f32, b: f32) -> f32 {
-        F32::add(a, b)
-    }
-    fn gate(u: f32, x: f32) -> f32 {
-        F32::gate(u, x)
-    }
-    fn gate_act(u: f32, x: f32) -> f32 {
-        F32::gate_act(u, x)
-    }
-    fn blend(z: f32, h: f32, n: f32) -> f32 {
-        F32::blend(z, h, n)
-    }
-    fn widen(a: f32, f: Fmt) -> f32 {
-        F32::widen(a, f)
-    }
-    fn narrow(w: f32, f: Fmt) -> f32 {
-        F32::narrow(w, f)
-    }
-    fn dot(a: &[f32], fa: Fmt, b: &[f32], fb: Fmt, s: f32) -> f32 {
-        F32::dot(a, fa, b, fb, s)
-    }
-    fn softmax(x: &[f32], out: &mut [f32]) {
-        F32::softmax(x, out)
-    }
-    fn weighted_sum(w: &[f32], rows: &[f32], out: &mut [f32]) {
-        F32::weighted_sum(w, rows, out)
-    }
-    fn unit_to_f32(a: f32) -> f32 {
-        a
-    }
-    fn act_to_f32(a: f32, _: Fmt) -> f32 {
-        a
-    }
-    fn wide_to_f32(w: f32) -> f32 {
-        w
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use s2s_kernels::{Precision, PrecisionKind, F32, W8A16, W8F32};
+use s2s_kernels::{Precision, PrecisionKind, W8A16, W8F32};
+
+use crate::hostf32::HostF32;
 use std::collections::BTreeMap;
 
 use seq2seq::run::{Observer, Probe, Step, Values};
@@ -45,9 +47,9 @@ impl LoadedModel {
         &bytemuck::cast_slice(&self.words)[..self.len]
     }
 
-    /// The parsed file (checked at load).
+    /// The parsed file (checked, CRC included, at load).
     pub fn file(&self) -> ModelFile<'_> {
-        ModelFile::parse(self.bytes()).expect("checked at load")
+        ModelFile::parse_verified(self.bytes()).expect("checked at load")
     }
 
     /// Binds the model at its precision and hands it to `f`.
@@ -77,8 +79,8 @@ impl LoadedModel {
 
 /// A bound model of any precision.
 pub enum AnyNet<'a> {
-    /// f32.
-    F32(Net<'a, F32>),
+    /// f32 (computed by the host's fast batched layers, bit for bit as the core's F32).
+    F32(Net<'a, HostF32>),
     /// int8 weights, f32 math.
     W8F32(Net<'a, W8F32>),
     /// int8 weights, int16 activations.
@@ -91,7 +93,7 @@ macro_rules! dispatch {
     ($any:expr, |$net:ident: $p:ident| $body:expr) => {
         match $any {
             $crate::model::AnyNet::F32($net) => {
-                type $p = s2s_kernels::F32;
+                type $p = $crate::hostf32::HostF32;
                 $body
             }
             $crate::model::AnyNet::W8F32($net) => {
@@ -194,7 +196,11 @@ impl<P: Precision> Observer<P> for Recorder<'_> {
     }
 }
 
-/// A runner for one model with its workspace, for decoding many sources.
+/// Sources decoded together by the host runner.
+pub const HOST_LANES: usize = crate::hostf32::LANES;
+
+/// A runner for one model with its workspace, for decoding many sources: lines go
+/// through the core [`HOST_LANES`] at a time, sharing every matrix product.
 pub struct HostRunner<'n, 'a, P: Precision> {
     net: &'n Net<'a, P>,
     arena: Vec<u32>,
@@ -207,42 +213,69 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
         let bytes = Plan::new::<P>(&net.desc, positions).bytes();
         HostRunner {
             net,
-            arena: vec![0u32; bytes.div_ceil(4)],
+            arena: vec![0u32; HOST_LANES * bytes.div_ceil(4)],
             positions,
         }
     }
 
     /// Decodes one source line.
     pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, Error> {
+        self.decode_all(&[line], keep).remove(0)
+    }
+
+    /// Decodes source lines, [`HOST_LANES`] at a time.
+    pub fn decode_all(&mut self, lines: &[&str], keep: Keep) -> Vec<Result<Decoded, Error>> {
         let net = self.net;
-        let mut runner = Runner::new(net, &mut self.arena, self.positions)?;
-        let mut ids = vec![0u16; net.desc.max_steps];
-        let mut out = Decoded::default();
-        let mut src = vec![0u16; self.positions];
-        let (n, _) = encode_source(&net.desc, &net.src_vocab, line, &mut src)?;
-        out.source = src[..n]
-            .iter()
-            .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
-            .collect();
-        let mut text = String::new();
-        let count = {
-            let mut rec = Recorder {
-                keep,
-                out: &mut out,
-            };
-            runner.translate_line::<Error>(line, &mut ids, &mut rec, |s| {
-                text.push_str(s);
-                Ok(())
-            })?
+        let runner = Runner::<P, HOST_LANES>::with_lanes(net, &mut self.arena, self.positions);
+        let mut runner = match runner {
+            Ok(r) => r,
+            Err(e) => return lines.iter().map(|_| Err(e)).collect(),
         };
-        out.ids = ids[..count].to_vec();
-        out.tokens = out
-            .ids
-            .iter()
-            .map(|&i| net.tgt_vocab.get(i).unwrap_or("?").to_string())
-            .collect();
-        out.text = text;
-        Ok(out)
+        // Lines of similar length share batches best: run them in order of length and
+        // put the results back in input order.
+        let mut order: Vec<usize> = (0..lines.len()).collect();
+        order.sort_by_key(|&i| lines[i].chars().count());
+        let sorted: Vec<&str> = order.iter().map(|&i| lines[i]).collect();
+        let mut results = Vec::with_capacity(lines.len());
+        for chunk in sorted.chunks(HOST_LANES) {
+            let mut decoded: Vec<Decoded> = chunk.iter().map(|_| Decoded::default()).collect();
+            let mut ids = vec![vec![0u16; net.desc.max_steps]; chunk.len()];
+            let counts = {
+                let mut outs: Vec<&mut [u16]> = ids.iter_mut().map(|v| &mut v[..]).collect();
+                let mut recs: Vec<Recorder<'_>> = decoded
+                    .iter_mut()
+                    .map(|out| Recorder { keep, out })
+                    .collect();
+                runner.translate_batch(chunk, &mut outs, &mut recs)
+            };
+            for (((line, mut out), ids), count) in chunk.iter().zip(decoded).zip(&ids).zip(counts) {
+                results.push(count.map(|count| {
+                    let mut src = vec![0u16; self.positions];
+                    if let Ok((n, _)) = encode_source(&net.desc, &net.src_vocab, line, &mut src) {
+                        out.source = src[..n]
+                            .iter()
+                            .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
+                            .collect();
+                    }
+                    out.ids = ids[..count].to_vec();
+                    out.tokens = out
+                        .ids
+                        .iter()
+                        .map(|&i| net.tgt_vocab.get(i).unwrap_or("?").to_string())
+                        .collect();
+                    out.text = out.tokens.join(net.separator);
+                    out
+                }));
+            }
+        }
+        let mut back: Vec<Option<Result<Decoded, Error>>> =
+            (0..lines.len()).map(|_| None).collect();
+        for (r, &i) in results.into_iter().zip(&order) {
+            back[i] = Some(r);
+        }
+        back.into_iter()
+            .map(|r| r.expect("every line decoded"))
+            .collect()
     }
 }
 
@@ -257,13 +290,11 @@ pub fn decode_lines(
     model.with_net(|any| {
         dispatch!(any, |net: P| {
             let mut r = HostRunner::<P>::new(&net, positions);
-            lines
-                .iter()
+            let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+            r.decode_all(&refs, keep)
+                .into_iter()
                 .enumerate()
-                .map(|(i, l)| {
-                    r.decode(l, keep)
-                        .map_err(|e| format!("input line {}: {e}", i + 1))
-                })
+                .map(|(i, d)| d.map_err(|e| format!("input line {}: {e}", i + 1)))
                 .collect()
         })
     })

@@ -33,6 +33,6 @@ mod tables;
 
 pub use fixed::Requant;
 pub use precision::{
-    dot_i16, dot_i8_i16, Float, FloatWeight, Fmt, Linear, Precision, PrecisionKind, ShapeError,
-    F32, W8A16, W8F32,
+    dot_i16, dot_i8_i16, Float, FloatWeight, Fmt, Job, Linear, Precision, PrecisionKind,
+    ShapeError, F32, W8A16, W8F32,
 };

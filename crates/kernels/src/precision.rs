@@ -130,11 +130,25 @@ pub trait Precision: Sized + 'static {
     /// How many [`Precision::RowQ`] a layer of `rows` rows and `parts` input parts has
     /// per weight plane.
     fn row_q_len(rows: usize, parts: usize) -> usize;
+    /// Whether stored quantization data is in range (a model file is checked with this
+    /// before it runs: no shift a kernel cannot apply, no non-finite scale).
+    fn row_q_valid(_q: &Self::RowQ) -> bool {
+        true
+    }
     /// The score scale from its real value and its requantizer (the model file stores both).
     fn scale(real: f32, q: Requant) -> Self::Scale;
 
     /// `out = W [x_0; x_1; ...] + b`, lengths already checked by [`Linear::apply`].
     fn linear(l: &Linear<'_, Self>, x: &[&[Self::Act]], out: &mut [Self::Wide]);
+    /// The same layer on several inputs at once (lengths already checked by
+    /// [`Linear::apply_batch`]). The default applies them one by one; an implementation
+    /// may share the weight traffic between them but must give every output exactly as
+    /// [`Precision::linear`] does.
+    fn linear_batch(l: &Linear<'_, Self>, jobs: &mut [Job<'_, Self>]) {
+        for j in jobs {
+            Self::linear(l, j.x, j.out);
+        }
+    }
     /// Row `row` of an embedding table, as activations (length checked by the caller).
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [Self::Act]);
 
@@ -168,6 +182,14 @@ pub trait Precision: Sized + 'static {
     fn act_to_f32(a: Self::Act, f: Fmt) -> f32;
     /// A wide value as f32 (reports only).
     fn wide_to_f32(w: Self::Wide) -> f32;
+}
+
+/// One input of a batched layer application and where its output goes.
+pub struct Job<'j, P: Precision> {
+    /// The input parts.
+    pub x: &'j [&'j [P::Act]],
+    /// One wide value per row.
+    pub out: &'j mut [P::Wide],
 }
 
 /// A dense layer `y = W [x_0; x_1; ...] + b`: row-major weights borrowed from the model
@@ -318,6 +340,17 @@ impl<'a, P: Precision> Linear<'a, P> {
         Ok(())
     }
 
+    /// [`Linear::apply`] to several inputs at once, checking every one.
+    pub fn apply_batch(&self, jobs: &mut [Job<'_, P>]) -> Result<(), ShapeError> {
+        for j in jobs.iter() {
+            check("input parts", self.parts, j.x.len())?;
+            check("input", self.cols, j.x.iter().map(|p| p.len()).sum())?;
+            check("output", self.rows, j.out.len())?;
+        }
+        P::linear_batch(self, jobs);
+        Ok(())
+    }
+
     /// Row `row` of an embedding table into `out` (one element per column).
     pub fn embed(&self, row: usize, out: &mut [P::Act]) -> Result<(), ShapeError> {
         if row >= self.rows {
@@ -347,6 +380,10 @@ pub trait FloatWeight: Copy + Debug + Pod {
     fn dot_acc(acc: f32, w: &[Self], x: &[f32]) -> f32;
     /// Scale of row `r`.
     fn row_scale(q: &[Self::RowQ], r: usize) -> f32;
+    /// Whether a stored row scale is usable (finite).
+    fn row_q_valid(_q: &Self::RowQ) -> bool {
+        true
+    }
     /// One weight as f32 (unscaled).
     fn to_f32(self) -> f32;
 }
@@ -387,6 +424,9 @@ impl FloatWeight for i8 {
     fn row_scale(q: &[f32], r: usize) -> f32 {
         q[r]
     }
+    fn row_q_valid(q: &f32) -> bool {
+        q.is_finite()
+    }
     #[inline]
     fn to_f32(self) -> f32 {
         f32::from(self)
@@ -414,6 +454,9 @@ impl<W: FloatWeight> Precision for Float<W> {
 
     fn row_q_len(rows: usize, _parts: usize) -> usize {
         W::row_q_len(rows)
+    }
+    fn row_q_valid(q: &W::RowQ) -> bool {
+        W::row_q_valid(q)
     }
     fn scale(real: f32, _: Requant) -> f32 {
         real
@@ -515,16 +558,16 @@ impl<W: FloatWeight> Precision for Float<W> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct W8A16;
 
-/// Longest run of int8 x int16 products that an `i32` accumulator holds exactly:
-/// `516 * 127 * 32768 < 2^31`.
-pub const I32_EXACT_RUN: usize = 516;
+/// Longest run of int8 x int16 products that an `i32` accumulator holds exactly for
+/// every `i8` weight, `-128` included: `511 * 128 * 32768 < 2^31` (512 would reach it).
+pub const I32_EXACT_RUN: usize = 511;
 
 /// `w . x` of int8 weights and int16 activations, exact: an `i32` accumulator over
 /// runs of at most [`I32_EXACT_RUN`] products, added in `i64` across runs.
 #[inline]
 pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
     let mut total = 0i64;
-    for (wc, xc) in w.chunks(512).zip(x.chunks(512)) {
+    for (wc, xc) in w.chunks(I32_EXACT_RUN).zip(x.chunks(I32_EXACT_RUN)) {
         let mut acc = 0i32;
         for (&a, &b) in wc.iter().zip(xc) {
             acc += a as i32 * b as i32;
@@ -556,6 +599,9 @@ impl Precision for W8A16 {
 
     fn row_q_len(rows: usize, parts: usize) -> usize {
         rows * parts
+    }
+    fn row_q_valid(q: &Requant) -> bool {
+        q.is_valid()
     }
     fn scale(_: f32, q: Requant) -> Requant {
         q
@@ -667,7 +713,8 @@ impl Precision for W8A16 {
 /// the accumulator is first brought into `i32` range by a rounding shift taken from the
 /// multiplier's own shift, so the result differs from exact by at most one unit.
 fn requant_i64(d: i64, q: Requant) -> i32 {
-    let pre = (64 - d.unsigned_abs().leading_zeros() as i32 - 31).clamp(0, q.shift);
+    // A shift outside 0..=62 never comes from the quantizer; treat it as 0 (no panic).
+    let pre = (64 - d.unsigned_abs().leading_zeros() as i32 - 31).clamp(0, q.shift.max(0));
     let d = fixed::shift_round_i64(d, pre);
     Requant {
         mult: q.mult,

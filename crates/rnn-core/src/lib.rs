@@ -28,7 +28,8 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
-use s2s_kernels::{Linear, Precision, ShapeError};
+use heapless::Vec as HVec;
+use s2s_kernels::{Job, Linear, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,45 +235,108 @@ impl<'a, P: Precision> GruCell<'a, P> {
         h: &mut [P::Act],
         s: &mut GruScratch<'_, P>,
     ) -> Result<(), Error> {
+        self.step_batch::<1>(&[x], &mut [h], &mut [s])
+    }
+
+    /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `s[i]` are
+    /// lane `i`'s): the matrix products go through [`Linear::apply_batch`], so a
+    /// precision can share the weight traffic between lanes; every lane gets exactly
+    /// what [`GruCell::step`] would give it.
+    pub fn step_batch<const N: usize>(
+        &self,
+        x: &[&[&[P::Act]]],
+        h: &mut [&mut [P::Act]],
+        s: &mut [&mut GruScratch<'_, P>],
+    ) -> Result<(), Error> {
         let n = self.hidden();
-        if h.len() != n || s.gi.len() < 3 * n || s.rh.len() < n {
+        let lanes = x.len();
+        if lanes > N || h.len() != lanes || s.len() != lanes {
             return Err(Error::Shape(ShapeError {
-                what: "GRU state",
-                expected: n,
-                found: h.len(),
+                what: "GRU lanes",
+                expected: lanes.min(N),
+                found: h.len().min(s.len()),
             }));
         }
-        let (gi, gh, rh) = (&mut s.gi[..3 * n], &mut s.gh[..3 * n], &mut s.rh[..n]);
-        self.w_ih.apply(x, gi)?;
-        match self.mode {
-            ResetMode::After => {
-                self.w_hh.apply(&[h], gh)?;
+        for (hi, si) in h.iter().zip(s.iter()) {
+            if hi.len() != n || si.gi.len() < 3 * n || si.rh.len() < n {
+                return Err(Error::Shape(ShapeError {
+                    what: "GRU state",
+                    expected: n,
+                    found: hi.len(),
+                }));
+            }
+        }
+        // gi = W_ih x + b_ih for every lane.
+        {
+            let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
+            for (xi, si) in x.iter().zip(s.iter_mut()) {
+                let _ = jobs.push(Job {
+                    x: xi,
+                    out: &mut si.gi[..3 * n],
+                });
+            }
+            self.w_ih.apply_batch(&mut jobs)?;
+        }
+        // gh = W_hh h + b_hh (rows r, z and, reset after, n).
+        let direct = match self.mode {
+            ResetMode::After => 3 * n,
+            ResetMode::Before => 2 * n,
+        };
+        let rows = self.w_hh.row_range(0..direct)?;
+        self.recurrent::<N>(&rows, h, s, direct, false)?;
+        if self.mode == ResetMode::Before {
+            // rh = r * h, then the candidate rows read it.
+            for (hi, si) in h.iter().zip(s.iter_mut()) {
                 for j in 0..n {
-                    let r = P::sigmoid(P::add(gi[j], gh[j]));
-                    let z = P::sigmoid(P::add(gi[n + j], gh[n + j]));
-                    let c = P::tanh(P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j])));
-                    h[j] = P::blend(z, h[j], c);
+                    let r = P::sigmoid(P::add(si.gi[j], si.gh[j]));
+                    si.rh[j] = P::gate_act(r, hi[j]);
                 }
             }
-            ResetMode::Before => {
-                self.w_hh
-                    .row_range(0..2 * n)?
-                    .apply(&[h], &mut gh[..2 * n])?;
-                for j in 0..n {
-                    let r = P::sigmoid(P::add(gi[j], gh[j]));
-                    rh[j] = P::gate_act(r, h[j]);
-                }
-                self.w_hh
-                    .row_range(2 * n..3 * n)?
-                    .apply(&[rh], &mut gh[2 * n..])?;
-                for j in 0..n {
-                    let z = P::sigmoid(P::add(gi[n + j], gh[n + j]));
-                    let c = P::tanh(P::add(gi[2 * n + j], gh[2 * n + j]));
-                    h[j] = P::blend(z, h[j], c);
-                }
+            let rows = self.w_hh.row_range(2 * n..3 * n)?;
+            self.recurrent::<N>(&rows, h, s, n, true)?;
+        }
+        for (hi, si) in h.iter_mut().zip(s.iter()) {
+            let (gi, gh) = (&si.gi[..3 * n], &si.gh[..3 * n]);
+            for j in 0..n {
+                let z = P::sigmoid(P::add(gi[n + j], gh[n + j]));
+                let c = match self.mode {
+                    ResetMode::After => {
+                        let r = P::sigmoid(P::add(gi[j], gh[j]));
+                        P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j]))
+                    }
+                    ResetMode::Before => P::add(gi[2 * n + j], gh[2 * n + j]),
+                };
+                hi[j] = P::blend(z, hi[j], P::tanh(c));
             }
         }
         Ok(())
+    }
+
+    /// `gh[off..off + rows] = rows . v + b` for every lane, where `v` is the state, or
+    /// `r * h` for the candidate rows of the reset-before form.
+    fn recurrent<const N: usize>(
+        &self,
+        rows: &Linear<'_, P>,
+        h: &[&mut [P::Act]],
+        s: &mut [&mut GruScratch<'_, P>],
+        len: usize,
+        candidate: bool,
+    ) -> Result<(), ShapeError> {
+        let n = self.hidden();
+        let off = if candidate { 2 * n } else { 0 };
+        let mut inputs: HVec<[&[P::Act]; 1], N> = HVec::new();
+        let mut outs: HVec<&mut [P::Wide], N> = HVec::new();
+        for (hi, si) in h.iter().zip(s.iter_mut()) {
+            let GruScratch { gh, rh, .. } = &mut **si;
+            let v: &[P::Act] = if candidate { &rh[..n] } else { &hi[..] };
+            let _ = inputs.push([v]);
+            let _ = outs.push(&mut gh[off..off + len]);
+        }
+        let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
+        for (xi, o) in inputs.iter().zip(outs.iter_mut()) {
+            let _ = jobs.push(Job { x: xi, out: o });
+        }
+        rows.apply_batch(&mut jobs)
     }
 }
 
@@ -374,97 +438,168 @@ impl<'a, P: Precision> GruLayer<'a, P> {
         xbuf: &mut [P::Act],
         s: &mut GruScratch<'_, P>,
     ) -> Result<(), Error> {
-        let (d, h) = (self.output(), self.fwd.hidden());
-        if input.dim() != self.input() || xbuf.len() < input.dim() {
-            return Err(Error::Shape(ShapeError {
-                what: "layer input",
-                expected: self.input(),
-                found: input.dim(),
-            }));
-        }
-        if input.len() < t || out.len() < t * d {
-            return Err(Error::SequenceTooLong {
-                len: t,
-                capacity: input.len().min(out.len() / d.max(1)),
-            });
-        }
-        if last.len() != d {
-            return Err(Error::Shape(ShapeError {
-                what: "final state",
-                expected: d,
-                found: last.len(),
-            }));
-        }
-        let (last_f, last_b) = last.split_at_mut(h);
-        let xbuf = &mut xbuf[..input.dim()];
-        run_direction(&self.fwd, input, t, false, out, 0, d, last_f, xbuf, s)?;
-        if let Some(bwd) = &self.bwd {
-            run_direction(bwd, input, t, true, out, h, d, last_b, xbuf, s)?;
-        }
-        Ok(())
+        let mut lane = [SeqLane {
+            input,
+            len: t,
+            bufs: [out, &mut []],
+            lasts: last,
+            xbuf,
+            scratch: s.reborrow(),
+        }];
+        run_stack_batch::<P, 1>(core::slice::from_ref(self), &mut lane).map(|_| ())
     }
 }
 
-/// One direction over `t` positions from a zero state; the output of position `p` goes
-/// to `out[p * stride + offset..][..H]`.
-#[allow(clippy::too_many_arguments)]
-fn run_direction<P: Precision>(
-    cell: &GruCell<'_, P>,
-    input: &dyn SeqInput<P>,
-    t: usize,
-    reverse: bool,
-    out: &mut [P::Act],
-    offset: usize,
-    stride: usize,
-    state: &mut [P::Act],
-    xbuf: &mut [P::Act],
-    s: &mut GruScratch<'_, P>,
-) -> Result<(), Error> {
-    let h = cell.hidden();
-    state.fill(P::Act::default());
-    for k in 0..t {
-        let p = if reverse { t - 1 - k } else { k };
-        let x = input.at(p, xbuf)?;
-        cell.step(&[x], state, s)?;
-        out[p * stride + offset..][..h].copy_from_slice(state);
+/// One sequence of a batched pass (see [`run_stack_batch`]).
+pub struct SeqLane<'l, P: Precision> {
+    /// The inputs of layer 0.
+    pub input: &'l dyn SeqInput<P>,
+    /// Positions to run.
+    pub len: usize,
+    /// Layer `l` writes `len x output` into `bufs[l % 2]`; `bufs[1]` may be empty for
+    /// a single layer.
+    pub bufs: [&'l mut [P::Act]; 2],
+    /// The final states of every layer, one after the other (`output()` each: forward
+    /// after the last position, backward after the first); also the running states.
+    pub lasts: &'l mut [P::Act],
+    /// Holds computed inputs of layer 0 (`input.dim()` long).
+    pub xbuf: &'l mut [P::Act],
+    /// The lane's GRU scratch.
+    pub scratch: GruScratch<'l, P>,
+}
+
+impl<'s, P: Precision> GruScratch<'s, P> {
+    /// The same buffers, borrowed for a shorter time.
+    pub fn reborrow(&mut self) -> GruScratch<'_, P> {
+        GruScratch {
+            gi: self.gi,
+            gh: self.gh,
+            rh: self.rh,
+        }
     }
-    Ok(())
 }
 
 /// Runs stacked layers over `t` positions: layer 0 reads `input`, each further layer
 /// reads the previous one's outputs. Layer `l` writes into `bufs[l % 2]`, so `bufs[1]`
 /// may be empty for a single layer; each buffer needs `t` times the largest layer
 /// output. Returns the index of the buffer holding the top layer's outputs.
-/// `lasts[l]` receives layer `l`'s final states; `xbuf` is as in [`GruLayer::run`].
+/// `lasts` receives the layers' final states one after the other; `xbuf` is as in
+/// [`GruLayer::run`].
 pub fn run_stack<P: Precision>(
     layers: &[GruLayer<'_, P>],
     input: &dyn SeqInput<P>,
     t: usize,
     bufs: [&mut [P::Act]; 2],
-    lasts: &mut [&mut [P::Act]],
+    lasts: &mut [P::Act],
     xbuf: &mut [P::Act],
     s: &mut GruScratch<'_, P>,
 ) -> Result<usize, Error> {
-    if lasts.len() < layers.len() {
-        return Err(Error::Shape(ShapeError {
-            what: "final states",
-            expected: layers.len(),
-            found: lasts.len(),
-        }));
-    }
-    let [a, b] = bufs;
-    for (l, (layer, last)) in layers.iter().zip(lasts.iter_mut()).enumerate() {
-        let (src, dst) = if l % 2 == 0 {
-            (&*b, &mut *a)
-        } else {
-            (&*a, &mut *b)
-        };
-        if l == 0 {
-            layer.run(input, t, dst, last, xbuf, s)?;
-        } else {
-            let prev = Rows::<P>::new(&src[..t * layers[l - 1].output()], layers[l - 1].output());
-            layer.run(&prev, t, dst, last, xbuf, s)?;
+    let mut lane = [SeqLane {
+        input,
+        len: t,
+        bufs,
+        lasts,
+        xbuf,
+        scratch: s.reborrow(),
+    }];
+    run_stack_batch::<P, 1>(layers, &mut lane)
+}
+
+/// [`run_stack`] for up to `N` sequences at once, each of its own length: at every
+/// position the lanes still running take one batched step ([`GruCell::step_batch`]).
+/// Every lane gets exactly what [`run_stack`] would give it alone.
+pub fn run_stack_batch<P: Precision, const N: usize>(
+    layers: &[GruLayer<'_, P>],
+    lanes: &mut [SeqLane<'_, P>],
+) -> Result<usize, Error> {
+    let total: usize = layers.iter().map(|l| l.output()).sum();
+    for lane in lanes.iter() {
+        let d_max = layers.iter().map(|l| l.output()).max().unwrap_or(0);
+        let needs_b = layers.len() > 1;
+        let room = |b: &[P::Act]| b.len() / d_max.max(1);
+        if lane.input.len() < lane.len
+            || room(lane.bufs[0]) < lane.len
+            || (needs_b && room(lane.bufs[1]) < lane.len)
+        {
+            return Err(Error::SequenceTooLong {
+                len: lane.len,
+                capacity: lane.input.len().min(room(lane.bufs[0])),
+            });
         }
+        if lane.lasts.len() < total {
+            return Err(Error::Shape(ShapeError {
+                what: "final states",
+                expected: total,
+                found: lane.lasts.len(),
+            }));
+        }
+        if let Some(first) = layers.first() {
+            if lane.input.dim() != first.input() || lane.xbuf.len() < first.input() {
+                return Err(Error::Shape(ShapeError {
+                    what: "layer input",
+                    expected: first.input(),
+                    found: lane.input.dim(),
+                }));
+            }
+        }
+    }
+    let mut last_off = 0;
+    for (l, layer) in layers.iter().enumerate() {
+        let (d, h) = (layer.output(), layer.fwd.hidden());
+        let din = layer.input();
+        let cells = [Some(&layer.fwd), layer.bwd.as_ref()];
+        for (dir, cell) in cells.iter().enumerate() {
+            let Some(cell) = cell else { continue };
+            let state = last_off + dir * h..last_off + (dir + 1) * h;
+            for lane in lanes.iter_mut() {
+                lane.lasts[state.clone()].fill(P::Act::default());
+            }
+            let longest = lanes.iter().map(|l| l.len).max().unwrap_or(0);
+            for k in 0..longest {
+                let at = |len: usize| if dir == 0 { k } else { len - 1 - k };
+                {
+                    let mut parts: HVec<[&[P::Act]; 1], N> = HVec::new();
+                    let mut hs: HVec<&mut [P::Act], N> = HVec::new();
+                    let mut ss: HVec<&mut GruScratch<'_, P>, N> = HVec::new();
+                    for lane in lanes.iter_mut().filter(|lane| lane.len > k) {
+                        let p = at(lane.len);
+                        let SeqLane {
+                            input,
+                            bufs,
+                            lasts,
+                            xbuf,
+                            scratch,
+                            ..
+                        } = lane;
+                        let x: &[P::Act] = if l == 0 {
+                            input.at(p, xbuf)?
+                        } else {
+                            &bufs[(l - 1) % 2][p * din..(p + 1) * din]
+                        };
+                        if parts.push([x]).is_err() {
+                            return Err(Error::Shape(ShapeError {
+                                what: "GRU lanes",
+                                expected: N,
+                                found: N + 1,
+                            }));
+                        }
+                        let _ = hs.push(&mut lasts[state.clone()]);
+                        let _ = ss.push(scratch);
+                    }
+                    let mut xs: HVec<&[&[P::Act]], N> = HVec::new();
+                    for x in parts.iter() {
+                        let _ = xs.push(&x[..]);
+                    }
+                    cell.step_batch::<N>(&xs, &mut hs, &mut ss)?;
+                }
+                for lane in lanes.iter_mut().filter(|lane| lane.len > k) {
+                    let p = at(lane.len);
+                    let (src, dst) = (&lane.lasts[state.clone()], &mut lane.bufs[l % 2]);
+                    dst[p * d + dir * h..][..h].copy_from_slice(src);
+                }
+            }
+        }
+        last_off += d;
     }
     Ok(layers.len().saturating_sub(1) % 2)
 }

@@ -121,7 +121,7 @@ fn stack_feeds_each_layer_the_previous_outputs() {
     ];
     let xs = [0.3f32, 0.7];
     let (mut a, mut b) = ([0.0f32; 2], [0.0f32; 2]);
-    let (mut l0, mut l1) = ([0.0f32; 1], [0.0f32; 1]);
+    let mut lasts = [0.0f32; 2];
     let (mut wide, mut act) = ([0.0; 6], [0.0; 1]);
     let mut s = GruScratch::new(&c, &mut wide, &mut act).unwrap();
     let mut xbuf = [0.0f32; 1];
@@ -130,7 +130,7 @@ fn stack_feeds_each_layer_the_previous_outputs() {
         &Rows::new(&xs, 1),
         2,
         [&mut a, &mut b],
-        &mut [&mut l0, &mut l1],
+        &mut lasts,
         &mut xbuf,
         &mut s,
     )
@@ -141,7 +141,7 @@ fn stack_feeds_each_layer_the_previous_outputs() {
     let h2 = [h2a, step(&c, h1[1], h2a)];
     assert_eq!(a, h1);
     assert_eq!(b, h2);
-    assert_eq!((l0[0], l1[0]), (h1[1], h2[1]));
+    assert_eq!(lasts, [h1[1], h2[1]]);
 }
 
 #[test]
@@ -168,4 +168,84 @@ fn over_long_sequence_is_an_error() {
             capacity: 3
         })
     );
+}
+
+#[test]
+fn batched_lanes_of_different_lengths_equal_single_runs() {
+    // Two bidirectional layers over three sequences of lengths 3, 1 and 2.
+    let fwd = cell(ResetMode::After);
+    let bwd = cell(ResetMode::Before);
+    let w2 = [0.3f32, -0.2, 0.1, 0.4, 0.2, -0.5];
+    let b2 = [0.05f32, 0.0, -0.1];
+    let w_hh = Linear::new(3, 1, 1, &W_HH, &[], Some(&B_HH)).unwrap();
+    let up = GruCell::new(
+        Linear::new(3, 2, 1, &w2, &[], Some(&b2)).unwrap(),
+        w_hh,
+        ResetMode::After,
+    )
+    .unwrap();
+    let layers = [
+        GruLayer::new(fwd, Some(bwd)).unwrap(),
+        GruLayer::new(up, Some(up)).unwrap(),
+    ];
+    let seqs: [&[f32]; 3] = [&[1.0, -2.0, 0.5], &[0.7], &[-0.3, 0.9]];
+    let single: Vec<(Vec<f32>, [f32; 4])> = seqs
+        .iter()
+        .map(|x| {
+            let (mut a, mut b, mut lasts, mut xb) = (vec![0.0; 6], vec![0.0; 6], [0.0; 4], [0.0]);
+            let (mut wide, mut act) = ([0.0; 6], [0.0; 1]);
+            let mut s = GruScratch::new(&fwd, &mut wide, &mut act).unwrap();
+            let top = run_stack(
+                &layers,
+                &Rows::new(x, 1),
+                x.len(),
+                [&mut a, &mut b],
+                &mut lasts,
+                &mut xb,
+                &mut s,
+            )
+            .unwrap();
+            assert_eq!(top, 1);
+            (b[..2 * x.len()].to_vec(), lasts)
+        })
+        .collect();
+    // Per lane: two layer buffers, final states, input row, GRU scratch.
+    type LaneStore = (Vec<f32>, Vec<f32>, [f32; 4], [f32; 1], [f32; 6], [f32; 1]);
+    let mut store: Vec<LaneStore> = seqs
+        .iter()
+        .map(|_| (vec![0.0; 6], vec![0.0; 6], [0.0; 4], [0.0], [0.0; 6], [0.0]))
+        .collect();
+    let inputs: Vec<Rows<'_, F32>> = seqs.iter().map(|x| Rows::new(x, 1)).collect();
+    let mut lanes: Vec<SeqLane<'_, F32>> = store
+        .iter_mut()
+        .zip(&inputs)
+        .map(|((a, b, lasts, xb, wide, act), input)| SeqLane {
+            input,
+            len: input.len(),
+            bufs: [a, b],
+            lasts,
+            xbuf: xb,
+            scratch: GruScratch::with_hidden(1, wide, act).unwrap(),
+        })
+        .collect();
+    assert_eq!(run_stack_batch::<F32, 4>(&layers, &mut lanes).unwrap(), 1);
+    drop(lanes);
+    for ((_, b, lasts, ..), (out, l)) in store.iter().zip(&single) {
+        assert_eq!(&b[..out.len()], &out[..]);
+        assert_eq!(lasts, l);
+    }
+    // More lanes than the batch holds is an error, not a panic.
+    let mut lanes: Vec<SeqLane<'_, F32>> = store
+        .iter_mut()
+        .zip(&inputs)
+        .map(|((a, b, lasts, xb, wide, act), input)| SeqLane {
+            input,
+            len: input.len(),
+            bufs: [a, b],
+            lasts,
+            xbuf: xb,
+            scratch: GruScratch::with_hidden(1, wide, act).unwrap(),
+        })
+        .collect();
+    assert!(run_stack_batch::<F32, 2>(&layers, &mut lanes).is_err());
 }

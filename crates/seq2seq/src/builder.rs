@@ -119,7 +119,7 @@ impl ModelBuilder {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = alloc::vec![0u8; HEADER_LEN];
         let section = |out: &mut Vec<u8>, bytes: &[u8]| -> [u32; 2] {
-            while out.len() % ALIGN != 0 {
+            while !out.len().is_multiple_of(ALIGN) {
                 out.push(0);
             }
             let off = out.len() as u32;

@@ -378,6 +378,17 @@ impl<'a> ModelFile<'a> {
     /// description, the vocabularies and every tensor's place, type and size. Bytes
     /// after the file's stated length are ignored (a flash region may be larger).
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        Self::parse_inner(bytes, true)
+    }
+
+    /// [`ModelFile::parse`] without the CRC, for bytes that have already passed
+    /// [`ModelFile::parse`] and not changed since (a host holding a model in memory
+    /// re-parses it cheaply). Every other check still runs.
+    pub fn parse_verified(bytes: &'a [u8]) -> Result<Self, Error> {
+        Self::parse_inner(bytes, false)
+    }
+
+    fn parse_inner(bytes: &'a [u8], check_crc: bool) -> Result<Self, Error> {
         if bytes.len() < 4 || bytes[..4] != MAGIC {
             return Err(Error::BadMagic);
         }
@@ -402,10 +413,12 @@ impl<'a> ModelFile<'a> {
             return Err(Error::BadSection("file length"));
         }
         let bytes = &bytes[..len];
-        let stored = read_u32(bytes, len - 4);
-        let computed = crc32(&bytes[..len - 4]);
-        if stored != computed {
-            return Err(Error::CrcMismatch { stored, computed });
+        if check_crc {
+            let stored = read_u32(bytes, len - 4);
+            let computed = crc32(&bytes[..len - 4]);
+            if stored != computed {
+                return Err(Error::CrcMismatch { stored, computed });
+            }
         }
         let precision =
             PrecisionKind::from_id(h.precision).ok_or(Error::UnknownPrecision(h.precision))?;

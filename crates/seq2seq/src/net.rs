@@ -105,6 +105,12 @@ impl<'a> Reader<'_, 'a> {
                 .data::<P::RowQ>(id(Slot::RowQ))?
                 .ok_or(Error::MissingTensor(id(Slot::RowQ).to_u32()))?;
             shape(Slot::RowQ, rows, q_per_row, (t.rows, t.cols))?;
+            if !q.iter().all(P::row_q_valid) {
+                return Err(Error::BadTensor {
+                    id: id(Slot::RowQ).to_u32(),
+                    reason: "quantization data out of range",
+                });
+            }
             q
         };
         let bias = match self.file.data::<P::Bias>(id(Slot::Bias))? {

@@ -2,10 +2,11 @@
 //! arena, with an observer that sees every step.
 
 use attention_core::{AttnScratch, Mask};
+use heapless::Vec as HVec;
 use rnn_core::{GruScratch, SeqInput};
-use s2s_kernels::{float::argmax, Fmt, Linear, Precision};
+use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
 
-use crate::desc::{Init, Ordering, Part, MAX_LAYERS};
+use crate::desc::{Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
@@ -88,13 +89,28 @@ impl<P: Precision> SeqInput<P> for Embedded<'_, '_, P> {
     }
 }
 
-/// A model bound to its workspace: runs sources to outputs, one at a time.
-pub struct Runner<'n, 'a, 'w, P: Precision> {
-    net: &'n Net<'a, P>,
-    plan: Plan,
+/// One sequence's share of the workspace and its decoding state.
+struct Lane<'w, P: Precision> {
     src_ids: &'w mut [u16],
     act: [&'w mut [P::Act]; BUFS],
     wide: [&'w mut [P::Wide]; BUFS],
+    /// Source positions, valid (unpadded) positions.
+    t: usize,
+    valid: usize,
+    /// The last token chosen, outputs written, and whether decoding has ended.
+    y: u16,
+    n: usize,
+    done: bool,
+}
+
+/// A model bound to its workspace: runs sources to outputs. With `L` lanes it runs up
+/// to `L` sources in lockstep, sharing every matrix product between them
+/// ([`Linear::apply_batch`]); each lane's output is exactly what it would be alone.
+/// The firmware uses one lane.
+pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
+    net: &'n Net<'a, P>,
+    plan: Plan,
+    lanes: [Lane<'w, P>; L],
 }
 
 /// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words).
@@ -104,10 +120,29 @@ fn take<'w, T: bytemuck::Pod>(rest: &mut &'w mut [u32], words: usize, n: usize) 
     &mut bytemuck::cast_slice_mut(head)[..n]
 }
 
+fn is_wide(b: Buf) -> bool {
+    matches!(
+        b,
+        Buf::GruWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
+    )
+}
+
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     /// Carves the workspace for sources of up to `positions` tokens out of `arena`;
     /// fails if the arena is smaller than [`Plan::bytes`].
     pub fn new(net: &'n Net<'a, P>, arena: &'w mut [u32], positions: usize) -> Result<Self, Error> {
+        Self::with_lanes(net, arena, positions)
+    }
+}
+
+impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
+    /// Carves the workspace of `L` lanes for sources of up to `positions` tokens out of
+    /// `arena`; fails if the arena is smaller than `L` times [`Plan::bytes`].
+    pub fn with_lanes(
+        net: &'n Net<'a, P>,
+        arena: &'w mut [u32],
+        positions: usize,
+    ) -> Result<Self, Error> {
         let d = &net.desc;
         if d.src_pad_to > positions {
             return Err(Error::InputTooLong {
@@ -116,33 +151,39 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
             });
         }
         let plan = Plan::new::<P>(d, positions);
-        if arena.len() * 4 < plan.bytes() {
+        if arena.len() * 4 < L * plan.bytes() {
             return Err(Error::ArenaTooSmall {
-                needed: plan.bytes(),
+                needed: L * plan.bytes(),
                 available: arena.len() * 4,
             });
         }
         let mut rest = arena;
-        let src_ids = take(&mut rest, plan.words(0), plan.len[0]);
-        let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
-        let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
-        for i in 1..BUFS {
-            if is_wide(Buf::ALL[i]) {
-                wide[i] = take(&mut rest, plan.words(i), plan.len[i]);
-            } else {
-                act[i] = take(&mut rest, plan.words(i), plan.len[i]);
+        let lanes = core::array::from_fn(|_| {
+            let src_ids = take(&mut rest, plan.words(0), plan.len[0]);
+            let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
+            let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
+            for i in 1..BUFS {
+                if is_wide(Buf::ALL[i]) {
+                    wide[i] = take(&mut rest, plan.words(i), plan.len[i]);
+                } else {
+                    act[i] = take(&mut rest, plan.words(i), plan.len[i]);
+                }
             }
-        }
-        Ok(Runner {
-            net,
-            plan,
-            src_ids,
-            act,
-            wide,
-        })
+            Lane {
+                src_ids,
+                act,
+                wide,
+                t: 0,
+                valid: 0,
+                y: 0,
+                n: 0,
+                done: true,
+            }
+        });
+        Ok(Runner { net, plan, lanes })
     }
 
-    /// The workspace plan.
+    /// The workspace plan of one lane.
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
@@ -156,12 +197,15 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, self.src_ids)?;
-        let count = run_ids(self, n, valid, out, obs)?;
+        let lane = &mut self.lanes[0];
+        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
+        (lane.t, lane.valid) = (n, valid);
+        let mut outs = [out];
+        let count = self.run_lanes(1, &mut outs, core::slice::from_mut(obs))?;
         decode_target(
             &self.net.tgt_vocab,
             self.net.separator,
-            &out[..count],
+            &outs[0][..count],
             write,
         )?;
         Ok(count)
@@ -177,240 +221,513 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         out: &mut [u16],
         obs: &mut impl Observer<P>,
     ) -> Result<usize, Error> {
-        if src.len() > self.src_ids.len() {
+        let lane = &mut self.lanes[0];
+        if src.len() > lane.src_ids.len() {
             return Err(Error::InputTooLong {
                 len: src.len(),
-                max: self.src_ids.len(),
+                max: lane.src_ids.len(),
             });
         }
-        self.src_ids[..src.len()].copy_from_slice(src);
-        run_ids(self, src.len(), valid, out, obs)
+        lane.src_ids[..src.len()].copy_from_slice(src);
+        (lane.t, lane.valid) = (src.len(), valid);
+        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+    }
+
+    /// Translates up to `L` lines at once: `outs[i]` receives line `i`'s output ids and
+    /// `obs[i]` sees its steps. A line that cannot be tokenized gets its error without
+    /// stopping the others. Returns each line's number of output ids.
+    pub fn translate_batch<O: Observer<P>>(
+        &mut self,
+        lines: &[&str],
+        outs: &mut [&mut [u16]],
+        obs: &mut [O],
+    ) -> HVec<Result<usize, Error>, L> {
+        let k = lines.len().min(L).min(outs.len()).min(obs.len());
+        let mut results: HVec<Result<usize, Error>, L> = HVec::new();
+        // Tokenize; lanes whose line fails are left out of the run.
+        let mut order: HVec<usize, L> = HVec::new();
+        for (i, line) in lines.iter().take(k).enumerate() {
+            let lane = &mut self.lanes[order.len()];
+            match encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids) {
+                Ok((n, valid)) => {
+                    (lane.t, lane.valid) = (n, valid);
+                    let _ = order.push(i);
+                    let _ = results.push(Ok(0));
+                }
+                Err(e) => {
+                    let _ = results.push(Err(e));
+                }
+            }
+        }
+        // Gather the outputs and observers of the lines that run, in lane order.
+        let mut run_outs: HVec<&mut [u16], L> = HVec::new();
+        let mut run_obs: HVec<&mut O, L> = HVec::new();
+        let mut next = 0;
+        for (i, (o, b)) in outs.iter_mut().zip(obs.iter_mut()).enumerate().take(k) {
+            if order.get(next) == Some(&i) {
+                let _ = run_outs.push(&mut **o);
+                let _ = run_obs.push(b);
+                next += 1;
+            }
+        }
+        let mut wrapped: HVec<ObsRef<'_, O>, L> = run_obs.into_iter().map(ObsRef).collect();
+        match self.run_lanes(order.len(), &mut run_outs, &mut wrapped) {
+            Ok(_) => {}
+            Err(e) => {
+                for &i in &order {
+                    results[i] = Err(e);
+                }
+                return results;
+            }
+        }
+        for (lane, &i) in self.lanes.iter().zip(&order) {
+            results[i] = Ok(lane.n);
+        }
+        results
+    }
+
+    /// Runs the sources already in lanes `0..k` (their `t` and `valid` set) to the end,
+    /// writing lane `i`'s output ids into `outs[i]`; returns lane 0's count.
+    fn run_lanes<O: Observer<P>>(
+        &mut self,
+        k: usize,
+        outs: &mut [&mut [u16]],
+        obs: &mut [O],
+    ) -> Result<usize, Error> {
+        run_lanes::<P, O, L>(self.net, &self.plan, &mut self.lanes[..k], outs, obs)?;
+        Ok(self.lanes[0].n)
     }
 }
 
-fn is_wide(b: Buf) -> bool {
-    matches!(
-        b,
-        Buf::GruWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
-    )
+/// An observer borrowed from a caller's slice.
+struct ObsRef<'o, O>(&'o mut O);
+
+impl<P: Precision, O: Observer<P>> Observer<P> for ObsRef<'_, O> {
+    fn encoded(&mut self, positions: usize) {
+        self.0.encoded(positions)
+    }
+    fn step(&mut self, step: &Step<'_, P>) {
+        self.0.step(step)
+    }
+    fn probe(&mut self, probe: Probe, values: Values<'_, P>) {
+        self.0.probe(probe, values)
+    }
 }
 
-/// Runs the ids already in the runner's source buffer.
-fn run_ids<P: Precision>(
-    r: &mut Runner<'_, '_, '_, P>,
-    t: usize,
-    valid: usize,
-    out: &mut [u16],
-    obs: &mut impl Observer<P>,
-) -> Result<usize, Error> {
-    let net = r.net;
+/// A lane's activation and wide buffers, borrowed.
+type LaneBufs<'l, 'w, P> = (
+    &'l mut [&'w mut [<P as Precision>::Act]; BUFS],
+    &'l mut [&'w mut [<P as Precision>::Wide]; BUFS],
+);
+
+/// Buffer indices, by name.
+mod b {
+    use crate::plan::Buf;
+    pub const ENC_A: usize = Buf::EncA as usize;
+    pub const ENC_B: usize = Buf::EncB as usize;
+    pub const MEMORY: usize = Buf::Memory as usize;
+    pub const KEYS: usize = Buf::Keys as usize;
+    pub const ENC_LAST: usize = Buf::EncLast as usize;
+    pub const DEC_STATE: usize = Buf::DecState as usize;
+    pub const DEC_EMB: usize = Buf::DecEmb as usize;
+    pub const CONTEXT: usize = Buf::Context as usize;
+    pub const WEIGHTS: usize = Buf::Weights as usize;
+    pub const ATTENTIONAL: usize = Buf::Attentional as usize;
+    pub const GRU_WIDE: usize = Buf::GruWide as usize;
+    pub const PROJ: usize = Buf::Proj as usize;
+    pub const SCORES: usize = Buf::Scores as usize;
+    pub const LOGITS: usize = Buf::Logits as usize;
+}
+
+/// The encoder, bridge and greedy decoder over lanes in lockstep.
+fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    plan: &Plan,
+    lanes: &mut [Lane<'_, P>],
+    outs: &mut [&mut [u16]],
+    obs: &mut [O],
+) -> Result<(), Error> {
     let d = &net.desc;
-    if t == 0 || valid == 0 || valid > t {
-        return Err(Error::EmptyInput);
+    for (lane, out) in lanes.iter_mut().zip(outs.iter()) {
+        let (t, valid) = (lane.t, lane.valid);
+        if t == 0 || valid == 0 || valid > t {
+            return Err(Error::EmptyInput);
+        }
+        if t > plan.positions {
+            return Err(Error::InputTooLong {
+                len: t,
+                max: plan.positions,
+            });
+        }
+        if out.len() < d.max_steps {
+            return Err(Error::OutputTooSmall {
+                needed: d.max_steps,
+                available: out.len(),
+            });
+        }
+        if let Some(&bad) = lane.src_ids[..t]
+            .iter()
+            .find(|&&id| id as usize >= d.src_vocab)
+        {
+            return Err(Error::TokenOutOfRange {
+                what: "source id",
+                id: bad as u32,
+                vocab: d.src_vocab,
+            });
+        }
+        (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
     }
-    if t > r.plan.positions {
-        return Err(Error::InputTooLong {
-            len: t,
-            max: r.plan.positions,
-        });
-    }
-    if out.len() < d.max_steps {
-        return Err(Error::OutputTooSmall {
-            needed: d.max_steps,
-            available: out.len(),
-        });
-    }
-    if let Some(&bad) = r.src_ids[..t]
-        .iter()
-        .find(|&&id| id as usize >= d.src_vocab)
-    {
-        return Err(Error::TokenOutOfRange {
-            what: "source id",
-            id: bad as u32,
-            vocab: d.src_vocab,
-        });
-    }
-
-    let [_, enc_a, enc_b, memory, keys, enc_last, xbuf, gru_act, dec_state, dec_emb, context, weights, tanh, attentional, ..] =
-        &mut r.act;
-    let [.., gru_wide, proj, scores, query, logits] = &mut r.wide;
     let h_max = d.enc_hidden.max(d.dec_hidden);
-    let mut gs = GruScratch::<P>::with_hidden(h_max, gru_wide, gru_act)?;
-
-    // Encoder.
-    let input = Embedded {
-        table: &net.src_emb,
-        ids: &r.src_ids[..t],
-    };
     let de = d.enc_output();
-    let mut lasts: [&mut [P::Act]; MAX_LAYERS] = Default::default();
-    for (l, chunk) in enc_last.chunks_exact_mut(de).enumerate().take(MAX_LAYERS) {
-        lasts[l] = chunk;
-    }
-    let top = rnn_core::run_stack(
-        &net.encoder,
-        &input,
-        t,
-        [&mut **enc_a, &mut **enc_b],
-        &mut lasts[..d.enc_layers],
-        xbuf,
-        &mut gs,
-    )?;
-    let top_buf: &mut [P::Act] = if top == 0 { enc_a } else { enc_b };
+    let hd = d.dec_hidden;
 
-    obs.probe(
-        Probe::EncoderOutputs,
-        Values::Act(&top_buf[..t * de], Fmt::Q15),
-    );
+    // Encoder: all lanes through the stack together.
+    let top = {
+        let mut inputs: HVec<Embedded<'_, '_, P>, L> = HVec::new();
+        let mut rest: HVec<LaneBufs<'_, '_, P>, L> = HVec::new();
+        for lane in lanes.iter_mut() {
+            let Lane {
+                src_ids,
+                act,
+                wide,
+                t,
+                ..
+            } = lane;
+            let _ = inputs.push(Embedded {
+                table: &net.src_emb,
+                ids: &src_ids[..*t],
+            });
+            let _ = rest.push((act, wide));
+        }
+        let mut seq: HVec<rnn_core::SeqLane<'_, P>, L> = HVec::new();
+        for (input, (act, wide)) in inputs.iter().zip(rest.iter_mut()) {
+            let [_, enc_a, enc_b, _, _, enc_last, xbuf, gru_act, ..] = &mut **act;
+            let scratch = GruScratch::with_hidden(h_max, &mut wide[b::GRU_WIDE][..], gru_act)?;
+            let _ = seq.push(rnn_core::SeqLane {
+                input,
+                len: input.ids.len(),
+                bufs: [enc_a, enc_b],
+                lasts: enc_last,
+                xbuf,
+                scratch,
+            });
+        }
+        rnn_core::run_stack_batch::<P, L>(&net.encoder, &mut seq)?
+    };
+    let top_buf = if top == 0 { b::ENC_A } else { b::ENC_B };
+    for (lane, o) in lanes.iter().zip(obs.iter_mut()) {
+        o.probe(
+            Probe::EncoderOutputs,
+            Values::Act(&lane.act[top_buf][..lane.t * de], Fmt::Q15),
+        );
+    }
 
     // Memory: the top outputs, or their projection. A projection no wider than the
     // outputs overwrites them in place: row i is read whole before memory row i is
     // written, and memory row i only covers output rows up to i.
-    let mem: &[P::Act] = match &net.memory_proj {
+    let fmt_memory = d.memory_fmt();
+    let (mem_buf, m) = match &net.memory_proj {
         Some(p) => {
             let m = p.rows();
             let in_place = m <= de;
-            for i in 0..t {
-                p.apply(&[&top_buf[i * de..(i + 1) * de]], &mut proj[..m])?;
-                let dst = if in_place {
-                    &mut top_buf[i * m..(i + 1) * m]
-                } else {
-                    &mut memory[i * m..(i + 1) * m]
-                };
-                for (o, &w) in dst.iter_mut().zip(proj.iter()) {
-                    *o = P::narrow(w, d.fmt_memory);
+            let longest = lanes.iter().map(|l| l.t).max().unwrap_or(0);
+            for i in 0..longest {
+                let mut parts: HVec<[&[P::Act]; 1], L> = HVec::new();
+                let mut jobs_out: HVec<&mut [P::Wide], L> = HVec::new();
+                for lane in lanes.iter_mut().filter(|l| l.t > i) {
+                    let Lane { act, wide, .. } = lane;
+                    let _ = parts.push([&act[top_buf][i * de..(i + 1) * de]]);
+                    let _ = jobs_out.push(&mut wide[b::PROJ][..m]);
+                }
+                {
+                    let mut jobs: HVec<Job<'_, P>, L> = HVec::new();
+                    for (x, out) in parts.iter().zip(jobs_out.iter_mut()) {
+                        let _ = jobs.push(Job { x, out });
+                    }
+                    p.apply_batch(&mut jobs)?;
+                }
+                drop(parts);
+                drop(jobs_out);
+                for lane in lanes.iter_mut().filter(|l| l.t > i) {
+                    let dst_buf = if in_place { top_buf } else { b::MEMORY };
+                    let Lane { act, wide, .. } = lane;
+                    let dst = &mut act[dst_buf][i * m..(i + 1) * m];
+                    for (o, &w) in dst.iter_mut().zip(wide[b::PROJ].iter()) {
+                        *o = P::narrow(w, d.fmt_memory);
+                    }
                 }
             }
-            if in_place {
-                &top_buf[..t * m]
-            } else {
-                &memory[..t * m]
+            (if in_place { top_buf } else { b::MEMORY }, m)
+        }
+        None => (top_buf, de),
+    };
+    for (lane, o) in lanes.iter_mut().zip(obs.iter_mut()) {
+        let t = lane.t;
+        if net.memory_proj.is_some() {
+            o.probe(
+                Probe::Memory,
+                Values::Act(&lane.act[mem_buf][..t * m], fmt_memory),
+            );
+        }
+        if let Some(att) = &net.attention {
+            if !att.keys_are_memory() {
+                let (keys, mem) = two_bufs(&mut lane.act, b::KEYS, mem_buf);
+                att.precompute_keys(&mem[..t * m], t, keys, &mut lane.wide[b::PROJ][..])?;
+                o.probe(
+                    Probe::Keys,
+                    Values::Act(&lane.act[b::KEYS][..t * att.key_dim()], d.fmt_keys),
+                );
             }
         }
-        None => &top_buf[..t * de],
-    };
-    let fmt_memory = d.memory_fmt();
-    if net.memory_proj.is_some() {
-        obs.probe(Probe::Memory, Values::Act(mem, fmt_memory));
-    }
-    let keys: &[P::Act] = match &net.attention {
-        Some(att) if !att.keys_are_memory() => {
-            att.precompute_keys(mem, t, keys, proj)?;
-            let keys = &keys[..t * att.key_dim()];
-            obs.probe(Probe::Keys, Values::Act(keys, d.fmt_keys));
-            keys
-        }
-        _ => mem,
-    };
-
-    // Initial decoder state.
-    let hd = d.dec_hidden;
-    match d.init {
-        Init::Zeros => dec_state.fill(P::Act::default()),
-        Init::Last => {
-            let skip = d.enc_layers - d.dec_layers;
-            for (l, dst) in dec_state.chunks_exact_mut(hd).enumerate() {
-                dst.copy_from_slice(&enc_last[(l + skip) * de..][..de]);
+        // Initial decoder state.
+        match d.init {
+            Init::Zeros => lane.act[b::DEC_STATE].fill(P::Act::default()),
+            Init::Last => {
+                let skip = d.enc_layers - d.dec_layers;
+                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
+                for (l, dst) in state.chunks_exact_mut(hd).enumerate() {
+                    dst.copy_from_slice(&last[(l + skip) * de..][..de]);
+                }
             }
-        }
-        Init::Dense => {
-            let summary = &enc_last[(d.enc_layers - 1) * de..][..de];
-            for (b, dst) in net.bridge.iter().zip(dec_state.chunks_exact_mut(hd)) {
-                b.apply(&[summary], &mut proj[..hd])?;
-                for (o, &w) in dst.iter_mut().zip(proj.iter()) {
-                    *o = P::tanh(w);
+            Init::Dense => {
+                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
+                let summary = &last[(d.enc_layers - 1) * de..][..de];
+                let proj = &mut lane.wide[b::PROJ];
+                for (br, dst) in net.bridge.iter().zip(state.chunks_exact_mut(hd)) {
+                    br.apply(&[summary], &mut proj[..hd])?;
+                    for (o, &w) in dst.iter_mut().zip(proj.iter()) {
+                        *o = P::tanh(w);
+                    }
                 }
             }
         }
+        o.probe(
+            Probe::InitialState,
+            Values::Act(&lane.act[b::DEC_STATE][..], Fmt::Q15),
+        );
+        o.encoded(t);
     }
-    obs.probe(Probe::InitialState, Values::Act(dec_state, Fmt::Q15));
-    obs.encoded(t);
 
-    // Greedy decoding.
-    let mask = if d.mask_padding {
-        Mask::None
-    } else {
-        Mask::Valid(valid)
+    // Greedy decoding, all unfinished lanes one step at a time.
+    let keys_buf = match &net.attention {
+        Some(att) if !att.keys_are_memory() => b::KEYS,
+        _ => mem_buf,
     };
-    let mut att_scratch = AttnScratch {
-        scores,
-        query,
-        tanh,
-    };
-    let mut y = d.tgt_start;
-    let mut n = 0;
+    let top_state = (d.dec_layers - 1) * hd;
     for index in 0..d.max_steps {
-        net.dec_emb.embed(y as usize, dec_emb)?;
-        let attend = |state: &[P::Act],
-                      s: &mut AttnScratch<'_, P>,
-                      w: &mut [P::Act],
-                      c: &mut [P::Act]|
-         -> Result<(), Error> {
-            if let Some(att) = &net.attention {
-                att.attend(state, keys, mem, t, mask, s, &mut w[..t], c)?;
+        if lanes.iter().all(|l| l.done) {
+            break;
+        }
+        for lane in lanes.iter_mut().filter(|l| !l.done) {
+            let y = lane.y as usize;
+            net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
+            if d.ordering == Ordering::Bahdanau {
+                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
             }
-            Ok(())
-        };
-        let top_state = (d.dec_layers - 1) * hd;
-        if d.ordering == Ordering::Bahdanau {
-            attend(&dec_state[top_state..], &mut att_scratch, weights, context)?;
         }
         // The decoder stack: layer 0 reads the embedding (and the context), each
         // further layer the state below it.
         for (l, cell) in net.decoder.iter().enumerate() {
-            let (below, here) = dec_state.split_at_mut(l * hd);
-            let h = &mut here[..hd];
-            if l == 0 {
-                if d.ordering == Ordering::Bahdanau {
-                    cell.step(&[dec_emb, context], h, &mut gs)?;
+            let mut parts: HVec<[&[P::Act]; 2], L> = HVec::new();
+            let mut hs: HVec<&mut [P::Act], L> = HVec::new();
+            let mut ss: HVec<GruScratch<'_, P>, L> = HVec::new();
+            for lane in lanes.iter_mut().filter(|l| !l.done) {
+                let Lane { act, wide, .. } = lane;
+                let [_, _, _, _, _, _, _, gru_act, dec_state, dec_emb, context, ..] = act;
+                let (below, here) = dec_state.split_at_mut(l * hd);
+                let x: [&[P::Act]; 2] = if l > 0 {
+                    [&below[(l - 1) * hd..], &[]]
+                } else if d.ordering == Ordering::Bahdanau {
+                    [dec_emb, context]
                 } else {
-                    cell.step(&[dec_emb], h, &mut gs)?;
-                }
-            } else {
-                cell.step(&[&below[(l - 1) * hd..]], h, &mut gs)?;
+                    [dec_emb, &[]]
+                };
+                let _ = parts.push(x);
+                let _ = hs.push(&mut here[..hd]);
+                let _ = ss.push(GruScratch::with_hidden(
+                    h_max,
+                    &mut wide[b::GRU_WIDE][..],
+                    gru_act,
+                )?);
             }
+            let nparts = if l == 0 && d.ordering == Ordering::Bahdanau {
+                2
+            } else {
+                1
+            };
+            let mut xs: HVec<&[&[P::Act]], L> = HVec::new();
+            for x in parts.iter() {
+                let _ = xs.push(&x[..nparts]);
+            }
+            let mut sr: HVec<&mut GruScratch<'_, P>, L> = ss.iter_mut().collect();
+            cell.step_batch::<L>(&xs, &mut hs, &mut sr)?;
         }
-        if d.ordering == Ordering::Luong {
-            attend(&dec_state[top_state..], &mut att_scratch, weights, context)?;
-        }
-        let state = &dec_state[top_state..];
-        obs.probe(Probe::DecoderState, Values::Act(state, Fmt::Q15));
-        if net.attention.is_some() {
-            obs.probe(Probe::Scores, Values::Wide(&att_scratch.scores[..t]));
-            obs.probe(Probe::Context, Values::Act(context, fmt_memory));
+        for (lane, o) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .filter(|(l, _)| !l.done)
+        {
+            if d.ordering == Ordering::Luong {
+                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
+            }
+            o.probe(
+                Probe::DecoderState,
+                Values::Act(&lane.act[b::DEC_STATE][top_state..], Fmt::Q15),
+            );
+            if net.attention.is_some() {
+                o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
+                o.probe(
+                    Probe::Context,
+                    Values::Act(&lane.act[b::CONTEXT][..], fmt_memory),
+                );
+            }
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            a.apply(&[state, context], &mut proj[..c])?;
-            for (o, &w) in attentional.iter_mut().zip(proj.iter()) {
-                *o = P::tanh(w);
+            let parts = [(b::DEC_STATE, top_state), (b::CONTEXT, 0)];
+            batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
+            for (lane, o) in lanes
+                .iter_mut()
+                .zip(obs.iter_mut())
+                .filter(|(l, _)| !l.done)
+            {
+                let Lane { act, wide, .. } = lane;
+                for (v, &w) in act[b::ATTENTIONAL].iter_mut().zip(wide[b::PROJ].iter()) {
+                    *v = P::tanh(w);
+                }
+                o.probe(
+                    Probe::Attentional,
+                    Values::Act(&act[b::ATTENTIONAL][..], Fmt::Q15),
+                );
             }
-            obs.probe(Probe::Attentional, Values::Act(attentional, Fmt::Q15));
         }
-        let mut parts: [&[P::Act]; 4] = [&[]; 4];
-        let mut np = 0;
+        let mut parts: HVec<(usize, usize), 4> = HVec::new();
         for p in d.out_parts() {
-            parts[np] = match p {
-                Part::State => state,
-                Part::Context => context,
-                Part::Embedding => dec_emb,
-                Part::Attentional => attentional,
-            };
-            np += 1;
+            let _ = parts.push(match p {
+                Part::State => (b::DEC_STATE, top_state),
+                Part::Context => (b::CONTEXT, 0),
+                Part::Embedding => (b::DEC_EMB, 0),
+                Part::Attentional => (b::ATTENTIONAL, 0),
+            });
         }
-        net.out.apply(&parts[..np], logits)?;
-        y = argmax(logits).unwrap_or(0) as u16;
-        obs.step(&Step {
-            index,
-            token: y,
-            weights: net.attention.as_ref().map(|_| &weights[..t]),
-            logits,
-        });
-        if y == d.tgt_end {
-            break;
+        batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
+        for ((lane, o), out) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .zip(outs.iter_mut())
+            .filter(|((l, _), _)| !l.done)
+        {
+            let logits = &lane.wide[b::LOGITS][..];
+            let y = argmax(logits).unwrap_or(0) as u16;
+            o.step(&Step {
+                index,
+                token: y,
+                weights: net
+                    .attention
+                    .as_ref()
+                    .map(|_| &lane.act[b::WEIGHTS][..lane.t]),
+                logits,
+            });
+            lane.y = y;
+            if y == d.tgt_end {
+                lane.done = true;
+            } else {
+                out[lane.n] = y;
+                lane.n += 1;
+            }
         }
-        out[n] = y;
-        n += 1;
     }
-    Ok(n)
+    Ok(())
+}
+
+/// Two different buffers of a lane, the first mutable.
+fn two_bufs<'s, T>(bufs: &'s mut [&mut [T]; BUFS], a: usize, b: usize) -> (&'s mut [T], &'s [T]) {
+    if a < b {
+        let (x, y) = bufs.split_at_mut(b);
+        (&mut *x[a], &*y[0])
+    } else {
+        let (x, y) = bufs.split_at_mut(a);
+        (&mut *y[0], &*x[b])
+    }
+}
+
+/// Applies `layer` to every unfinished lane's input, the concatenation of its buffers
+/// `parts` (each `(buffer, start)`, to the buffer's end), into the lane's wide buffer
+/// `dst` (`rows` long), sharing the work between lanes.
+fn batch_linear<P: Precision, const L: usize>(
+    lanes: &mut [Lane<'_, P>],
+    layer: &Linear<'_, P>,
+    parts: &[(usize, usize)],
+    dst: usize,
+    rows: usize,
+) -> Result<(), Error> {
+    let mut inputs: HVec<[&[P::Act]; 4], L> = HVec::new();
+    let mut outs: HVec<&mut [P::Wide], L> = HVec::new();
+    for lane in lanes.iter_mut().filter(|l| !l.done) {
+        let Lane { act, wide, .. } = lane;
+        let mut x: [&[P::Act]; 4] = [&[]; 4];
+        for (xi, &(buf, start)) in x.iter_mut().zip(parts) {
+            *xi = &act[buf][start..];
+        }
+        let _ = inputs.push(x);
+        let _ = outs.push(&mut wide[dst][..rows]);
+    }
+    let mut jobs: HVec<Job<'_, P>, L> = HVec::new();
+    for (x, out) in inputs.iter().zip(outs.iter_mut()) {
+        let _ = jobs.push(Job {
+            x: &x[..parts.len()],
+            out,
+        });
+    }
+    layer.apply_batch(&mut jobs)?;
+    Ok(())
+}
+
+/// Scores, weights and context of one lane with its top decoder state as the query.
+fn attend_lane<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    mem_buf: usize,
+    keys_buf: usize,
+    top_state: usize,
+) -> Result<(), Error> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let d = &net.desc;
+    let t = lane.t;
+    let mask = if d.mask_padding {
+        Mask::None
+    } else {
+        Mask::Valid(lane.valid)
+    };
+    let (m, k) = (att.memory_dim(), att.key_dim());
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
+    let pick = |i: usize| -> &[P::Act] {
+        match i {
+            b::ENC_A => enc_a,
+            b::ENC_B => enc_b,
+            b::MEMORY => memory,
+            _ => keys,
+        }
+    };
+    let (mem, key) = (&pick(mem_buf)[..t * m], &pick(keys_buf)[..t * k]);
+    let [.., scores, query, _] = wide;
+    let mut s = AttnScratch {
+        scores,
+        query,
+        tanh,
+    };
+    att.attend(
+        &dec_state[top_state..],
+        key,
+        mem,
+        t,
+        mask,
+        &mut s,
+        &mut weights[..t],
+        context,
+    )?;
+    Ok(())
 }

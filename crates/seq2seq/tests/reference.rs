@@ -644,3 +644,58 @@ fn corrupted_files_are_rejected_with_precise_errors() {
         Error::BadDescription("ordering")
     );
 }
+
+/// Every lane of a batched run gives exactly its single run, whatever the mix of
+/// lengths, finishing steps and failing lines.
+#[test]
+fn batched_lanes_equal_single_runs() {
+    for (seed, ordering) in [
+        (60, Ordering::Bahdanau),
+        (61, Ordering::Luong),
+        (62, Ordering::None),
+    ] {
+        let mut d = base_desc();
+        d.ordering = ordering;
+        d.enc_bidir = true;
+        d.enc_layers = 2;
+        d.init = Init::Dense;
+        d.dec_layers = 2;
+        d.dec_reset = ResetMode::Before;
+        d.src_unk = None; // so that "%%bad" fails in its own lane
+        if ordering != Ordering::None {
+            d.memory_proj = Some(5);
+            d.out_parts = parts(&[Part::State, Part::Context]);
+        }
+        let (bytes, _) = random_model(&d, seed);
+        let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();
+        let net = Net::<F32>::bind(&file).unwrap();
+        let lines = ["abcd", "a", "%%bad", "dcbaabcd", "b"];
+        let single: Vec<Result<RunOutput, Error>> =
+            lines.iter().map(|l| run_line(&bytes, l)).collect();
+        let bytes_needed = seq2seq::Plan::new::<F32>(&d, 16).bytes();
+        let mut arena = vec![0u32; 4 * bytes_needed / 4];
+        let mut runner = Runner::<F32, 4>::with_lanes(&net, &mut arena, 16).unwrap();
+        let mut failed = 0;
+        for chunk in lines.chunks(4) {
+            let mut store = vec![vec![0u16; d.max_steps]; chunk.len()];
+            let mut outs: Vec<&mut [u16]> = store.iter_mut().map(|v| &mut v[..]).collect();
+            let mut obs: Vec<Logits> = chunk.iter().map(|_| Logits::default()).collect();
+            let results = runner.translate_batch(chunk, &mut outs, &mut obs);
+            for (i, r) in results.iter().enumerate() {
+                let k = lines.iter().position(|l| l == &chunk[i]).unwrap();
+                match (&single[k], r) {
+                    (Ok((ids, _, logits)), Ok(n)) => {
+                        assert_eq!(&outs[i][..*n], &ids[..], "{ordering:?} {:?}", chunk[i]);
+                        assert_eq!(&obs[i].0, logits);
+                    }
+                    (Err(e), Err(f)) => {
+                        assert_eq!(e, f);
+                        failed += 1;
+                    }
+                    (a, b) => panic!("{:?}: single {:?} batched {b:?}", chunk[i], a.is_ok()),
+                }
+            }
+        }
+        assert_eq!(failed, 1);
+    }
+}

@@ -406,7 +406,7 @@ pub(crate) mod tests {
     /// Builds a version-1.0 `.npy` file around a raw header dict text.
     pub(crate) fn build_npy_from_header(dict: &str, data: &[u8]) -> Vec<u8> {
         let mut header = dict.to_string();
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');
