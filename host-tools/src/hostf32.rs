@@ -167,8 +167,33 @@ struct LayerCache {
 /// only as many distinct inputs as the vocabulary has tokens).
 const MAX_REMEMBERED: usize = 4096;
 
+/// A layer's identity in the cache: its weights' address and shape, and a fingerprint
+/// of their values (so that a model loaded where a dropped one lived is not mistaken
+/// for it; [`forget_layers`] is also called whenever a host runner starts).
+type LayerKey = (usize, usize, usize, u64);
+
 thread_local! {
-    static CACHE: RefCell<HashMap<(usize, usize, usize), LayerCache>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<HashMap<LayerKey, LayerCache>> = RefCell::new(HashMap::new());
+}
+
+/// Drops every cached layer (their transposed weights and products).
+pub fn forget_layers() {
+    CACHE.with(|c| c.borrow_mut().clear());
+}
+
+/// The cache key of a layer.
+fn layer_key(w: &[f32], rows: usize, cols: usize) -> LayerKey {
+    let mut h = WordHasher::default();
+    let step = (w.len() / 61).max(1);
+    for v in w.iter().step_by(step) {
+        std::hash::Hasher::write_u32(&mut h, v.to_bits());
+    }
+    (
+        w.as_ptr() as usize,
+        rows,
+        cols,
+        std::hash::Hasher::finish(&h),
+    )
 }
 
 impl LinearImpl for Fast {
@@ -179,7 +204,7 @@ impl LinearImpl for Fast {
 
     fn linear_batch(l: &Linear<'_, HostF32>, jobs: &mut [Job<'_, HostF32>]) {
         let (rows, cols) = (l.rows(), l.cols());
-        let key = (l.weights().as_ptr() as usize, rows, cols);
+        let key = layer_key(l.weights(), rows, cols);
         CACHE.with(|c| {
             let mut cache = c.borrow_mut();
             let entry = cache.entry(key).or_insert_with(|| LayerCache {

@@ -210,6 +210,7 @@ pub struct HostRunner<'n, 'a, P: Precision> {
 impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     /// A workspace for sources of up to `positions` positions.
     pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
+        crate::hostf32::forget_layers();
         let bytes = Plan::new::<P>(&net.desc, positions).bytes();
         HostRunner {
             net,

@@ -30,7 +30,14 @@ pub const MAX_ERROR_SIGMOID: f32 = if cfg!(feature = "fast-math") {
 pub fn exp(x: f32) -> f32 {
     #[cfg(feature = "fast-math")]
     {
-        micromath::F32Ext::exp(x)
+        // micromath's exp overflows internally just below f32's own limit.
+        if x > 88.5 {
+            f32::INFINITY
+        } else if x < -87.0 {
+            0.0
+        } else {
+            micromath::F32Ext::exp(x)
+        }
     }
     #[cfg(not(feature = "fast-math"))]
     {

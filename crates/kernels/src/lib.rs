@@ -31,6 +31,11 @@ pub mod lut;
 pub mod precision;
 mod tables;
 
+#[cfg(test)]
+mod extremes;
+#[cfg(test)]
+mod suite;
+
 pub use fixed::Requant;
 pub use precision::{
     dot_i16, dot_i8_i16, Float, FloatWeight, Fmt, Job, Linear, Precision, PrecisionKind,

@@ -1,8 +1,8 @@
 //! Integer nonlinearities by table lookup with linear interpolation, and the
 //! fixed-point softmax. Inputs are wide `Q16.15` values (`i32`), outputs `Q0.15`.
 //!
-//! All arithmetic is 32-bit, with no multiply wider than 16x16 bits except the one
-//! division per softmax element; results are identical on every target.
+//! All arithmetic is 32-bit (products of at most 17 x 16 bits, and one division per
+//! softmax element); results are identical on every target.
 
 use crate::fixed::{sat_i16, ONE_Q15};
 use crate::tables::{EXP_FRAC_Q15, EXP_INT_Q16, TANH_Q15};

@@ -689,11 +689,11 @@ impl Precision for W8A16 {
     }
     fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
         let d = out.len();
+        // Products fit i32; the sums are i64 so that no weights can make them wrap.
         for (j, o) in out.iter_mut().enumerate() {
-            // Products fit i32; the sum is i64 so that no weights can make it wrap.
             let mut acc = 0i64;
-            for (i, &wi) in w.iter().enumerate() {
-                acc += (wi as i32 * rows[i * d + j] as i32) as i64;
+            for (&wi, row) in w.iter().zip(rows.chunks_exact(d.max(1))) {
+                acc += (wi as i32 * row[j] as i32) as i64;
             }
             *o = sat_i16(fixed::shift_round_i64(acc, 15));
         }

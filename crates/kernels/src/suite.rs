@@ -1,0 +1,1046 @@
+//! One test suite for every [`Precision`]: each primitive against an f64 reference, with
+//! tolerances stated per primitive and per precision in real units ([`Tolerances`]).
+//!
+//! [`precision_suite!`] generates one module of tests per instantiation:
+//!
+//! ```text
+//! precision_suite!(w8a16, W8A16, IntFixture, W8A16_TOL);
+//! precision_suite!(w8a16_bit_exact, W8A16, IntFixture, W8A16_TOL, bit_exact_with = W8A16);
+//! ```
+//!
+//! The fixture (`FloatFixture` or `IntFixture`) knows how to make the precision's
+//! inputs from reals and how to build its layers from float weights: per-row symmetric
+//! int8 codes with `s = max|w| / 127` (and a residual plane quantized the same way), as
+//! `s2s quantize` makes them; for `W8A16` one [`Requant::from_real`] per row, plane and
+//! input part folding `s` and the part's format `f` into `s * 2^(15 - f)` (outputs in
+//! `Q16.15`), or `s * 2^f` for an embedding table (rows stored as activations of format
+//! `f`), and biases rounded to `Q16.15`. The reference is computed in f64 from the SAME
+//! dequantized weights and biases and the same (quantized) inputs, so the tolerances
+//! measure the arithmetic of the implementation (accumulation, requantization,
+//! rounding, tables), not the weight rounding.
+//!
+//! # An optimised implementation
+//!
+//! A later implementation of the same number formats (say a Cortex-M kernel set with
+//! packed 16-bit multiplies) adds one line here:
+//!
+//! ```text
+//! precision_suite!(w8a16_dsp, W8A16Dsp, IntFixture, W8A16_TOL, bit_exact_with = W8A16);
+//! ```
+//!
+//! With `bit_exact_with = R` every primitive is also run through `R` on the same bits
+//! (the storage is reinterpreted with `bytemuck`, so both must use the same storage
+//! types) and the outputs must be identical bit for bit: the optimised code then gives
+//! exactly what the host tools, the golden tests and the firmware give. That mode is
+//! exercised by `w8a16_bit_exact` (`W8A16` against itself).
+//!
+//! The suite is `#[cfg(test)]`: such an implementation belongs in this crate, next to
+//! the trait and the reference it must match (a `cfg(target_arch)`-gated module with a
+//! portable fallback that the host tests run). Should it ever live in another crate,
+//! the macro only uses `$crate::suite::...` paths and `std`, so exposing it means
+//! `#[cfg(any(test, feature = "test-suite"))] pub mod suite;` plus `#[macro_export]`.
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use crate::fixed::WIDE_FRAC;
+use crate::{
+    float, lut, Float, FloatWeight, Fmt, Job, Linear, Precision, Requant, F32, W8A16, W8F32,
+};
+
+/// Tolerances of one precision's primitives against the f64 reference, in real units.
+/// Every test prints the largest error it measured next to its tolerance.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tolerances {
+    /// `linear`: `|y - y_ref| <= linear_abs + linear_rel * sum_k |w_k x_k|` (layers of
+    /// 1-16 rows, 1-2 input parts of formats [`LINEAR_FMTS`], 1-2 planes, 1-2048 columns).
+    pub linear_abs: f64,
+    /// See `linear_abs`.
+    pub linear_rel: f64,
+    /// `embed`: per element, rows stored in [`EMBED_FMT`] (`Q3.12`), values in `[-6, 6]`.
+    pub embed: f64,
+    /// `sigmoid` of wide values in `[-nonlinearity_range, nonlinearity_range]`.
+    pub sigmoid: f64,
+    /// `tanh` of wide values in `[-nonlinearity_range, nonlinearity_range]`.
+    pub tanh: f64,
+    /// Where `sigmoid` and `tanh` are checked: the whole wide range, except for the
+    /// `fast-math` f32 functions, whose errors `float.rs` states over `[-20, 20]` (and
+    /// whose `exp` gives NaN just below `-88.7`: see `extremes.rs`).
+    pub nonlinearity_range: f64,
+    /// `add` of wide values in `[-100, 100]`.
+    pub add: f64,
+    /// `gate`: unit `u` in `[0, 1)` times a wide `x` in `[-64, 64]`.
+    pub gate: f64,
+    /// `gate_act`: unit `u` in `[0, 1)` times a unit `x` in `[-1, 1)`.
+    pub gate_act: f64,
+    /// `blend`: `(1 - z) n + z h` for `z` in `[0, 1)`, `h`, `n` in `[-1, 1)`.
+    pub blend: f64,
+    /// `widen` of an activation of any format `Q(15-f).f`, `0 <= f <= 15`.
+    pub widen: f64,
+    /// `narrow` of a wide value in range to [`NARROW_FMT`] (`Q3.12`).
+    pub narrow: f64,
+    /// `dot`: `|y - y_ref| <= dot_abs + dot_rel * s * sum_k |a_k b_k|`, `a` in `Q3.12`,
+    /// `b` in `Q0.15`, 1-256 elements, `s = 1 / sqrt(len)`.
+    pub dot_abs: f64,
+    /// See `dot_abs`.
+    pub dot_rel: f64,
+    /// `softmax`: each weight, 1-300 scores spread over up to `[-20, 20]`.
+    pub softmax: f64,
+    /// `softmax`: `|sum w - 1| <= softmax_sum + softmax_sum_per_element * n`.
+    pub softmax_sum: f64,
+    /// See `softmax_sum`.
+    pub softmax_sum_per_element: f64,
+    /// `weighted_sum`: each output, rows in [`WSUM_FMT`] (`Q3.12`) with values in
+    /// `[-7, 7]`, 1-64 unit weights summing to about one.
+    pub weighted_sum: f64,
+}
+
+/// f32: the errors of f32 arithmetic (and of the `fast-math` functions when enabled).
+pub(crate) const F32_TOL: Tolerances = Tolerances {
+    linear_abs: 1e-6,
+    linear_rel: 2e-6,
+    embed: 0.0,
+    sigmoid: float::MAX_ERROR_SIGMOID as f64 + 2e-7,
+    tanh: float::MAX_ERROR_TANH as f64 + 2e-7,
+    nonlinearity_range: if cfg!(feature = "fast-math") {
+        20.0
+    } else {
+        f64::INFINITY
+    },
+    add: 1e-5,
+    gate: 5e-6,
+    gate_act: 1e-7,
+    blend: 2e-7,
+    widen: 0.0,
+    narrow: 5e-7,
+    dot_abs: 1e-6,
+    dot_rel: 2e-6,
+    softmax: 1e-6 + 2.0 * float::MAX_REL_ERROR_EXP as f64,
+    softmax_sum: 1e-6 + 2.0 * float::MAX_REL_ERROR_EXP as f64,
+    softmax_sum_per_element: 0.0,
+    weighted_sum: 2e-6,
+};
+
+/// int8 weights, f32 math: as f32 (the reference uses the dequantized weights).
+pub(crate) const W8F32_TOL: Tolerances = Tolerances {
+    embed: 1e-6,
+    ..F32_TOL
+};
+
+/// One unit of `Q16.15` (the wide domain) and of `Q0.15`.
+const U15: f64 = 1.0 / 32768.0;
+
+/// int8 weights, int16 activations: every rounding is half up, so each is within half a
+/// unit of its format; the tables are within their stated errors ([`lut`]).
+pub(crate) const W8A16_TOL: Tolerances = Tolerances {
+    // One rounding (<= 1/2 unit) per plane and part, two (< 1 unit) for a part whose
+    // dot product leaves i32 (possible only beyond I32_EXACT_RUN columns): at most 4
+    // units with 2 parts and 2 planes. The multiplier's 31-bit mantissa is a relative
+    // error of at most 2^-31.
+    linear_abs: 4.0 * U15,
+    linear_rel: 1e-9,
+    // One rounding per plane to Q3.12 (half a unit of 2^-12 each).
+    embed: 2.0 * 0.5 / 4096.0,
+    sigmoid: lut::MAX_ERROR_SIGMOID_Q15,
+    tanh: lut::MAX_ERROR_TANH_Q15,
+    nonlinearity_range: f64::INFINITY,
+    add: 0.0,
+    gate: 0.5 * U15,
+    gate_act: 0.5 * U15,
+    blend: 0.5 * U15,
+    widen: 0.0,
+    narrow: 0.5 / 4096.0,
+    // Rounding to Q16.15 before the scale, then after it.
+    dot_abs: 1.0 * U15,
+    dot_rel: 1e-9,
+    softmax: 1e-4,
+    softmax_sum: U15,
+    softmax_sum_per_element: lut::SOFTMAX_SUM_TOLERANCE_PER_ELEMENT * U15,
+    // One rounding to Q3.12.
+    weighted_sum: 0.5 / 4096.0,
+};
+
+/// Formats of the input parts of the `linear` test layers.
+pub(crate) const LINEAR_FMTS: [Fmt; 4] = [
+    Fmt::Q15,
+    Fmt { frac: 14 },
+    Fmt { frac: 12 },
+    Fmt { frac: 9 },
+];
+/// Format of the `embed` test tables.
+pub(crate) const EMBED_FMT: Fmt = Fmt { frac: 12 };
+/// Format `narrow` is tested into.
+pub(crate) const NARROW_FMT: Fmt = Fmt { frac: 12 };
+/// Format of the rows of `weighted_sum`.
+pub(crate) const WSUM_FMT: Fmt = Fmt { frac: 12 };
+/// Formats of the two operands of `dot`.
+pub(crate) const DOT_FMTS: (Fmt, Fmt) = (Fmt { frac: 12 }, Fmt::Q15);
+
+/// A small deterministic generator (SplitMix64), so that the measured maxima are
+/// reproducible.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub(crate) fn u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[0, 1)`.
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `[lo, hi)`.
+    pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+    /// Uniform in `lo..=hi`.
+    pub(crate) fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.u64() % (hi - lo + 1) as u64) as usize
+    }
+}
+
+/// A layer that owns its storage, with the weights and bias it represents in reals.
+pub(crate) struct OwnedLayer<P: Precision> {
+    rows: usize,
+    cols: usize,
+    parts: usize,
+    w: Vec<P::Weight>,
+    q: Vec<P::RowQ>,
+    bias: Option<Vec<P::Bias>>,
+    /// The weights as the layer represents them (planes summed), row-major.
+    pub(crate) deq: Vec<f64>,
+    /// The bias as the layer represents it (zeros without one).
+    pub(crate) deq_bias: Vec<f64>,
+}
+
+impl<P: Precision> OwnedLayer<P> {
+    pub(crate) fn linear(&self) -> Linear<'_, P> {
+        self.linear_as::<P>()
+    }
+
+    /// The same storage seen by a precision `R` with the same storage types.
+    pub(crate) fn linear_as<R: Precision>(&self) -> Linear<'_, R> {
+        Linear::new(
+            self.rows,
+            self.cols,
+            self.parts,
+            bytemuck::cast_slice(&self.w),
+            bytemuck::cast_slice(&self.q),
+            self.bias.as_deref().map(bytemuck::cast_slice),
+        )
+        .expect("consistent shapes")
+    }
+}
+
+/// Per-row symmetric int8 as `s2s quantize` makes it (`quantize_rows` in
+/// `host-tools/src/quantize.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
+/// each further plane quantizes the f32 residual of the previous ones the same way.
+/// Codes are `[row][plane][col]`, scales `[row][plane]`; also returns the reals.
+pub(crate) fn int8_planes(
+    w: &[f64],
+    rows: usize,
+    cols: usize,
+    planes: usize,
+) -> (Vec<i8>, Vec<f32>, Vec<f64>) {
+    let mut codes = vec![0i8; rows * planes * cols];
+    let mut scales = vec![0f32; rows * planes];
+    let mut deq = vec![0f64; rows * cols];
+    for r in 0..rows {
+        let mut rest: Vec<f32> = w[r * cols..(r + 1) * cols]
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        for p in 0..planes {
+            let max = rest.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let s = max / 127.0;
+            scales[r * planes + p] = s;
+            for (k, v) in rest.iter_mut().enumerate() {
+                let c = if s == 0.0 {
+                    0
+                } else {
+                    (*v / s).round().clamp(-127.0, 127.0) as i8
+                };
+                codes[(r * planes + p) * cols + k] = c;
+                *v -= c as f32 * s;
+                deq[r * cols + k] += c as f64 * s as f64;
+            }
+        }
+    }
+    (codes, scales, deq)
+}
+
+type Act<F> = <<F as Fixture>::P as Precision>::Act;
+type Wide<F> = <<F as Fixture>::P as Precision>::Wide;
+
+/// How to feed a precision from reals and read its results back as reals.
+pub(crate) trait Fixture {
+    /// The precision under test.
+    type P: Precision;
+    /// The activation of format `f` closest to `x` (saturated).
+    fn act(x: f64, f: Fmt) -> Act<Self>;
+    /// The real value of an activation of format `f`.
+    fn act_real(a: Act<Self>, f: Fmt) -> f64;
+    /// The wide value closest to `x` (saturated).
+    fn wide(x: f64) -> Wide<Self>;
+    /// The real value of a wide value.
+    fn wide_real(w: Wide<Self>) -> f64;
+    /// A layer of `rows` rows over input parts `(length, format)` with `planes` weight
+    /// planes, from float weights (row-major) and bias; with `embedding`, a table whose
+    /// rows are read as activations of format `parts[0].1`.
+    fn layer(
+        rows: usize,
+        parts: &[(usize, Fmt)],
+        planes: usize,
+        w: &[f64],
+        bias: Option<&[f64]>,
+        embedding: bool,
+    ) -> OwnedLayer<Self::P>;
+}
+
+/// Float storage that the float fixture can build layers of.
+pub(crate) trait FloatStore: FloatWeight {
+    /// Weights, row quantization and the reals they represent.
+    fn build(
+        w: &[f64],
+        rows: usize,
+        cols: usize,
+        planes: usize,
+    ) -> (Vec<Self>, Vec<Self::RowQ>, Vec<f64>);
+}
+
+impl FloatStore for f32 {
+    fn build(w: &[f64], _: usize, _: usize, planes: usize) -> (Vec<f32>, Vec<()>, Vec<f64>) {
+        assert_eq!(planes, 1);
+        let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+        let deq = w.iter().map(|&v| v as f64).collect();
+        (w, vec![], deq)
+    }
+}
+
+impl FloatStore for i8 {
+    fn build(w: &[f64], rows: usize, cols: usize, planes: usize) -> (Vec<i8>, Vec<f32>, Vec<f64>) {
+        int8_planes(w, rows, cols, planes)
+    }
+}
+
+/// The fixture of [`F32`] and [`W8F32`].
+pub(crate) struct FloatFixture<P>(PhantomData<P>);
+
+impl<W: FloatStore> Fixture for FloatFixture<Float<W>> {
+    type P = Float<W>;
+    fn act(x: f64, _: Fmt) -> f32 {
+        x as f32
+    }
+    fn act_real(a: f32, _: Fmt) -> f64 {
+        a as f64
+    }
+    fn wide(x: f64) -> f32 {
+        x as f32
+    }
+    fn wide_real(w: f32) -> f64 {
+        w as f64
+    }
+    fn layer(
+        rows: usize,
+        parts: &[(usize, Fmt)],
+        planes: usize,
+        w: &[f64],
+        bias: Option<&[f64]>,
+        _embedding: bool,
+    ) -> OwnedLayer<Float<W>> {
+        let cols = parts.iter().map(|p| p.0).sum();
+        let (w, q, deq) = W::build(w, rows, cols, planes);
+        let bias: Option<Vec<f32>> = bias.map(|b| b.iter().map(|&v| v as f32).collect());
+        let deq_bias = match &bias {
+            Some(b) => b.iter().map(|&v| v as f64).collect(),
+            None => vec![0.0; rows],
+        };
+        OwnedLayer {
+            rows,
+            cols,
+            parts: parts.len(),
+            w,
+            q,
+            bias,
+            deq,
+            deq_bias,
+        }
+    }
+}
+
+/// The fixture of [`W8A16`] and of any implementation with its storage types.
+pub(crate) struct IntFixture<P>(PhantomData<P>);
+
+impl<P> Fixture for IntFixture<P>
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32, Scale = Requant>,
+{
+    type P = P;
+    fn act(x: f64, f: Fmt) -> i16 {
+        (x * 2f64.powi(f.frac as i32) + 0.5)
+            .floor()
+            .clamp(i16::MIN as f64, i16::MAX as f64) as i16
+    }
+    fn act_real(a: i16, f: Fmt) -> f64 {
+        a as f64 / 2f64.powi(f.frac as i32)
+    }
+    fn wide(x: f64) -> i32 {
+        (x * 32768.0 + 0.5)
+            .floor()
+            .clamp(i32::MIN as f64, i32::MAX as f64) as i32
+    }
+    fn wide_real(w: i32) -> f64 {
+        w as f64 / 32768.0
+    }
+    fn layer(
+        rows: usize,
+        parts: &[(usize, Fmt)],
+        planes: usize,
+        w: &[f64],
+        bias: Option<&[f64]>,
+        embedding: bool,
+    ) -> OwnedLayer<P> {
+        let cols = parts.iter().map(|p| p.0).sum();
+        let (w, scales, deq) = int8_planes(w, rows, cols, planes);
+        // One requantizer per row, plane and part, in that order: the real multiplier
+        // from a part of format f to Q16.15 is s * 2^(15 - f); an embedding's rows
+        // become activations of their own format f: s * 2^f.
+        let mut q = Vec::with_capacity(scales.len() * parts.len());
+        for &s in &scales {
+            for &(_, f) in parts {
+                let exp = if embedding {
+                    f.frac as i32
+                } else {
+                    WIDE_FRAC - f.frac as i32
+                };
+                q.push(Requant::from_real(s as f64 * 2f64.powi(exp)));
+            }
+        }
+        // Biases in Q16.15, rounded as `s2s quantize` rounds them.
+        let bias: Option<Vec<i32>> =
+            bias.map(|b| b.iter().map(|&v| (v * 32768.0).round() as i32).collect());
+        let deq_bias = match &bias {
+            Some(b) => b.iter().map(|&v| v as f64 / 32768.0).collect(),
+            None => vec![0.0; rows],
+        };
+        OwnedLayer {
+            rows,
+            cols,
+            parts: parts.len(),
+            w,
+            q,
+            bias,
+            deq,
+            deq_bias,
+        }
+    }
+}
+
+/// The same bits, seen as another type of the same size.
+fn cast<A: Pod, B: Pod>(a: A) -> B {
+    bytemuck::cast(a)
+}
+
+/// Whether two slices hold the same bits.
+fn same_bits<A: Pod, B: Pod>(a: &[A], b: &[B]) -> bool {
+    bytemuck::cast_slice::<A, u8>(a) == bytemuck::cast_slice::<B, u8>(b)
+}
+
+/// Checks the largest error against its tolerance and prints both.
+fn verdict<F: Fixture>(what: &str, worst: f64, tol: f64, twin: Option<&str>) {
+    let name = core::any::type_name::<F::P>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("?");
+    let exact = twin.map_or(String::new(), |r| format!(", bit-exact with {r}"));
+    eprintln!("suite: {name:<14} {what:<13} max error {worst:.3e}  tolerance {tol:.3e}{exact}");
+    assert!(
+        worst <= tol,
+        "{name} {what}: error {worst:e} above the tolerance {tol:e}"
+    );
+}
+
+/// For the tolerances with a relative part: the largest absolute error and the largest
+/// error relative to `sum |terms|`, against the two parts of the tolerance.
+fn verdict_rel<F: Fixture>(
+    what: &str,
+    worst: (f64, f64, f64),
+    tol: (f64, f64),
+    twin: Option<&str>,
+) {
+    let name = core::any::type_name::<F::P>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("?");
+    let exact = twin.map_or(String::new(), |r| format!(", bit-exact with {r}"));
+    eprintln!(
+        "suite: {name:<14} {what:<13} max error {:.3e} (max error / sum|terms| {:.3e}, max error / tolerance {:.3})  tolerance {:.3e} + {:.3e} sum|terms|{exact}",
+        worst.0, worst.1, worst.2, tol.0, tol.1
+    );
+    assert!(worst.2 <= 1.0, "{name} {what}: error above the tolerance");
+}
+
+fn twin_name<R: Precision>(exact: bool) -> Option<&'static str> {
+    exact.then(|| {
+        core::any::type_name::<R>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("?")
+    })
+}
+
+/// The largest input magnitude used for a part of format `f`.
+fn input_range(f: Fmt) -> f64 {
+    (0.9 * 2f64.powi(15 - f.frac as i32)).min(4.0)
+}
+
+/// `linear` on random layers: 1-2 input parts, 1-2 planes (as the precision allows),
+/// with and without bias; every 20th layer has parts longer than `I32_EXACT_RUN`. Also
+/// `linear_batch` (through `Linear::apply_batch`), which must give every output exactly
+/// as `linear`.
+pub(crate) fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x11);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
+    for case in 0..300 {
+        let planes = rng.range(1, F::P::MAX_PLANES);
+        let nparts = rng.range(1, 2);
+        let rows = rng.range(1, 16);
+        let long = case % 20 == 0;
+        let parts: Vec<(usize, Fmt)> = (0..nparts)
+            .map(|_| {
+                let len = if long {
+                    rng.range(517, 1024)
+                } else {
+                    rng.range(1, 96)
+                };
+                (len, LINEAR_FMTS[rng.range(0, LINEAR_FMTS.len() - 1)])
+            })
+            .collect();
+        let cols: usize = parts.iter().map(|p| p.0).sum();
+        let a = 2.0 / (cols as f64).sqrt();
+        let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-a, a)).collect();
+        let bias: Option<Vec<f64>> =
+            (case % 2 == 0).then(|| (0..rows).map(|_| rng.uniform(-2.0, 2.0)).collect());
+        let layer = F::layer(rows, &parts, planes, &w, bias.as_deref(), false);
+        let xs: Vec<Vec<Act<F>>> = parts
+            .iter()
+            .map(|&(len, f)| {
+                let r = input_range(f);
+                (0..len).map(|_| F::act(rng.uniform(-r, r), f)).collect()
+            })
+            .collect();
+        let x: Vec<&[Act<F>]> = xs.iter().map(|v| v.as_slice()).collect();
+        let mut out = vec![Wide::<F>::default(); rows];
+        layer.linear().apply(&x, &mut out).expect("shapes");
+        let xr: Vec<f64> = parts
+            .iter()
+            .zip(&xs)
+            .flat_map(|(&(_, f), v)| v.iter().map(move |&a| F::act_real(a, f)))
+            .collect();
+        for (r, &o) in out.iter().enumerate() {
+            let (mut y, mut mag) = (layer.deq_bias[r], 0.0f64);
+            for (k, &xk) in xr.iter().enumerate() {
+                let t = layer.deq[r * cols + k] * xk;
+                y += t;
+                mag += t.abs();
+            }
+            let e = (F::wide_real(o) - y).abs();
+            let bound = tol.linear_abs + tol.linear_rel * mag;
+            assert!(
+                e <= bound,
+                "linear case {case} row {r}: {} vs {y} (|wx| {mag})",
+                F::wide_real(o)
+            );
+            worst = (
+                worst.0.max(e),
+                worst.1.max(e / mag.max(f64::MIN_POSITIVE)),
+                worst.2.max(e / bound),
+            );
+        }
+        // `linear_batch` gives every output exactly as `linear` does: the same input
+        // and two others (scaled copies) in one batch.
+        let others: Vec<Vec<Vec<Act<F>>>> = [0.5, -1.0]
+            .iter()
+            .map(|&k| {
+                parts
+                    .iter()
+                    .zip(&xs)
+                    .map(|(&(_, f), v)| {
+                        v.iter()
+                            .map(|&a| F::act(k * F::act_real(a, f), f))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let inputs: Vec<Vec<&[Act<F>]>> = core::iter::once(x.clone())
+            .chain(
+                others
+                    .iter()
+                    .map(|o| o.iter().map(|v| v.as_slice()).collect()),
+            )
+            .collect();
+        let mut outs = vec![vec![Wide::<F>::default(); rows]; inputs.len()];
+        {
+            let mut jobs: Vec<Job<'_, F::P>> = inputs
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(x, out)| Job { x, out })
+                .collect();
+            layer.linear().apply_batch(&mut jobs).expect("shapes");
+        }
+        for (xi, bo) in inputs.iter().zip(&outs) {
+            let mut one = vec![Wide::<F>::default(); rows];
+            layer.linear().apply(xi, &mut one).expect("shapes");
+            assert!(
+                same_bits(&one, bo),
+                "linear_batch case {case}: not as linear"
+            );
+        }
+        if exact {
+            let x2: Vec<&[R::Act]> = x.iter().map(|p| bytemuck::cast_slice(p)).collect();
+            let mut o2 = vec![R::Wide::default(); rows];
+            layer.linear_as::<R>().apply(&x2, &mut o2).expect("shapes");
+            assert!(same_bits(&out, &o2), "linear case {case}: not bit-exact");
+            let inputs2: Vec<Vec<&[R::Act]>> = inputs
+                .iter()
+                .map(|x| x.iter().map(|p| bytemuck::cast_slice(p)).collect())
+                .collect();
+            let mut outs2 = vec![vec![R::Wide::default(); rows]; inputs.len()];
+            let mut jobs: Vec<Job<'_, R>> = inputs2
+                .iter()
+                .zip(outs2.iter_mut())
+                .map(|(x, out)| Job { x, out })
+                .collect();
+            layer
+                .linear_as::<R>()
+                .apply_batch(&mut jobs)
+                .expect("shapes");
+            drop(jobs);
+            for (a, b) in outs.iter().zip(&outs2) {
+                assert!(same_bits(a, b), "linear_batch case {case}: not bit-exact");
+            }
+        }
+    }
+    verdict_rel::<F>(
+        "linear",
+        worst,
+        (tol.linear_abs, tol.linear_rel),
+        twin_name::<R>(exact),
+    );
+}
+
+/// `embed` of every row of random tables with 1-2 planes.
+pub(crate) fn embed<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x22);
+    let mut worst = 0.0f64;
+    for case in 0..100 {
+        let planes = rng.range(1, F::P::MAX_PLANES);
+        let (rows, cols) = (rng.range(1, 20), rng.range(1, 64));
+        let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-6.0, 6.0)).collect();
+        let table = F::layer(rows, &[(cols, EMBED_FMT)], planes, &w, None, true);
+        for r in 0..rows {
+            let mut out = vec![Act::<F>::default(); cols];
+            table.linear().embed(r, &mut out).expect("shapes");
+            for (k, &o) in out.iter().enumerate() {
+                let e = (F::act_real(o, EMBED_FMT) - table.deq[r * cols + k]).abs();
+                worst = worst.max(e);
+            }
+            if exact {
+                let mut o2 = vec![R::Act::default(); cols];
+                table.linear_as::<R>().embed(r, &mut o2).expect("shapes");
+                assert!(same_bits(&out, &o2), "embed case {case}: not bit-exact");
+            }
+        }
+    }
+    verdict::<F>("embed", worst, tol.embed, twin_name::<R>(exact));
+}
+
+/// Wide inputs of the nonlinearities: a grid over `[-20, 20]`, random values up to
+/// `±1000`, and the ends of the wide range.
+fn nonlinearity_inputs<F: Fixture>() -> Vec<Wide<F>> {
+    let mut rng = Rng::new(0x33);
+    let mut v: Vec<Wide<F>> = (0..=80_000)
+        .map(|i| F::wide(-20.0 + i as f64 / 2000.0))
+        .collect();
+    v.extend((0..10_000).map(|_| F::wide(rng.uniform(-1000.0, 1000.0))));
+    v.extend([-65536.0, -65535.99, 65535.99, 65536.0].map(F::wide));
+    v
+}
+
+fn nonlinearity<F: Fixture, R: Precision>(
+    what: &str,
+    (tol, range): (f64, f64),
+    exact: bool,
+    f: impl Fn(Wide<F>) -> Act<F>,
+    g: impl Fn(R::Wide) -> R::Act,
+    reference: impl Fn(f64) -> f64,
+) {
+    let mut worst = 0.0f64;
+    for x in nonlinearity_inputs::<F>() {
+        if F::wide_real(x).abs() > range {
+            continue;
+        }
+        let y = f(x);
+        let e = (F::act_real(y, Fmt::Q15) - reference(F::wide_real(x))).abs();
+        worst = worst.max(e);
+        if exact {
+            let y2 = g(cast(x));
+            assert!(same_bits(&[y], &[y2]), "{what}({x:?}): not bit-exact");
+        }
+    }
+    verdict::<F>(what, worst, tol, twin_name::<R>(exact));
+}
+
+pub(crate) fn sigmoid<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    nonlinearity::<F, R>(
+        "sigmoid",
+        (tol.sigmoid, tol.nonlinearity_range),
+        exact,
+        F::P::sigmoid,
+        R::sigmoid,
+        |x| 1.0 / (1.0 + (-x).exp()),
+    );
+}
+
+pub(crate) fn tanh<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    nonlinearity::<F, R>(
+        "tanh",
+        (tol.tanh, tol.nonlinearity_range),
+        exact,
+        F::P::tanh,
+        R::tanh,
+        f64::tanh,
+    );
+}
+
+pub(crate) fn add<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x44);
+    let mut worst = 0.0f64;
+    for _ in 0..20_000 {
+        let (a, b) = (
+            F::wide(rng.uniform(-100.0, 100.0)),
+            F::wide(rng.uniform(-100.0, 100.0)),
+        );
+        let y = F::P::add(a, b);
+        let e = (F::wide_real(y) - (F::wide_real(a) + F::wide_real(b))).abs();
+        worst = worst.max(e);
+        if exact {
+            assert!(same_bits(&[y], &[R::add(cast(a), cast(b))]));
+        }
+    }
+    verdict::<F>("add", worst, tol.add, twin_name::<R>(exact));
+}
+
+pub(crate) fn gate<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x55);
+    let (mut w1, mut w2) = (0.0f64, 0.0f64);
+    for _ in 0..20_000 {
+        let u = F::act(rng.unit(), Fmt::Q15);
+        let x = F::wide(rng.uniform(-64.0, 64.0));
+        let y = F::P::gate(u, x);
+        let e = (F::wide_real(y) - F::act_real(u, Fmt::Q15) * F::wide_real(x)).abs();
+        w1 = w1.max(e);
+        let v = F::act(rng.uniform(-1.0, 1.0), Fmt::Q15);
+        let z = F::P::gate_act(u, v);
+        let e =
+            (F::act_real(z, Fmt::Q15) - F::act_real(u, Fmt::Q15) * F::act_real(v, Fmt::Q15)).abs();
+        w2 = w2.max(e);
+        if exact {
+            assert!(same_bits(&[y], &[R::gate(cast(u), cast(x))]));
+            assert!(same_bits(&[z], &[R::gate_act(cast(u), cast(v))]));
+        }
+    }
+    verdict::<F>("gate", w1, tol.gate, twin_name::<R>(exact));
+    verdict::<F>("gate_act", w2, tol.gate_act, twin_name::<R>(exact));
+}
+
+pub(crate) fn blend<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x66);
+    let mut worst = 0.0f64;
+    let q = Fmt::Q15;
+    for i in 0..50_000 {
+        // The ends of the unit range included.
+        let z = match i % 100 {
+            0 => F::act(0.0, q),
+            1 => F::act(1.0, q),
+            _ => F::act(rng.unit(), q),
+        };
+        let h = F::act(rng.uniform(-1.0, 1.0), q);
+        let n = F::act(
+            if i % 7 == 0 {
+                -1.0
+            } else {
+                rng.uniform(-1.0, 1.0)
+            },
+            q,
+        );
+        let y = F::P::blend(z, h, n);
+        let (zr, hr, nr) = (F::act_real(z, q), F::act_real(h, q), F::act_real(n, q));
+        let e = (F::act_real(y, q) - ((1.0 - zr) * nr + zr * hr)).abs();
+        worst = worst.max(e);
+        if exact {
+            assert!(same_bits(&[y], &[R::blend(cast(z), cast(h), cast(n))]));
+        }
+    }
+    verdict::<F>("blend", worst, tol.blend, twin_name::<R>(exact));
+}
+
+/// `widen` of every activation of every format `Q(15-f).f` is exact, and `narrow` gives
+/// it back; `narrow` of wide values in range rounds to [`NARROW_FMT`].
+pub(crate) fn widen_narrow<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x77);
+    let mut worst = (0.0f64, 0.0f64);
+    for frac in 0..=15 {
+        let f = Fmt { frac };
+        let r = 2f64.powi(15 - frac as i32);
+        for i in 0..4000 {
+            let x = if i == 0 { -r } else { rng.uniform(-r, r) };
+            let a = F::act(x, f);
+            let w = F::P::widen(a, f);
+            worst.0 = worst.0.max((F::wide_real(w) - F::act_real(a, f)).abs());
+            let back = F::P::narrow(w, f);
+            assert_eq!(back, a, "narrow(widen({a:?}, {f:?}))");
+            if exact {
+                assert!(same_bits(&[w], &[R::widen(cast(a), f)]));
+            }
+        }
+    }
+    for _ in 0..50_000 {
+        let x = F::wide(rng.uniform(-7.99, 7.99));
+        let a = F::P::narrow(x, NARROW_FMT);
+        worst.1 = worst
+            .1
+            .max((F::act_real(a, NARROW_FMT) - F::wide_real(x)).abs());
+        if exact {
+            assert!(same_bits(&[a], &[R::narrow(cast(x), NARROW_FMT)]));
+        }
+    }
+    verdict::<F>("widen", worst.0, tol.widen, twin_name::<R>(exact));
+    verdict::<F>("narrow", worst.1, tol.narrow, twin_name::<R>(exact));
+}
+
+pub(crate) fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x88);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
+    let (fa, fb) = DOT_FMTS;
+    for case in 0..3000 {
+        let n = rng.range(1, 256);
+        let a: Vec<Act<F>> = (0..n).map(|_| F::act(rng.uniform(-4.0, 4.0), fa)).collect();
+        let b: Vec<Act<F>> = (0..n).map(|_| F::act(rng.uniform(-1.0, 1.0), fb)).collect();
+        let real = if case % 3 == 0 {
+            1.0
+        } else {
+            1.0 / (n as f64).sqrt()
+        };
+        let q = Requant::from_real(real);
+        let y = F::P::dot(&a, fa, &b, fb, F::P::scale(real as f32, q));
+        let (mut d, mut mag) = (0.0f64, 0.0f64);
+        for (&x, &z) in a.iter().zip(&b) {
+            let t = F::act_real(x, fa) * F::act_real(z, fb);
+            d += t;
+            mag += t.abs();
+        }
+        let e = (F::wide_real(y) - real * d).abs();
+        let bound = tol.dot_abs + tol.dot_rel * real * mag;
+        assert!(
+            e <= bound,
+            "dot case {case}: {} vs {}",
+            F::wide_real(y),
+            real * d
+        );
+        worst = (
+            worst.0.max(e),
+            worst.1.max(e / (real * mag).max(f64::MIN_POSITIVE)),
+            worst.2.max(e / bound),
+        );
+        if exact {
+            let y2 = R::dot(
+                bytemuck::cast_slice(&a),
+                fa,
+                bytemuck::cast_slice(&b),
+                fb,
+                R::scale(real as f32, q),
+            );
+            assert!(same_bits(&[y], &[y2]), "dot case {case}: not bit-exact");
+        }
+    }
+    verdict_rel::<F>(
+        "dot",
+        worst,
+        (tol.dot_abs, tol.dot_rel),
+        twin_name::<R>(exact),
+    );
+}
+
+pub(crate) fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0x99);
+    let (mut worst, mut worst_sum, mut worst_dev) = (0.0f64, 0.0f64, (0.0f64, 0.0f64));
+    for case in 0..2000 {
+        let n = if case % 50 == 0 {
+            rng.range(100, 300)
+        } else {
+            rng.range(1, 64)
+        };
+        let spread = [0.1, 1.0, 4.0, 10.0, 20.0][case % 5];
+        let x: Vec<Wide<F>> = (0..n)
+            .map(|_| F::wide(rng.uniform(-spread, spread)))
+            .collect();
+        let mut out = vec![Act::<F>::default(); n];
+        F::P::softmax(&x, &mut out);
+        let xr: Vec<f64> = x.iter().map(|&v| F::wide_real(v)).collect();
+        let m = xr.iter().copied().fold(f64::MIN, f64::max);
+        let den: f64 = xr.iter().map(|v| (v - m).exp()).sum();
+        let mut sum = 0.0;
+        for (o, v) in out.iter().zip(&xr) {
+            let w = F::act_real(*o, Fmt::Q15);
+            worst = worst.max((w - (v - m).exp() / den).abs());
+            sum += w;
+        }
+        let dev = (sum - 1.0).abs();
+        assert!(
+            dev <= tol.softmax_sum + tol.softmax_sum_per_element * n as f64,
+            "softmax case {case}: {n} weights sum to {sum}"
+        );
+        worst_sum = worst_sum.max(dev - tol.softmax_sum_per_element * n as f64);
+        worst_dev = (worst_dev.0.max(dev), worst_dev.1.max(dev / n as f64));
+        if exact {
+            let mut o2 = vec![R::Act::default(); n];
+            R::softmax(bytemuck::cast_slice(&x), &mut o2);
+            assert!(same_bits(&out, &o2), "softmax case {case}: not bit-exact");
+        }
+    }
+    verdict::<F>("softmax", worst, tol.softmax, twin_name::<R>(exact));
+    eprintln!(
+        "suite: {:<14} softmax sum:  max |sum - 1| {:.3e}, max |sum - 1| / n {:.3e}",
+        core::any::type_name::<F::P>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("?"),
+        worst_dev.0,
+        worst_dev.1
+    );
+    // What is left of the deviation of the sum once the per-element part is taken.
+    verdict::<F>("softmax sum", worst_sum.max(0.0), tol.softmax_sum, None);
+}
+
+pub(crate) fn weighted_sum<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0xAA);
+    let mut worst = 0.0f64;
+    for case in 0..2000 {
+        let (n, d) = (rng.range(1, 64), rng.range(1, 32));
+        let raw: Vec<f64> = (0..n).map(|_| rng.unit()).collect();
+        let total: f64 = raw.iter().sum::<f64>().max(1e-9);
+        let w: Vec<Act<F>> = raw.iter().map(|v| F::act(v / total, Fmt::Q15)).collect();
+        let rows: Vec<Act<F>> = (0..n * d)
+            .map(|_| F::act(rng.uniform(-7.0, 7.0), WSUM_FMT))
+            .collect();
+        let mut out = vec![Act::<F>::default(); d];
+        F::P::weighted_sum(&w, &rows, &mut out);
+        for (j, &o) in out.iter().enumerate() {
+            let y: f64 = (0..n)
+                .map(|i| F::act_real(w[i], Fmt::Q15) * F::act_real(rows[i * d + j], WSUM_FMT))
+                .sum();
+            worst = worst.max((F::act_real(o, WSUM_FMT) - y).abs());
+        }
+        if exact {
+            let mut o2 = vec![R::Act::default(); d];
+            R::weighted_sum(
+                bytemuck::cast_slice(&w),
+                bytemuck::cast_slice(&rows),
+                &mut o2,
+            );
+            assert!(
+                same_bits(&out, &o2),
+                "weighted_sum case {case}: not bit-exact"
+            );
+        }
+    }
+    verdict::<F>(
+        "weighted_sum",
+        worst,
+        tol.weighted_sum,
+        twin_name::<R>(exact),
+    );
+}
+
+/// Generates the suite for one precision: `precision_suite!(module, Precision, Fixture,
+/// TOLERANCES)`, optionally `, bit_exact_with = Reference`. `Fixture` is
+/// `FloatFixture` or `IntFixture` (applied to the precision).
+macro_rules! precision_suite {
+    ($name:ident, $p:ty, $fixture:ident, $tol:expr) => {
+        $crate::suite::precision_suite!(@tests $name, $fixture<$p>, $p, $tol, false);
+    };
+    ($name:ident, $p:ty, $fixture:ident, $tol:expr, bit_exact_with = $r:ty) => {
+        $crate::suite::precision_suite!(@tests $name, $fixture<$p>, $r, $tol, true);
+    };
+    (@tests $name:ident, $f:ty, $r:ty, $tol:expr, $exact:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn linear() {
+                $crate::suite::linear::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn embed() {
+                $crate::suite::embed::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn sigmoid() {
+                $crate::suite::sigmoid::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn tanh() {
+                $crate::suite::tanh::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn add() {
+                $crate::suite::add::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn gate_and_gate_act() {
+                $crate::suite::gate::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn blend() {
+                $crate::suite::blend::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn widen_and_narrow() {
+                $crate::suite::widen_narrow::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn dot() {
+                $crate::suite::dot::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn softmax() {
+                $crate::suite::softmax::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn weighted_sum() {
+                $crate::suite::weighted_sum::<$f, $r>(&$tol, $exact);
+            }
+        }
+    };
+}
+pub(crate) use precision_suite;
+
+precision_suite!(float32, F32, FloatFixture, F32_TOL);
+precision_suite!(w8f32, W8F32, FloatFixture, W8F32_TOL);
+precision_suite!(w8a16, W8A16, IntFixture, W8A16_TOL);
+precision_suite!(
+    w8a16_bit_exact,
+    W8A16,
+    IntFixture,
+    W8A16_TOL,
+    bit_exact_with = W8A16
+);
