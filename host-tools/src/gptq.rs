@@ -201,7 +201,7 @@ const SCALE_CANDIDATES: [f64; 6] = [1.0, 0.95, 0.9, 0.85, 0.8, 0.75];
 
 /// int8 codes and row scales of `rows x cols` weights, rounding column by column (in
 /// order of decreasing input energy) with error compensation under `H` (upper
-/// triangle, `cols x cols`), and choosing each row's scale among [`SCALE_CANDIDATES`]
+/// triangle, `cols x cols`), and choosing each row's scale among `SCALE_CANDIDATES`
 /// by the output error `d^T H d` it leaves. Falls back to plain rounding at the
 /// maximum scale when `H` is not usable.
 pub fn quantize_rows(w: &[f32], cols: usize, h: &[f64]) -> (Vec<i8>, Vec<f32>) {

@@ -340,7 +340,13 @@ fn choose_planes(
         }
         Planes::Auto(t) => *t,
     };
-    let calib = calib.ok_or("--planes auto needs a calibration set (--calib)")?;
+    let Some(calib) = calib else {
+        let _ = writeln!(
+            report,
+            "planes: no calibration set, so one int8 plane everywhere (give --calib to choose residual planes)"
+        );
+        return Ok(vec![false; layers.len()]);
+    };
     let lines = &calib.lines;
     let reference: Vec<Vec<u16>> = decode_lines(m, lines, Keep::default())?
         .into_iter()
@@ -412,7 +418,8 @@ fn builder_like(
     b
 }
 
-/// Quantizes an f32 model. `w8a16` and `Planes::Auto` need a calibration.
+/// Quantizes an f32 model. `w8a16` needs a calibration; without one, `Planes::Auto`
+/// keeps one plane everywhere.
 pub fn quantize(
     m: &LoadedModel,
     scheme: Scheme,

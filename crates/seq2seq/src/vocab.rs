@@ -118,7 +118,10 @@ pub fn encode_source(
         vocab
             .find(tok)
             .or(desc.src_unk)
-            .ok_or(Error::UnknownSymbol { position, ch })
+            .ok_or(Error::UnknownSymbol {
+                position: position + 1,
+                ch,
+            })
     };
     match desc.split {
         Split::Chars => {

@@ -539,7 +539,7 @@ fn capacity_and_input_errors() {
     assert_eq!(
         run_line(&bytes2, "ab%").unwrap_err(),
         Error::UnknownSymbol {
-            position: 2,
+            position: 3,
             ch: '%'
         }
     );

@@ -1,0 +1,206 @@
+//! `s2s` on bad inputs: exactly one error line on standard error that names the file,
+//! tensor or position, a non-zero exit status, and no output file left behind (not even
+//! a temporary one).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use s2s_tests::pytorch::{self, Tensor};
+use s2s_tests::{dir_listing, model_file, s2s, scratch_dir};
+
+/// The PyTorch example's weights and model file, built once.
+fn example() -> &'static (PathBuf, PathBuf) {
+    static EXAMPLE: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    EXAMPLE.get_or_init(|| pytorch::build_model(&scratch_dir("cli-errors-example")))
+}
+
+/// Asserts a failure with one error line containing every one of `needles`; returns the
+/// line.
+#[track_caller]
+fn assert_one_error(out: &Output, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "expected a failure, got {}; stderr: {stderr}",
+        out.status
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got:\n{stderr}");
+    let line = lines[0];
+    assert!(line.starts_with("error: "), "not an error line: {line}");
+    for n in needles {
+        assert!(line.contains(n), "{line:?} does not mention {n:?}");
+    }
+    line.to_string()
+}
+
+/// Asserts that `dir` holds exactly `files` (no output, no temporary file).
+#[track_caller]
+fn assert_only(dir: &Path, files: &[&str]) {
+    let mut want: Vec<String> = files.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(dir_listing(dir), want, "files left in {}", dir.display());
+}
+
+/// Copies of the netra model: cut to `len` bytes, or with one byte changed.
+fn damaged_model(dir: &Path, name: &str, damage: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let mut bytes = std::fs::read(model_file("netra.s2s")).expect("reading netra.s2s");
+    damage(&mut bytes);
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).expect("writing the damaged model");
+    p
+}
+
+#[test]
+fn truncated_model_file() {
+    let dir = scratch_dir("truncated");
+    let full = std::fs::metadata(model_file("netra.s2s")).unwrap().len();
+    let model = damaged_model(&dir, "cut.s2s", |b| b.truncate(b.len() / 3));
+    let cut = (full / 3).to_string();
+    let path = model.display().to_string();
+    assert_one_error(&s2s(&[&"inspect", &model], ""), &[&path, "truncated", &cut]);
+    assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "truncated"]);
+    // Quantizing it writes nothing.
+    let out = dir.join("q.s2s");
+    let r = s2s(
+        &[&"quantize", &model, &"--scheme", &"w8f32", &"-o", &out],
+        "",
+    );
+    assert_one_error(&r, &[&path, "truncated"]);
+    assert_only(&dir, &["cut.s2s"]);
+    // A file shorter than the header.
+    let tiny = damaged_model(&dir, "tiny.s2s", |b| b.truncate(20));
+    let path = tiny.display().to_string();
+    assert_one_error(&s2s(&[&"inspect", &tiny], ""), &[&path, "truncated"]);
+}
+
+#[test]
+fn model_file_with_one_corrupted_byte() {
+    let dir = scratch_dir("corrupted");
+    let model = damaged_model(&dir, "flipped.s2s", |b| {
+        let mid = b.len() / 2;
+        b[mid] ^= 0x10;
+    });
+    let path = model.display().to_string();
+    let line = assert_one_error(&s2s(&[&"inspect", &model], ""), &[&path]);
+    assert!(line.contains("CRC"), "{line:?} does not say CRC");
+    assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "CRC"]);
+}
+
+/// Runs `s2s import` of the example configuration with changed tensors into `dir` and
+/// checks that no output was written.
+fn import_with(dir: &Path, change: impl FnOnce(&mut Vec<Tensor>)) -> Output {
+    let mut tensors = pytorch::state_dict(pytorch::SEED, pytorch::SCALE);
+    change(&mut tensors);
+    let weights = dir.join("weights.safetensors");
+    pytorch::write_safetensors(&weights, &tensors);
+    let out = dir.join("model.s2s");
+    let r = s2s(
+        &[
+            &"import",
+            &"--config",
+            &pytorch::config(),
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert!(!out.exists(), "{} was written", out.display());
+    assert_only(dir, &["weights.safetensors"]);
+    r
+}
+
+#[test]
+fn import_with_a_tensor_of_the_wrong_shape() {
+    let dir = scratch_dir("wrong-shape");
+    let r = import_with(&dir, |t| {
+        let out = t
+            .iter_mut()
+            .find(|(n, _, _)| n == "decoder.out.weight")
+            .unwrap();
+        // 10 x 12 -> 10 x 11.
+        out.1 = vec![10, 11];
+        out.2.truncate(110);
+    });
+    let line = assert_one_error(&r, &["decoder.out.weight", "10x11", "10x12"]);
+    eprintln!("{line}");
+}
+
+#[test]
+fn import_with_a_missing_tensor() {
+    let dir = scratch_dir("missing-tensor");
+    let r = import_with(&dir, |t| {
+        t.retain(|(n, _, _)| n != "decoder.attention.Va.weight")
+    });
+    let line = assert_one_error(&r, &["decoder.attention.Va.weight", "not found"]);
+    eprintln!("{line}");
+}
+
+#[test]
+fn config_with_an_unknown_variant() {
+    let dir = scratch_dir("bad-config");
+    let text = std::fs::read_to_string(pytorch::config()).unwrap();
+    let bad = text.replacen(
+        "[decoder]\nembedding = 12\nhidden = 12\nreset = \"after\"",
+        "[decoder]\nembedding = 12\nhidden = 12\nreset = \"sideways\"",
+        1,
+    );
+    let reset_line = 1 + bad
+        .lines()
+        .position(|l| l.contains("sideways"))
+        .expect("the example's [decoder] changed; update this test");
+    let config = dir.join("bad.toml");
+    std::fs::write(&config, bad).unwrap();
+    let (weights, _) = example();
+    let out = dir.join("model.s2s");
+    let r = s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    let at = format!("{}:{reset_line}:", config.display());
+    let line = assert_one_error(&r, &[&at, "sideways"]);
+    eprintln!("{line}");
+    assert_only(&dir, &["bad.toml"]);
+}
+
+#[test]
+fn symbol_outside_a_vocabulary_without_unk() {
+    let (_, model) = example();
+    // 'z' is not in the example's source vocabulary (SOS, EOS, a-h) and there is no unk;
+    // positions count from 1.
+    let r = s2s(&[&"run", model], "abc\nabzd\n");
+    let line = assert_one_error(&r, &["'z'", "position 3", "line 2"]);
+    eprintln!("{line}");
+    assert!(r.stdout.is_empty(), "output written before the error");
+}
+
+#[test]
+fn symbol_outside_the_vocabulary_maps_to_unk_in_g2p_en() {
+    let model = model_file("g2p-en.s2s");
+    let r = s2s(&[&"run", &model, &"--tsv"], "ab1c\n");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let out = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        out.starts_with("ab1c\t") && out.trim_end().len() > 5,
+        "{out:?}"
+    );
+}
+
+#[test]
+fn input_longer_than_the_capacity() {
+    let model = model_file("netra.s2s");
+    let r = s2s(&[&"run", &model], "abcdefghijklmnopqrstuvwxyz\n");
+    let line = assert_one_error(&r, &["26", "25", "line 1"]);
+    eprintln!("{line}");
+}

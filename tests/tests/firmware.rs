@@ -1,0 +1,374 @@
+//! The firmware under QEMU: the models on each board give exactly the host's outputs,
+//! bad or oversized models are refused with a clear `ERR model: ...` line and a non-zero
+//! exit status, and a panic ends the run instead of hanging it.
+//!
+//! Needs `qemu-system-arm` and the thumb targets; the model files come from
+//! `cargo xtask models` (a missing one fails its test with that hint). Each test is one
+//! (model, board) pair, so the test harness runs pairs in parallel.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use host_tools::device::{self, EXIT_MODEL_ERROR};
+use host_tools::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
+use rnn_core::ResetMode;
+use s2s_kernels::{Fmt, PrecisionKind, Requant};
+use s2s_tests::{golden, model_file, scratch_dir};
+use seq2seq::builder::ModelBuilder;
+use seq2seq::desc::{ModelDesc, Part, MAX_OUT_PARTS};
+use seq2seq::format::{DType, Slot, TensorId};
+use seq2seq::{Init, Ordering, ScoreKind, Split};
+
+/// Inputs per (model, board) pair.
+const INPUTS: usize = 200;
+/// Longest netra source (its fixed length).
+const NETRA_MAX_LEN: usize = 25;
+/// Timeout of a 200-input run (g2p-en f32 takes well under a minute on mps2-an386).
+const PAIR_TIMEOUT: Duration = Duration::from_secs(900);
+/// Timeout of a run that should end at boot.
+const SHORT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The first `INPUTS` evaluation words of at most `max_len` characters.
+fn eval_words(max_len: usize) -> Vec<String> {
+    let path = golden("words-eval.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let words: Vec<String> = text
+        .lines()
+        .filter(|w| !w.is_empty() && w.chars().count() <= max_len)
+        .take(INPUTS)
+        .map(String::from)
+        .collect();
+    assert_eq!(words.len(), INPUTS, "{} has too few words", path.display());
+    words
+}
+
+/// Runs the first 200 evaluation words through `model` on `board` and on the host, and
+/// requires every output (and, with `attention`, every attention weight) to be equal.
+fn device_matches_host(model: &str, board: Board, max_len: usize, attention: bool) {
+    let path = model_file(model);
+    let words = eval_words(max_len);
+    let report = device::qemu_check(&path, board, &words, attention, PAIR_TIMEOUT, true)
+        .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
+    println!("{}", report.render());
+    assert!(report.agrees(), "{model} on {board}:\n{}", report.render());
+    assert_eq!(report.inputs, INPUTS);
+    assert_eq!(report.rejected, 0, "{}", report.render());
+    assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    if attention {
+        assert_eq!(
+            report.attention_rows, report.step.n,
+            "every step's row compared"
+        );
+    }
+    assert!(
+        report.stats.stack_peak < report.stats.stack_size,
+        "{model} on {board}: the stack reached the statics: {:?}",
+        report.stats
+    );
+}
+
+#[test]
+fn netra_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host("netra.s2s", Board::Mps2An386, NETRA_MAX_LEN, true);
+}
+
+#[test]
+fn netra_f32_on_mps2_an505_matches_the_host() {
+    device_matches_host("netra.s2s", Board::Mps2An505, NETRA_MAX_LEN, true);
+}
+
+#[test]
+fn g2p_en_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host("g2p-en.s2s", Board::Mps2An386, usize::MAX, false);
+}
+
+#[test]
+fn g2p_en_f32_on_mps2_an505_matches_the_host() {
+    device_matches_host("g2p-en.s2s", Board::Mps2An505, usize::MAX, false);
+}
+
+#[test]
+fn netra_w8a16_on_lm3s6965evb_matches_the_host() {
+    device_matches_host("netra-w8a16.s2s", Board::Lm3s6965evb, NETRA_MAX_LEN, true);
+}
+
+#[test]
+fn netra_w8a16_on_microbit_matches_the_host() {
+    device_matches_host("netra-w8a16.s2s", Board::Microbit, NETRA_MAX_LEN, true);
+}
+
+#[test]
+fn netra_w8a16_on_mps2_an386_matches_the_host() {
+    device_matches_host("netra-w8a16.s2s", Board::Mps2An386, NETRA_MAX_LEN, true);
+}
+
+#[test]
+fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
+    device_matches_host("g2p-en-w8a16.s2s", Board::Mps2An386, usize::MAX, false);
+}
+
+// ------------------------------------------------------------------ bad models
+
+const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
+const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
+
+/// A small model without attention: 7 source and 8 target tokens, GRUs of 6.
+fn small_desc() -> ModelDesc {
+    let mut out_parts = [None; MAX_OUT_PARTS];
+    out_parts[0] = Some(Part::State);
+    ModelDesc {
+        src_vocab: SRC.len(),
+        tgt_vocab: TGT.len(),
+        enc_emb: 5,
+        dec_emb: 4,
+        enc_layers: 1,
+        enc_hidden: 6,
+        enc_bidir: false,
+        enc_reset: ResetMode::After,
+        memory_proj: None,
+        ordering: Ordering::None,
+        score: ScoreKind::Additive,
+        attn_dim: 5,
+        attn_query_proj: true,
+        attn_key_proj: true,
+        mask_padding: false,
+        src_pad_to: 0,
+        init: Init::Zeros,
+        dec_layers: 1,
+        dec_hidden: 6,
+        dec_reset: ResetMode::After,
+        attentional: None,
+        out_parts,
+        src_pad: 0,
+        src_unk: Some(1),
+        src_eos: Some(2),
+        tgt_start: 1,
+        tgt_end: 2,
+        max_steps: 12,
+        split: Split::Chars,
+        lowercase: true,
+        fmt_src_emb: Fmt { frac: 12 },
+        fmt_dec_emb: Fmt { frac: 12 },
+        fmt_memory: Fmt { frac: 12 },
+        fmt_keys: Fmt { frac: 12 },
+        score_scale: 1.0,
+        score_scale_q: Requant::ONE,
+    }
+}
+
+/// A model file for `d` at `precision` (f32 or w8a16) with pseudo-random weights,
+/// written to `dir/name`.
+fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) -> PathBuf {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    };
+    let mut b = ModelBuilder::new(precision, *d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    b.separator = " ".into();
+    for s in d.layer_specs() {
+        let n = s.rows * s.cols;
+        let id = |slot| TensorId::new(s.role, s.layer, s.dir, slot);
+        match precision {
+            PrecisionKind::F32 => {
+                let w: Vec<f32> = (0..n).map(|_| next() * 0.5).collect();
+                let bias: Vec<f32> = (0..s.rows).map(|_| next() * 0.1).collect();
+                let bias = (!s.is_embedding()).then_some(&bias[..]);
+                b.linear_f32((s.role, s.layer, s.dir), s.rows, s.cols, &w, bias);
+            }
+            PrecisionKind::W8A16 => {
+                let w: Vec<i8> = (0..n).map(|_| (next() * 127.0) as i8).collect();
+                b.tensor(id(Slot::Weight), DType::I8, s.rows, s.cols, &w);
+                let q = vec![Requant::from_real(1.0 / 1024.0); s.rows * s.parts];
+                b.requant(id(Slot::RowQ), s.rows, s.parts, &q);
+                if !s.is_embedding() {
+                    let bias: Vec<i32> = (0..s.rows).map(|_| (next() * 3000.0) as i32).collect();
+                    b.tensor(id(Slot::Bias), DType::I32, s.rows, 1, &bias);
+                }
+            }
+            PrecisionKind::W8F32 => unimplemented!("not needed here"),
+        }
+    }
+    let bytes = b.to_bytes();
+    let path = dir.join(name);
+    // The host accepts it: whatever the firmware says is about the board, not the file.
+    host_tools::model::LoadedModel::from_bytes(&path, &bytes).expect("a valid model file");
+    std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
+/// Boots the release firmware on `board` with `model` and one input line; returns the
+/// UART lines and the exit status.
+fn boot(board: Board, model: Option<&Path>) -> (Vec<String>, Option<i32>) {
+    let elf = qemu::build_firmware(board, true).unwrap_or_else(|e| panic!("{e}"));
+    let run = qemu::run(board, &elf, model, &["abc".to_string()], SHORT_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{board}: {e}"));
+    (run.uart_lines, run.exit_code)
+}
+
+/// Boots `board` with `model` and requires `ERR model: <prefix>...` as the line after
+/// `READY` and exit status [`EXIT_MODEL_ERROR`]; returns the error line.
+fn refused(board: Board, model: Option<&Path>, prefix: &str) -> String {
+    let (lines, code) = boot(board, model);
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some(&*format!("READY {board}")),
+        "{lines:?}"
+    );
+    let line = lines.get(1).cloned().unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("ERR model: {prefix}")),
+        "{board}: expected `ERR model: {prefix}...`, got {lines:?}"
+    );
+    assert_eq!(code, Some(EXIT_MODEL_ERROR), "{board}: {lines:?}");
+    assert_eq!(lines.len(), 2, "nothing after the error: {lines:?}");
+    line
+}
+
+#[test]
+fn a_corrupted_model_is_refused_with_its_crc() {
+    let dir = scratch_dir("firmware-crc");
+    let mut bytes = std::fs::read(model_file("netra.s2s")).expect("reading netra.s2s");
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x01;
+    let flipped = dir.join("netra-flipped.s2s");
+    std::fs::write(&flipped, &bytes).unwrap();
+    let line = refused(Board::Mps2An386, Some(&flipped), "corrupted: CRC ");
+    assert!(line.contains("does not match the stored"), "{line}");
+    // The same through `s2s qemu`'s library: the firmware's line is in the error.
+    let e = device::qemu_check(
+        &flipped,
+        Board::Mps2An386,
+        &["abc".into()],
+        false,
+        SHORT_TIMEOUT,
+        true,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("ERR model: corrupted: CRC") && e.contains("exit status 3"),
+        "{e}"
+    );
+
+    // And on the smallest board, with a small w8a16 model.
+    let small = synthetic(&dir, "small-w8a16.s2s", &small_desc(), PrecisionKind::W8A16);
+    let mut bytes = std::fs::read(&small).unwrap();
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x80;
+    let flipped = dir.join("small-w8a16-flipped.s2s");
+    std::fs::write(&flipped, &bytes).unwrap();
+    refused(Board::Microbit, Some(&flipped), "corrupted: CRC ");
+}
+
+#[test]
+fn a_missing_model_is_refused() {
+    refused(Board::Mps2An505, None, "not a model file (bad magic)");
+    refused(Board::Lm3s6965evb, None, "not a model file (bad magic)");
+}
+
+#[test]
+fn a_model_larger_than_the_model_region_is_refused_by_the_runner() {
+    let g2p = model_file("g2p-en.s2s");
+    let e = device::run_on_board(
+        &g2p,
+        Board::Lm3s6965evb,
+        &["abc".into()],
+        false,
+        SHORT_TIMEOUT,
+        true,
+    )
+    .unwrap_err();
+    assert!(e.contains("more than the board's model region"), "{e}");
+}
+
+#[test]
+fn a_model_beyond_the_arena_is_refused() {
+    let dir = scratch_dir("firmware-arena");
+    // A memory projection of 400 on lm3s6965evb: 64 positions x 400 x 2 bytes of memory
+    // alone exceed its 40 KiB arena, while the file is a few KB.
+    let mut d = small_desc();
+    d.memory_proj = Some(400);
+    d.ordering = Ordering::Luong;
+    d.attn_dim = 8;
+    d.out_parts[1] = Some(Part::Context);
+    let wide = synthetic(&dir, "wide-memory-w8a16.s2s", &d, PrecisionKind::W8A16);
+    let line = refused(Board::Lm3s6965evb, Some(&wide), "workspace needs ");
+    assert!(
+        line.contains("the arena has 40960 (capacities of lm3s6965evb"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_model_beyond_the_positions_or_steps_is_refused() {
+    let dir = scratch_dir("firmware-positions");
+    let mut d = small_desc();
+    d.src_pad_to = 300;
+    let long = synthetic(&dir, "padded-300.s2s", &d, PrecisionKind::F32);
+    let line = refused(
+        Board::Mps2An386,
+        Some(&long),
+        "input of 300 positions exceeds the capacity of 256",
+    );
+    assert!(line.contains("capacities of mps2-an386"), "{line}");
+    let mut d = small_desc();
+    d.max_steps = 300;
+    let many = synthetic(&dir, "steps-300.s2s", &d, PrecisionKind::F32);
+    refused(
+        Board::Mps2An386,
+        Some(&many),
+        "output buffer holds 256 tokens, the model may produce 300",
+    );
+}
+
+#[test]
+fn an_f32_model_on_the_microbit_is_an_unsupported_precision() {
+    let dir = scratch_dir("firmware-precision");
+    let small = synthetic(&dir, "small-f32.s2s", &small_desc(), PrecisionKind::F32);
+    refused(
+        Board::Microbit,
+        Some(&small),
+        "precision f32 is not supported by this build",
+    );
+    refused(
+        Board::Lm3s6965evb,
+        Some(&small),
+        "precision f32 is not supported by this build",
+    );
+}
+
+// ------------------------------------------------------------------ faults
+
+#[test]
+fn panics_and_hardfaults_end_the_run_with_their_status() {
+    for board in Board::ALL {
+        for (bin, status) in [
+            ("panic-test", EXIT_PANIC),
+            ("hardfault-test", EXIT_HARDFAULT),
+        ] {
+            let elf = qemu::build_firmware_bin(board, bin, true).unwrap_or_else(|e| panic!("{e}"));
+            let run = qemu::run(board, &elf, None, &[], SHORT_TIMEOUT)
+                .unwrap_or_else(|e| panic!("{bin} on {board} (a hang is a timeout): {e}"));
+            assert_eq!(
+                run.exit_code,
+                Some(status),
+                "{bin} on {board}: {:?}",
+                run.uart_lines
+            );
+            let tag = if status == EXIT_PANIC {
+                "PANIC "
+            } else {
+                "HARDFAULT "
+            };
+            assert!(
+                run.line_starting_with(tag).is_some(),
+                "{bin} on {board}: {:?}",
+                run.uart_lines
+            );
+        }
+    }
+}
