@@ -485,10 +485,9 @@ fn keras_style_luong_with_padding_attended_matches_reference() {
     check_against_reference(&d, 22);
 }
 
-/// A model whose output layer reads only the input embedding through a permutation:
-/// every step maps token y to y + 1, so from `<s>` (1) it must emit w, x, y, z, q and
-/// stop on nothing but the step limit... unless `</s>` (2) follows; here the cycle is
-/// 1 -> 3 -> 4 -> 5 -> 2 (end).
+/// A vanilla model whose output layer reads only the input embedding through a
+/// permutation, the cycle `<s>` -> w -> x -> y -> `</s>`: whatever the GRUs compute, the
+/// output must be "w x y".
 #[test]
 fn hand_built_cycle_model_has_known_output() {
     let mut d = base_desc();
@@ -697,5 +696,153 @@ fn batched_lanes_equal_single_runs() {
             }
         }
         assert_eq!(failed, 1);
+    }
+}
+
+/// Sign patterns of the four letters a, b, c, d (source ids 3..=6): +1 at the letter,
+/// -1 elsewhere. The encoder below turns every source letter into its pattern.
+fn pattern(letter: usize) -> [f32; 4] {
+    let mut p = [-1.0; 4];
+    p[letter] = 1.0;
+    p
+}
+
+/// A hand-built attention model with a known output. Encoder: one GRU whose update
+/// gate is shut (bias -20) and whose candidate reads only the input, so each memory row
+/// is the sign pattern of its letter (tanh(+-5)). The decoder's state is likewise set
+/// by its input alone, to the pattern of the letter to look for: c after `<s>`, a after
+/// y. Dot attention (scale 5) then puts all the weight on that letter wherever it is,
+/// the output layer reads the context (letter a, b, c, d -> w, x, y, z), and the input
+/// embedding of w sends `</s>`. So any source holding a c and an a translates to "y w".
+/// With Bahdanau ordering the query is the previous state, so the first pattern comes
+/// from a dense bridge and the GRU sets the next one.
+fn finder(ordering: Ordering) -> Vec<u64> {
+    let (v_src, v_tgt, h) = (SRC.len(), TGT.len(), 4);
+    let mut d = base_desc();
+    d.enc_emb = v_src;
+    d.dec_emb = v_tgt;
+    d.enc_hidden = h;
+    d.dec_hidden = h;
+    d.ordering = ordering;
+    d.score = ScoreKind::Dot;
+    d.score_scale = 5.0;
+    d.init = if ordering == Ordering::Bahdanau {
+        Init::Dense
+    } else {
+        Init::Zeros
+    };
+    d.out_parts = parts(&[Part::Context, Part::Embedding]);
+    d.check().unwrap();
+    let mut b = ModelBuilder::new(PrecisionKind::F32, d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    b.separator = " ".into();
+    let eye =
+        |n: usize| -> Vec<f32> { (0..n * n).map(|i| (i / n == i % n) as u8 as f32).collect() };
+    b.linear_f32((Role::EncEmb, 0, 0), v_src, v_src, &eye(v_src), None);
+    b.linear_f32((Role::DecEmb, 0, 0), v_tgt, v_tgt, &eye(v_tgt), None);
+    // GRU matrices with rows [r, z, n]: z shut, n = tanh(10 * (row of the input) - 5 * ...).
+    let gru = |cols: usize, n_rows: &dyn Fn(usize, usize) -> f32| -> (Vec<f32>, Vec<f32>) {
+        let mut w = vec![0.0; 3 * h * cols];
+        let mut bias = vec![0.0; 3 * h];
+        for j in 0..h {
+            bias[h + j] = -20.0;
+            for c in 0..cols {
+                w[(2 * h + j) * cols + c] = n_rows(j, c);
+            }
+        }
+        (w, bias)
+    };
+    let zeros = vec![0.0; 3 * h * h];
+    // Encoder: letter k (id 3 + k) -> pattern(k); other tokens -> all -1.
+    let (w, bias) = gru(v_src, &|j, c| if c == 3 + j { 10.0 } else { 0.0 });
+    let bias: Vec<f32> = bias
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i >= 2 * h { -5.0 } else { v })
+        .collect();
+    b.linear_f32((Role::EncWih, 0, 0), 3 * h, v_src, &w, Some(&bias));
+    b.linear_f32((Role::EncWhh, 0, 0), 3 * h, h, &zeros, None);
+    // Decoder: the state after reading a token is the pattern of the letter to look
+    // for next (all -1 after any other token). Luong queries with that state in the
+    // same step; Bahdanau with it in the next one, its first query coming from the
+    // bridge.
+    let state_after = |tok: usize| match (ordering, tok) {
+        (Ordering::Luong, 1) => Some(pattern(2)),
+        (Ordering::Luong, 5) => Some(pattern(0)),
+        (Ordering::Bahdanau, 1) => Some(pattern(0)),
+        _ => None,
+    };
+    // Bahdanau's GRU also reads the context, with weight 0.
+    let cols = if ordering == Ordering::Bahdanau {
+        v_tgt + h
+    } else {
+        v_tgt
+    };
+    let (w, bias) = gru(cols, &|j, c| match (c < v_tgt, state_after(c)) {
+        (true, Some(p)) => 10.0 * p[j],
+        (true, None) => -10.0,
+        (false, _) => 0.0,
+    });
+    b.linear_f32((Role::DecWih, 0, 0), 3 * h, cols, &w, Some(&bias));
+    b.linear_f32((Role::DecWhh, 0, 0), 3 * h, h, &zeros, None);
+    if ordering == Ordering::Bahdanau {
+        // s_0 = tanh(0 * x + 10 * pattern(c)): the first query looks for c.
+        let bias: Vec<f32> = pattern(2).iter().map(|v| 10.0 * v).collect();
+        b.linear_f32((Role::Bridge, 0, 0), h, h, &vec![0.0; h * h], Some(&bias));
+    }
+    // Output: context pattern of letter k -> w, x, y, z (ids 3..=6); input w -> </s>.
+    let cols = h + v_tgt;
+    let mut w = vec![0.0; v_tgt * cols];
+    for k in 0..4 {
+        for (j, &p) in pattern(k).iter().enumerate() {
+            w[(3 + k) * cols + j] = p;
+        }
+    }
+    w[2 * cols + h + 3] = 10.0;
+    b.linear_f32((Role::Out, 0, 0), v_tgt, cols, &w, None);
+    aligned(&b.to_bytes())
+}
+
+/// The position each step attends to most.
+#[derive(Default)]
+struct Peaks(Vec<usize>);
+impl Observer<F32> for Peaks {
+    fn step(&mut self, s: &Step<'_, F32>) {
+        let w = s.weights.expect("an attention model");
+        self.0.push(s2s_kernels::float::argmax(w).unwrap());
+    }
+}
+
+/// Runs a finder model on `src` and checks its output and where it looked.
+fn check_finder(model: &[u64], src: &str) {
+    let (ids, text, _) = run_line(model, src).unwrap();
+    assert_eq!((ids, text.as_str()), (vec![5, 3], "y w"), "{src}");
+    let file = ModelFile::parse(bytemuck::cast_slice(model)).unwrap();
+    let net = Net::<F32>::bind(&file).unwrap();
+    let mut arena = vec![0u32; 1 << 14];
+    let mut runner = Runner::new(&net, &mut arena, 16).unwrap();
+    let mut out = [0u16; 12];
+    let mut peaks = Peaks::default();
+    runner
+        .translate_line::<Error>(src, &mut out, &mut peaks, |_| Ok(()))
+        .unwrap();
+    let at = |ch| src.find(ch).unwrap();
+    assert_eq!(&peaks.0[..2], &[at('c'), at('a')], "{src}");
+}
+
+#[test]
+fn hand_built_luong_model_finds_its_letters_wherever_they_are() {
+    let model = finder(Ordering::Luong);
+    for src in ["ca", "ac", "dcab", "bbacd", "cdba"] {
+        check_finder(&model, src);
+    }
+}
+
+#[test]
+fn hand_built_bahdanau_model_finds_its_letters_wherever_they_are() {
+    let model = finder(Ordering::Bahdanau);
+    for src in ["ca", "ac", "dcab", "bbacd", "cdba"] {
+        check_finder(&model, src);
     }
 }
