@@ -204,3 +204,48 @@ fn input_longer_than_the_capacity() {
     let line = assert_one_error(&r, &["26", "25", "line 1"]);
     eprintln!("{line}");
 }
+
+#[test]
+fn calibration_with_nothing_usable() {
+    let dir = scratch_dir("calibration");
+    let model = model_file("netra.s2s");
+    let out = dir.join("q.s2s");
+    // An empty file.
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let path = empty.display().to_string();
+    let r = s2s(
+        &[
+            &"quantize",
+            &model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &empty,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert_one_error(&r, &[&path, "empty"]);
+    // Lines whose every symbol is outside the source vocabulary (netra's has letters
+    // only): not a model full of zero scales, an error.
+    let foreign = dir.join("foreign.txt");
+    std::fs::write(&foreign, "1234\n!!?\n\u{17a2}\u{17ab}\n").unwrap();
+    let path = foreign.display().to_string();
+    let r = s2s(
+        &[
+            &"quantize",
+            &model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &foreign,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert_one_error(&r, &[&path, "none of the 3 calibration lines is usable"]);
+    assert_only(&dir, &["empty.txt", "foreign.txt"]);
+}

@@ -349,33 +349,9 @@ fn inflate(raw: &[u8], expected: u64) -> Result<Vec<u8>, String> {
         .map_err(|error| format!("deflate stream is corrupt or larger than declared ({error})"))
 }
 
-/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zip stores it.
-pub fn crc32(data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = crc32_table();
-    !data.iter().fold(!0u32, |crc, &byte| {
-        TABLE[usize::from((crc as u8) ^ byte)] ^ (crc >> 8)
-    })
-}
-
-const fn crc32_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut index = 0;
-    while index < 256 {
-        let mut value = index as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            value = if value & 1 != 0 {
-                (value >> 1) ^ 0xedb8_8320
-            } else {
-                value >> 1
-            };
-            bit += 1;
-        }
-        table[index] = value;
-        index += 1;
-    }
-    table
-}
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zip stores it: the same
+/// checksum as the model file's, shared.
+pub use seq2seq::format::crc32;
 
 /// `bytes[start..start + len]`, or `None` if that range is not inside `bytes`.
 fn slice(bytes: &[u8], start: usize, len: usize) -> Option<&[u8]> {
