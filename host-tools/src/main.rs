@@ -115,7 +115,8 @@ enum Cmd {
         /// Picture to write (.png or .svg); without it the map is drawn in the terminal.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Terminal drawing without colours (shade characters).
+        /// Terminal drawing without colours (shade characters); also the default when
+        /// standard output is not a terminal.
         #[arg(long)]
         no_color: bool,
     },
@@ -184,7 +185,12 @@ fn run(cli: Cli) -> Result<(), String> {
             source,
             output,
             no_color,
-        } => cmd_heatmap(&model, &source, output.as_deref(), !no_color),
+        } => {
+            // Colours only for a terminal that is not asked to do without them.
+            use std::io::IsTerminal;
+            let color = !no_color && std::io::stdout().is_terminal();
+            cmd_heatmap(&model, &source, output.as_deref(), color)
+        }
         Cmd::Qemu(a) => host_tools::device::qemu_command(&a),
     }
 }
