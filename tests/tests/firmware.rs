@@ -190,7 +190,21 @@ fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) ->
                     b.tensor(id(Slot::Bias), DType::I32, s.rows, 1, &bias);
                 }
             }
-            PrecisionKind::W8F32 => unimplemented!("not needed here"),
+            PrecisionKind::W8F32 => {
+                let w: Vec<i8> = (0..n).map(|_| (next() * 127.0) as i8).collect();
+                b.tensor(id(Slot::Weight), DType::I8, s.rows, s.cols, &w);
+                b.tensor(
+                    id(Slot::RowQ),
+                    DType::F32,
+                    s.rows,
+                    1,
+                    &vec![1.0f32 / 256.0; s.rows],
+                );
+                if !s.is_embedding() {
+                    let bias: Vec<f32> = (0..s.rows).map(|_| next() * 0.1).collect();
+                    b.tensor(id(Slot::Bias), DType::F32, s.rows, 1, &bias);
+                }
+            }
         }
     }
     let bytes = b.to_bytes();
