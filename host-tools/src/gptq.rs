@@ -20,7 +20,7 @@ use s2s_kernels::{Linear, Precision, F32};
 
 use crate::hostf32::{as_f32, F32Like, LinearImpl};
 use seq2seq::format::{Role, Slot, TensorId};
-use seq2seq::{Net, Runner};
+use seq2seq::{Net, Observer, Runner};
 
 use crate::model::LoadedModel;
 
@@ -89,8 +89,15 @@ impl LinearImpl for Record {
     }
 }
 
-/// Runs the f32 model over `lines` and returns the input statistics of every layer.
-pub fn collect(m: &LoadedModel, lines: &[String]) -> Result<Hessians, String> {
+/// Runs the f32 model over `lines` and returns the input statistics of every layer;
+/// `obs` sees every run too (the calibration's ranges come from the same pass) and
+/// `progress` the number of lines done.
+pub fn collect(
+    m: &LoadedModel,
+    lines: &[String],
+    obs: &mut impl Observer<Recording>,
+    mut progress: impl FnMut(usize),
+) -> Result<Hessians, String> {
     let file = m.file();
     let mut layers = vec![];
     for s in file.desc().layer_specs() {
@@ -115,9 +122,10 @@ pub fn collect(m: &LoadedModel, lines: &[String]) -> Result<Hessians, String> {
         let mut arena = vec![0u32; bytes.div_ceil(4)];
         let mut runner = Runner::new(&net, &mut arena, positions).map_err(|e| e.to_string())?;
         let mut out = vec![0u16; net.desc.max_steps];
-        for l in lines {
+        for (i, l) in lines.iter().enumerate() {
             // Lines the model cannot read are simply not calibration data.
-            let _ = runner.translate_line::<seq2seq::Error>(l, &mut out, &mut (), |_| Ok(()));
+            let _ = runner.translate_line::<seq2seq::Error>(l, &mut out, obs, |_| Ok(()));
+            progress(i + 1);
         }
         Ok(())
     })();

@@ -165,39 +165,33 @@ impl<P: Precision> Observer<P> for Recorder<'_> {
                 self.out
                     .weights
                     .push(w.iter().map(|&v| P::unit_to_f32(v)).collect());
-                self.out.raw_weights.push(
-                    w.iter()
-                        .map(|v| {
-                            let b = bytemuck::bytes_of(v);
-                            let mut x = [0u8; 8];
-                            x[..b.len()].copy_from_slice(b);
-                            i64::from_le_bytes(x)
-                        })
-                        .collect(),
-                );
+                self.out.raw_weights.push(raw_bits(w));
             }
         }
         if self.keep.logits {
             self.out
                 .logits
                 .push(s.logits.iter().map(|&v| P::wide_to_f32(v)).collect());
-            self.out.raw_logits.push(
-                s.logits
-                    .iter()
-                    .map(|v| {
-                        let b = bytemuck::bytes_of(v);
-                        let mut w = [0u8; 8];
-                        w[..b.len()].copy_from_slice(b);
-                        i64::from_le_bytes(w)
-                    })
-                    .collect(),
-            );
+            self.out.raw_logits.push(raw_bits(s.logits));
         }
     }
 }
 
 /// Sources decoded together by the host runner.
 pub const HOST_LANES: usize = crate::hostf32::LANES;
+
+/// Each value's stored bits (an integer, or a float's bit pattern), widened to `i64`.
+fn raw_bits<T: bytemuck::Pod>(values: &[T]) -> Vec<i64> {
+    values
+        .iter()
+        .map(|v| {
+            let b = bytemuck::bytes_of(v);
+            let mut x = [0u8; 8];
+            x[..b.len()].copy_from_slice(b);
+            i64::from_le_bytes(x)
+        })
+        .collect()
+}
 
 /// A runner for one model with its workspace, for decoding many sources: lines go
 /// through the core [`HOST_LANES`] at a time, sharing every matrix product.

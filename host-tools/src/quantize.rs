@@ -16,7 +16,7 @@ use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::{LayerSpec, ModelDesc};
 use seq2seq::format::{DType, Role, Slot, TensorId};
-use seq2seq::{Probe, ScoreKind};
+use seq2seq::{Observer, Probe, ScoreKind, Step, Values};
 
 use crate::model::{decode_lines, Keep, LoadedModel};
 
@@ -46,6 +46,34 @@ pub struct Calibration {
     pub lines: Vec<String>,
 }
 
+/// Largest magnitudes seen by a calibration run.
+struct Ranges {
+    max: BTreeMap<Probe, f32>,
+    logits_max: f32,
+    sequences: usize,
+}
+
+impl Observer<crate::gptq::Recording> for Ranges {
+    fn encoded(&mut self, _positions: usize) {
+        self.sequences += 1;
+    }
+    fn step(&mut self, s: &Step<'_, crate::gptq::Recording>) {
+        for v in s.logits {
+            self.logits_max = self.logits_max.max(v.abs());
+        }
+    }
+    fn probe(&mut self, probe: Probe, values: Values<'_, crate::gptq::Recording>) {
+        let e = self.max.entry(probe).or_insert(0.0);
+        let vals: &[f32] = match values {
+            Values::Act(a, _) => a,
+            Values::Wide(w) => w,
+        };
+        for v in vals {
+            *e = e.max(v.abs());
+        }
+    }
+}
+
 /// Headroom kept above the calibrated maximum when choosing a format.
 pub const MARGIN: f32 = 1.25;
 
@@ -53,7 +81,7 @@ pub const MARGIN: f32 = 1.25;
 pub fn calibrate(
     m: &LoadedModel,
     lines: &[String],
-    mut progress: impl FnMut(usize),
+    progress: impl FnMut(usize),
 ) -> Result<Calibration, String> {
     let file = m.file();
     if file.precision() != PrecisionKind::F32 {
@@ -101,27 +129,15 @@ pub fn calibrate(
             )
         });
     }
-    let keep = Keep {
-        probes: true,
-        logits: true,
-        ..Keep::default()
+    // One pass of the float model gives both the ranges and the layers' input
+    // statistics.
+    let mut ranges = Ranges {
+        max: BTreeMap::new(),
+        logits_max: 0.0,
+        sequences: 0,
     };
-    for (i, chunk) in usable.chunks(64).enumerate() {
-        for d in decode_lines(m, chunk, keep)? {
-            for (p, occurrences) in &d.probes {
-                let e = c.max.entry(*p).or_insert(0.0);
-                for v in occurrences.iter().flatten() {
-                    *e = e.max(v.abs());
-                }
-            }
-            for v in d.logits.iter().flatten() {
-                c.logits_max = c.logits_max.max(v.abs());
-            }
-            c.sequences += 1;
-        }
-        progress((i * 64 + chunk.len()).min(usable.len()));
-    }
-    c.hessians = crate::gptq::collect(m, &usable)?;
+    c.hessians = crate::gptq::collect(m, &usable, &mut ranges, progress)?;
+    (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
     c.lines = usable;
     Ok(c)
 }
