@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE};
 use serde::Deserialize;
 
 /// A whole configuration file.
@@ -284,11 +284,11 @@ impl Config {
     /// The model description, checked.
     pub fn desc(&self) -> Result<ModelDesc, String> {
         let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16, String> {
-            vocab
+            let i = vocab
                 .iter()
                 .position(|t| t == name)
-                .map(|i| i as u16)
-                .ok_or_else(|| format!("{what} token {name:?} is not in the vocabulary"))
+                .ok_or_else(|| format!("{what} token {name:?} is not in the vocabulary"))?;
+            u16::try_from(i).map_err(|_| format!("{what} token {name:?} has id {i}, above 65535"))
         };
         let (s, t) = (&self.source, &self.target);
         let att = self.attention.as_ref();
@@ -303,6 +303,7 @@ impl Config {
             Some(ScoreName::ScaledDot) => ScoreKind::ScaledDot,
             Some(ScoreName::General) => ScoreKind::General,
         };
+        let additive = att.filter(|_| score == ScoreKind::Additive);
         if self.decoder.output.len() > MAX_OUT_PARTS {
             return Err(format!("decoder.output: at most {MAX_OUT_PARTS} parts"));
         }
@@ -327,9 +328,10 @@ impl Config {
             memory_proj: att.and_then(|a| a.memory_proj),
             ordering,
             score,
-            attn_dim: att.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
-            attn_query_proj: att.is_some_and(|a| a.query_proj),
-            attn_key_proj: att.is_some_and(|a| a.key_proj),
+            // The additive score's own fields; zero for the others, as the file wants.
+            attn_dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+            attn_query_proj: additive.is_some_and(|a| a.query_proj),
+            attn_key_proj: additive.is_some_and(|a| a.key_proj),
             mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
             src_pad_to: s.pad_to.unwrap_or(0),
             init: match self.decoder.init {
@@ -373,6 +375,44 @@ impl Config {
             score_scale_q: Requant::ONE,
         };
         // Round-trip through the stored form so every field gets the file's checks.
-        ModelDesc::from_raw(&d.to_raw()).map_err(|e| e.to_string())
+        d.to_raw()
+            .and_then(|raw| ModelDesc::from_raw(&raw))
+            .map_err(config_error)
+    }
+}
+
+/// The configuration key a description field comes from.
+fn config_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "src_vocab" => "source.tokens (count)",
+        "tgt_vocab" => "target.tokens (count)",
+        "src_pad_to" => "source.pad_to",
+        "max_steps" => "target.max_steps",
+        "enc_emb" => "encoder.embedding",
+        "enc_hidden" => "encoder.hidden",
+        "enc_layers" => "encoder.layers",
+        "memory_proj" => "attention.memory_proj",
+        "attn_dim" => "attention.dim",
+        "attentional" => "attention.attentional",
+        "dec_emb" => "decoder.embedding",
+        "dec_hidden" => "decoder.hidden",
+        "dec_layers" => "decoder.layers",
+        _ => return None,
+    })
+}
+
+/// A description error in the configuration's terms: a size out of range names its key.
+fn config_error(e: seq2seq::Error) -> String {
+    use seq2seq::Error;
+    match e {
+        Error::FieldOverflow { field, value } => match config_key(field) {
+            Some(key) => format!("{key} = {value} is too large (at most {MAX_SIZE})"),
+            None => e.to_string(),
+        },
+        Error::BadField(field) => match config_key(field) {
+            Some(key) => format!("{key} is out of range (1 to {MAX_SIZE})"),
+            None => e.to_string(),
+        },
+        e => e.to_string(),
     }
 }

@@ -200,7 +200,9 @@ fn cmd_import(config: &Path, weights: &Path, output: &Path) -> Result<(), String
     let tensors = formats::read_weights(weights).map_err(|e| e.to_string())?;
     let builder = import::import(&cfg, &tensors)
         .map_err(|e| format!("{} with {}: {e}", config.display(), weights.display()))?;
-    let bytes = builder.to_bytes();
+    let bytes = builder
+        .to_bytes()
+        .map_err(|e| format!("{}: {e}", output.display()))?;
     // Check what we wrote exactly as a reader will.
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
@@ -331,7 +333,9 @@ fn cmd_quantize(
         (Scheme::W8f32, None) => None,
     };
     let (builder, report) = quantize(&m, scheme, planes, calibration.as_ref())?;
-    let bytes = builder.to_bytes();
+    let bytes = builder
+        .to_bytes()
+        .map_err(|e| format!("{}: {e}", output.display()))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
     eprint!("{report}");

@@ -37,7 +37,19 @@ impl LoadedModel {
             words: seq2seq::builder::aligned(bytes),
             len: bytes.len(),
         };
-        ModelFile::parse(m.bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let ctx = |e: Error| match e {
+            Error::UnsupportedVersion { .. } => format!(
+                "{}: {e}; re-create it from its weights with `s2s import --config MODEL.toml \
+                 --weights WEIGHTS -o {0}` (then `s2s quantize` for w8a16 or w8f32)",
+                path.display()
+            ),
+            e => format!("{}: {e}", path.display()),
+        };
+        // The host also refuses non-finite weights and scales (the firmware skips that
+        // scan).
+        ModelFile::parse(m.bytes())
+            .and_then(|f| f.check_finite())
+            .map_err(ctx)?;
         m.with_net(|_| Ok(()))?;
         Ok(m)
     }

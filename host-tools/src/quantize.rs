@@ -318,7 +318,10 @@ fn with_weights(
             b.tensor(id, DType::F32, s.rows, s.cols, &l.dequantized(p));
         }
     }
-    LoadedModel::from_bytes(&m.path, &b.to_bytes())
+    let bytes = b
+        .to_bytes()
+        .map_err(|e| format!("{}: {e}", m.path.display()))?;
+    LoadedModel::from_bytes(&m.path, &bytes)
 }
 
 /// Percentage of `lines` on which `m` gives the same output ids as `reference`.
