@@ -269,14 +269,19 @@ impl Config {
     /// Reads and parses a configuration file; errors name the file and position.
     pub fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of a configuration file; errors name `origin` and the line.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
             match e.span() {
                 Some(span) => {
                     let line = text[..span.start].matches('\n').count() + 1;
-                    format!("{}:{line}: {msg}", path.display())
+                    format!("{}:{line}: {msg}", origin.display())
                 }
-                None => format!("{}: {msg}", path.display()),
+                None => format!("{}: {msg}", origin.display()),
             }
         })
     }
@@ -414,5 +419,58 @@ fn config_error(e: seq2seq::Error) -> String {
             None => e.to_string(),
         },
         e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The netra configuration with `key = value` replaced in its section.
+    fn netra_with(section: &str, key: &str, value: &str) -> Config {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/netra.toml");
+        let text = std::fs::read_to_string(&path).expect("models/netra.toml");
+        let head = format!("[{section}]");
+        let start = text.find(&head).expect("section") + head.len();
+        let at = start + text[start..].find(&format!("\n{key} = ")).expect("key") + 1;
+        let end = at + text[at..].find('\n').expect("line end");
+        let text = format!("{}{key} = {value}{}", &text[..at], &text[end..]);
+        Config::parse(&text, &path).expect("parses")
+    }
+
+    #[test]
+    fn sizes_beyond_32_bits_name_their_key() {
+        // 2^32 + 31 was stored as 31.
+        let e = netra_with("target", "max_steps", "4294967327")
+            .desc()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "target.max_steps = 4294967327 is too large (at most 65535)"
+        );
+        for (section, key, name) in [
+            ("encoder", "hidden", "encoder.hidden"),
+            ("decoder", "embedding", "decoder.embedding"),
+            ("attention", "memory_proj", "attention.memory_proj"),
+            ("attention", "dim", "attention.dim"),
+            ("source", "pad_to", "source.pad_to"),
+        ] {
+            let e = netra_with(section, key, "4294967296").desc().unwrap_err();
+            assert_eq!(
+                e,
+                format!("{name} = 4294967296 is too large (at most 65535)")
+            );
+            let e = netra_with(section, key, "65536").desc().unwrap_err();
+            assert_eq!(e, format!("{name} is out of range (1 to 65535)"));
+        }
+    }
+
+    #[test]
+    fn the_example_configurations_give_valid_descriptions() {
+        for name in ["netra", "g2p-en", "examples/pytorch-bahdanau"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
+            let d = Config::load(&path).unwrap().desc().unwrap();
+            assert_eq!(ModelDesc::from_raw(&d.to_raw().unwrap()), Ok(d));
+        }
     }
 }
