@@ -80,6 +80,16 @@ def dist_version(root: Path, dist_prefix: str) -> str:
     raise RuntimeError(f"no Version in {info}/METADATA")
 
 
+def wheel(pkg_dir: Path, import_name: str, dist_prefix: str,
+          expected_version: str | None = None) -> tuple[Path, str]:
+    """(root, version) of an unpacked wheel; exits unless it is `expected_version`."""
+    root = find_wheel_root(pkg_dir, import_name, dist_prefix)
+    version = dist_version(root, dist_prefix)
+    if expected_version is not None and version != expected_version:
+        sys.exit(f"error: expected {dist_prefix} {expected_version}, found {version}")
+    return root, version
+
+
 def verify_against_record(root: Path, dist_prefix: str, rel_paths: list[str]) -> dict[str, str]:
     """Check files against the wheel's RECORD (sha256). Returns {path: hex sha256}.
 
