@@ -174,6 +174,16 @@ def edit_distance(a: list[str], b: list[str]) -> int:
     return prev[-1]
 
 
+def read_fixture_tsv(name: str) -> dict[str, str]:
+    """word -> output of a golden fixture in FIXTURE_DIR (header lines skipped)."""
+    rows = {}
+    for line in (FIXTURE_DIR / name).read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            word, output = line.split("\t", 1)
+            rows[word] = output
+    return rows
+
+
 def command_line() -> str:
     """The command as run, with the script path shown relative to the repo."""
     script = Path(sys.argv[0]).resolve()
