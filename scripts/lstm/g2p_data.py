@@ -13,6 +13,7 @@ most `MAX_LETTERS` letters and `MAX_PHONES` phonemes, minus the whole 3000-word 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
@@ -77,6 +78,28 @@ def load(pkg_dir):
 
 def encode_source(word):
     return [SOURCE_TOKENS.index(ch) for ch in word]
+
+
+def training_arrays(pairs, target, start_id, end_id):
+    """numpy arrays of (word, phonemes) pairs, post-padded with 0:
+    source ids (n, MAX_LETTERS), source lengths (n,), decoder inputs (<s> then the
+    phonemes), decoder targets (the phonemes then the end id) and loss weights (1 on
+    the phonemes and the end step), each (n, MAX_PHONES + 1)."""
+    import numpy as np
+    n = len(pairs)
+    src = np.zeros((n, MAX_LETTERS), np.int32)
+    src_len = np.zeros((n,), np.int32)
+    dec_in = np.zeros((n, MAX_PHONES + 1), np.int32)
+    dec_out = np.zeros((n, MAX_PHONES + 1), np.int32)
+    weight = np.zeros((n, MAX_PHONES + 1), np.float32)
+    for k, (w, ps) in enumerate(pairs):
+        ids = [target.index(p) for p in ps]
+        src[k, :len(w)] = encode_source(w)
+        src_len[k] = len(w)
+        dec_in[k, :len(ids) + 1] = [start_id] + ids
+        dec_out[k, :len(ids) + 1] = ids + [end_id]
+        weight[k, :len(ids) + 1] = 1.0
+    return src, src_len, dec_in, dec_out, weight
 
 
 def top_two(probs):
@@ -191,6 +214,35 @@ def _write_json(path, text):
     except ValueError:
         pass
     print("wrote %s" % path, file=sys.stderr)
+
+
+TRAINING_KEYS = ("parameters", "train_words", "epochs", "train_seconds", "history")
+
+
+def prior_training(out_dir, model_path):
+    """For a references-only run: the provenance and training facts of the existing
+    `reference.json` in `out_dir`, whose model file must be `model_path` unchanged."""
+    path = Path(out_dir) / "reference.json"
+    with open(str(path), encoding="utf-8") as f:
+        prior = json.load(f)
+    provenance = prior["provenance"]
+    if provenance["model_sha256"] != _sha256(model_path):
+        sys.exit("error: %s is not the model file %s describes" % (model_path, path))
+    provenance["references_regenerated"] = {"command": command_line(), "generated": utc_now()}
+    return provenance, {k: prior["summary"][k] for k in TRAINING_KEYS}
+
+
+def update_provenance(provenance, versions, model_path, extra):
+    """Adds the model file's hash and `extra`; the package versions that made the
+    references, where they differ from those that trained the model."""
+    provenance.update(extra)
+    provenance["model_sha256"] = _sha256(model_path)
+    if provenance["packages"] != versions:
+        provenance.setdefault("references_regenerated", {})["packages"] = versions
+
+
+def _sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def base_provenance(pkg_digest, seed, versions):

@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--out-dir", help="default: tests/fixtures/lstm/<fixture>")
     ap.add_argument("--epochs", type=int, help="training epochs (default per variant)")
     ap.add_argument("--train-limit", type=int, help="train on this many words only (a smoke test)")
+    ap.add_argument("--references-only", action="store_true",
+                    help="do not train: recompute the references of the model file in --out-dir")
     args = ap.parse_args()
 
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -100,58 +102,17 @@ def main():
     random.Random(SEED).shuffle(train)
     train = train[:args.train_limit] if args.train_limit else train
 
-    def arrays(pairs):
-        n = len(pairs)
-        src = np.zeros((n, data.MAX_LETTERS), np.int32)
-        dec_in = np.zeros((n, data.MAX_PHONES + 1), np.int32)
-        dec_out = np.zeros((n, data.MAX_PHONES + 1), np.int32)
-        weight = np.zeros((n, data.MAX_PHONES + 1), np.float32)
-        for k, (w, ps) in enumerate(pairs):
-            ids = [target.index(p) for p in ps]
-            src[k, :len(w)] = data.encode_source(w)
-            dec_in[k, :len(ids) + 1] = [start_id] + ids
-            dec_out[k, :len(ids) + 1] = ids + [end_id]
-            weight[k, :len(ids) + 1] = 1.0  # the phonemes and the end step
-        return src, dec_in, dec_out, weight
-
-    model = build(keras, len(target), var)
-    model.summary(print_fn=lambda s: print(s, file=sys.stderr))
-    n_params = int(model.count_params())
-
-    src, dec_in, dec_out, weight = arrays(train)
-    v = VALIDATION
-    opt = keras.optimizers.Adam(learning_rate=0.003, clipnorm=1.0)
-    t0 = time.time()
-    if major == 2:
-        model.compile(opt, "sparse_categorical_crossentropy", sample_weight_mode="temporal")
-        fit = model.fit([src[v:], dec_in[v:]], dec_out[v:, :, None], sample_weight=weight[v:],
-                        validation_data=([src[:v], dec_in[:v]], dec_out[:v, :, None], weight[:v]),
-                        batch_size=BATCH, epochs=epochs, verbose=2)
-    else:
-        model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
-        fit = model.fit([src[v:], dec_in[v:]], dec_out[v:], sample_weight=weight[v:],
-                        validation_data=([src[:v], dec_in[:v]], dec_out[:v], weight[:v]),
-                        batch_size=BATCH, epochs=epochs, verbose=2)
-    train_seconds = time.time() - t0
-    history = {k: [float("%.5g" % x) for x in vals] for k, vals in fit.history.items()}
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / var["file"]
-    if major == 2:
-        model.save(str(model_path), include_optimizer=False)
-        keras.backend.clear_session()
+    if args.references_only:
+        provenance, training = data.prior_training(out_dir, model_path)
     else:
-        # Saved from an uncompiled copy so that the file holds no optimizer state.
-        bare = build(keras, len(target), var)
-        bare.set_weights(model.get_weights())
-        bare.save(str(model_path))
+        training = train_and_save(keras, var, train, target, start_id, end_id, epochs, model_path)
+        provenance = data.base_provenance(digest, SEED, versions)
     model = keras.models.load_model(str(model_path), compile=False)
 
     # References from the reloaded model: greedy, all held-out words as one batch, step
     # t runs the whole model on the first t + 1 decoder inputs (the decoder is causal).
-    h_src = np.zeros((len(held_out), data.MAX_LETTERS), np.int32)
-    for k, (w, _) in enumerate(held_out):
-        h_src[k, :len(w)] = data.encode_source(w)
+    h_src = data.training_arrays(held_out, target, start_id, end_id)[0]
     h_dec = np.zeros((len(held_out), data.MAX_STEPS), np.int32)
     h_dec[:, 0] = start_id
     probs = np.zeros((len(held_out), data.MAX_STEPS, len(target)), np.float32)
@@ -171,27 +132,58 @@ def main():
     wrong = dict(var, zero_output_for_mask=not var["zero_output_for_mask"])
     other = numpy_check(np, weights, cases, probs, wrong, start_id, end_id)
 
+    summary.update(training)
     summary.update({
-        "parameters": n_params,
-        "train_words": len(train) - v,
-        "epochs": epochs,
-        "train_seconds": round(train_seconds),
-        "history": history,
         "numpy_f64_vs_framework": check,
         "numpy_f64_other_masking": other,
     })
-    import hashlib
-    provenance = data.base_provenance(digest, SEED, versions)
-    provenance.update({
+    data.update_provenance(provenance, versions, model_path, {
         "fixture": var["name"],
         "model_file": var["file"],
-        "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
         "references": "Keras %s itself (%s reloaded), greedy, batch of %d"
                       % (keras.__version__, var["file"], len(held_out)),
     })
     data.write_vocab(out_dir, data.MAX_LETTERS, target, var["end"])
     data.write_reference(out_dir, provenance, summary, cases)
     print({k: v for k, v in summary.items() if k != "history"}, file=sys.stderr)
+
+
+def train_and_save(keras, var, train, target, start_id, end_id, epochs, model_path):
+    """Trains the model on `train` (less the first VALIDATION words, which are watched),
+    writes it to `model_path` and returns the training facts for the summary."""
+    model = build(keras, len(target), var)
+    model.summary(print_fn=lambda s: print(s, file=sys.stderr))
+    src, _, dec_in, dec_out, weight = data.training_arrays(train, target, start_id, end_id)
+    v = VALIDATION
+    opt = keras.optimizers.Adam(learning_rate=0.003, clipnorm=1.0)
+    t0 = time.time()
+    if var is VARIANTS[2]:
+        model.compile(opt, "sparse_categorical_crossentropy", sample_weight_mode="temporal")
+        fit = model.fit([src[v:], dec_in[v:]], dec_out[v:, :, None], sample_weight=weight[v:],
+                        validation_data=([src[:v], dec_in[:v]], dec_out[:v, :, None], weight[:v]),
+                        batch_size=BATCH, epochs=epochs, verbose=2)
+    else:
+        model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
+        fit = model.fit([src[v:], dec_in[v:]], dec_out[v:], sample_weight=weight[v:],
+                        validation_data=([src[:v], dec_in[:v]], dec_out[:v], weight[:v]),
+                        batch_size=BATCH, epochs=epochs, verbose=2)
+    train_seconds = time.time() - t0
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    if var is VARIANTS[2]:
+        model.save(str(model_path), include_optimizer=False)
+        keras.backend.clear_session()
+    else:
+        # Saved from an uncompiled copy so that the file holds no optimizer state.
+        bare = build(keras, len(target), var)
+        bare.set_weights(model.get_weights())
+        bare.save(str(model_path))
+    return {
+        "parameters": int(model.count_params()),
+        "train_words": len(train) - v,
+        "epochs": epochs,
+        "train_seconds": round(train_seconds),
+        "history": {k: [float("%.5g" % x) for x in vals] for k, vals in fit.history.items()},
+    }
 
 
 def build(keras, n_target, var):

@@ -32,26 +32,19 @@ def softmax(x):
     return e / e.sum()
 
 
+def lstm_update(z, c, rec_act):
+    """The cell update from the four pre-activations `z` = [i, f, g, o] blocks."""
+    i, f, g, o = np.split(z, 4)
+    c = rec_act(f) * c + rec_act(i) * np.tanh(g)
+    return rec_act(o) * np.tanh(c), c
+
+
 def keras_lstm_step(x, h, c, kernel, recurrent, bias, rec_act):
-    z = x @ kernel + h @ recurrent + bias
-    u = h.shape[0]
-    i = rec_act(z[0:u])
-    f = rec_act(z[u:2 * u])
-    g = np.tanh(z[2 * u:3 * u])
-    o = rec_act(z[3 * u:4 * u])
-    c = f * c + i * g
-    return o * np.tanh(c), c
+    return lstm_update(x @ kernel + h @ recurrent + bias, c, rec_act)
 
 
 def torch_lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh):
-    z = w_ih @ x + b_ih + w_hh @ h + b_hh
-    n = h.shape[0]
-    i = sigmoid(z[0:n])
-    f = sigmoid(z[n:2 * n])
-    g = np.tanh(z[2 * n:3 * n])
-    o = sigmoid(z[3 * n:4 * n])
-    c = f * c + i * g
-    return o * np.tanh(c), c
+    return lstm_update(w_ih @ x + b_ih + w_hh @ h + b_hh, c, sigmoid)
 
 
 def masked_rnn(step, xs, mask, units, zero_output_for_mask):
