@@ -168,6 +168,7 @@ def train_and_save(keras, var, train, target, start_id, end_id, epochs, model_pa
                         validation_data=([src[:v], dec_in[:v]], dec_out[:v], weight[:v]),
                         batch_size=BATCH, epochs=epochs, verbose=2)
     train_seconds = time.time() - t0
+    n_params = int(model.count_params())
     model_path.parent.mkdir(parents=True, exist_ok=True)
     if var is VARIANTS[2]:
         model.save(str(model_path), include_optimizer=False)
@@ -178,7 +179,7 @@ def train_and_save(keras, var, train, target, start_id, end_id, epochs, model_pa
         bare.set_weights(model.get_weights())
         bare.save(str(model_path))
     return {
-        "parameters": int(model.count_params()),
+        "parameters": n_params,
         "train_words": len(train) - v,
         "epochs": epochs,
         "train_seconds": round(train_seconds),
