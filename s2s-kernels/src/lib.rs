@@ -6,6 +6,8 @@
 //!   dot products, softmax, log-softmax, argmax, entropy.
 //! * [`fixed`]: saturation, rounding shifts, the [`Requant`] multiplier.
 //! * [`lut`]: int16 tanh/sigmoid by table with interpolation, fixed-point softmax.
+//! * [`cell`]: the hard sigmoids of Keras 2 and Keras 3 and the LSTM cell-state update,
+//!   f32 and fixed point.
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
@@ -25,6 +27,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
+pub mod cell;
 pub mod fixed;
 pub mod float;
 pub mod lut;

@@ -46,7 +46,7 @@ use bytemuck::Pod;
 
 use crate::fixed::WIDE_FRAC;
 use crate::{
-    float, lut, Float, FloatWeight, Fmt, Job, Linear, Precision, Requant, F32, W8A16, W8F32,
+    cell, float, lut, Float, FloatWeight, Fmt, Job, Linear, Precision, Requant, F32, W8A16, W8F32,
 };
 
 /// Tolerances of one precision's primitives against the f64 reference, in real units.
@@ -94,6 +94,14 @@ pub(crate) struct Tolerances {
     /// `weighted_sum`: each output, rows in [`WSUM_FMT`] (`Q3.12`) with values in
     /// `[-7, 7]`, 1-64 unit weights summing to about one.
     pub weighted_sum: f64,
+    /// `hard_sigmoid_keras2` of wide values over the whole wide range.
+    pub hard_sigmoid_keras2: f64,
+    /// `hard_sigmoid_keras3` of wide values over the whole wide range.
+    pub hard_sigmoid_keras3: f64,
+    /// `cell_update`: `f c + i g` for unit `f`, `i`, `g` (`f`, `i` in `[0, 1)`, `g` in
+    /// `[-1, 1)`) and a cell state `c` in [`CELL_FMT`] (`Q3.12`) within `±6`, so the
+    /// result stays in range (its saturation is tested apart).
+    pub cell_update: f64,
 }
 
 /// f32: the errors of f32 arithmetic (and of the `fast-math` functions when enabled).
@@ -120,6 +128,11 @@ pub(crate) const F32_TOL: Tolerances = Tolerances {
     softmax_sum: 1e-6 + 2.0 * float::MAX_REL_ERROR_EXP as f64,
     softmax_sum_per_element: 0.0,
     weighted_sum: 2e-6,
+    // One f32 multiply and add (Keras 2) or add and divide (Keras 3) on values <= 1.
+    hard_sigmoid_keras2: 2e-7,
+    hard_sigmoid_keras3: 2e-7,
+    // Two products and a sum of magnitude up to 7.
+    cell_update: 2e-6,
 };
 
 /// int8 weights, f32 math: as f32 (the reference uses the dequantized weights).
@@ -159,6 +172,10 @@ pub(crate) const W8A16_TOL: Tolerances = Tolerances {
     softmax_sum_per_element: lut::SOFTMAX_SUM_TOLERANCE_PER_ELEMENT * U15,
     // One rounding to Q3.12.
     weighted_sum: 0.5 / 4096.0,
+    hard_sigmoid_keras2: cell::MAX_ERROR_HARD_SIGMOID_KERAS2_Q15,
+    hard_sigmoid_keras3: cell::MAX_ERROR_HARD_SIGMOID_KERAS3_Q15,
+    // Exact products and sum, one rounding to Q3.12.
+    cell_update: 0.5 / 4096.0,
 };
 
 /// Formats of the input parts of the `linear` test layers.
@@ -176,6 +193,8 @@ pub(crate) const NARROW_FMT: Fmt = Fmt { frac: 12 };
 pub(crate) const WSUM_FMT: Fmt = Fmt { frac: 12 };
 /// Formats of the two operands of `dot`.
 pub(crate) const DOT_FMTS: (Fmt, Fmt) = (Fmt { frac: 12 }, Fmt::Q15);
+/// Format of the cell states of `cell_update`.
+pub(crate) const CELL_FMT: Fmt = Fmt { frac: 12 };
 
 /// A small deterministic generator (SplitMix64), so that the measured maxima are
 /// reproducible.
@@ -971,6 +990,74 @@ pub(crate) fn weighted_sum<F: Fixture, R: Precision>(tol: &Tolerances, exact: bo
     );
 }
 
+pub(crate) fn hard_sigmoids<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    nonlinearity::<F, R>(
+        "hard_sigm_k2",
+        (tol.hard_sigmoid_keras2, f64::INFINITY),
+        exact,
+        F::P::hard_sigmoid_keras2,
+        R::hard_sigmoid_keras2,
+        |x| (0.2 * x + 0.5).clamp(0.0, 1.0),
+    );
+    nonlinearity::<F, R>(
+        "hard_sigm_k3",
+        (tol.hard_sigmoid_keras3, f64::INFINITY),
+        exact,
+        F::P::hard_sigmoid_keras3,
+        R::hard_sigmoid_keras3,
+        |x| (x / 6.0 + 0.5).clamp(0.0, 1.0),
+    );
+}
+
+/// `cell_update` on random operands in range (the ends of the unit range included);
+/// saturation at the ends of the cell format, where the precision has one, must keep
+/// the sign.
+pub(crate) fn cell_update<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+    let mut rng = Rng::new(0xBB);
+    let mut worst = 0.0f64;
+    let q = Fmt::Q15;
+    for k in 0..50_000 {
+        let f = F::act(if k % 97 == 0 { 1.0 } else { rng.unit() }, q);
+        let i = F::act(if k % 89 == 0 { 1.0 } else { rng.unit() }, q);
+        let g = F::act(rng.uniform(-1.0, 1.0), q);
+        let c = F::act(rng.uniform(-6.0, 6.0), CELL_FMT);
+        let y = F::P::cell_update(f, c, i, g, CELL_FMT);
+        let want =
+            F::act_real(f, q) * F::act_real(c, CELL_FMT) + F::act_real(i, q) * F::act_real(g, q);
+        worst = worst.max((F::act_real(y, CELL_FMT) - want).abs());
+        if exact {
+            let y2 = R::cell_update(cast(f), cast(c), cast(i), cast(g), CELL_FMT);
+            assert!(same_bits(&[y], &[y2]), "cell_update: not bit-exact");
+        }
+    }
+    // Pushed past the top and the bottom of the format: never wraps.
+    let top = F::act(7.99, CELL_FMT);
+    let up = F::P::cell_update(
+        F::act(1.0, q),
+        top,
+        F::act(1.0, q),
+        F::act(1.0, q),
+        CELL_FMT,
+    );
+    assert!(
+        F::act_real(up, CELL_FMT) >= 7.99,
+        "cell_update wrapped at the top"
+    );
+    let bottom = F::act(-8.0, CELL_FMT);
+    let down = F::P::cell_update(
+        F::act(1.0, q),
+        bottom,
+        F::act(1.0, q),
+        F::act(-1.0, q),
+        CELL_FMT,
+    );
+    assert!(
+        F::act_real(down, CELL_FMT) <= -7.99,
+        "cell_update wrapped at the bottom"
+    );
+    verdict::<F>("cell_update", worst, tol.cell_update, twin_name::<R>(exact));
+}
+
 /// Generates the suite for one precision: `precision_suite!(module, Precision, Fixture,
 /// TOLERANCES)`, optionally `, bit_exact_with = Reference`. `Fixture` is
 /// `FloatFixture` or `IntFixture` (applied to the precision).
@@ -1028,6 +1115,14 @@ macro_rules! precision_suite {
             #[test]
             fn weighted_sum() {
                 $crate::suite::weighted_sum::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn hard_sigmoids() {
+                $crate::suite::hard_sigmoids::<$f, $r>(&$tol, $exact);
+            }
+            #[test]
+            fn cell_update() {
+                $crate::suite::cell_update::<$f, $r>(&$tol, $exact);
             }
         }
     };
