@@ -2,11 +2,13 @@
 //!
 //! * [`formats`]: reading trained weights (safetensors, npz, Keras 3, HDF5);
 //! * [`config`] and [`import`]: model configurations and the f32 model file they make;
+//!   [`cells`]: their GRU / LSTM settings and gate orders;
 //! * [`model`]: loading model files and running them through the no_std core;
 //! * [`eval`], [`inspect`], [`heatmap`]: reports and pictures;
 //! * [`qemu`]: building the firmware and running it under QEMU.
 #![deny(unsafe_code)]
 
+pub mod cells;
 pub mod check;
 pub mod config;
 pub mod device;

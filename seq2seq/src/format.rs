@@ -177,10 +177,11 @@ pub enum Role {
     DecWhh = 12,
     Attentional = 13,
     Out = 14,
+    BridgeC = 15,
 }
 
 impl Role {
-    const ALL: [Role; 14] = [
+    const ALL: [Role; 15] = [
         Role::EncEmb,
         Role::EncWih,
         Role::EncWhh,
@@ -195,6 +196,7 @@ impl Role {
         Role::DecWhh,
         Role::Attentional,
         Role::Out,
+        Role::BridgeC,
     ];
 
     /// The name used in tensor names and configuration files.
@@ -209,6 +211,7 @@ impl Role {
             Role::AttnV => "attention.v",
             Role::AttnGeneral => "attention.general",
             Role::Bridge => "bridge",
+            Role::BridgeC => "bridge_c",
             Role::DecEmb => "decoder.embedding",
             Role::DecWih => "decoder.w_ih",
             Role::DecWhh => "decoder.w_hh",
@@ -301,7 +304,12 @@ impl core::fmt::Display for LayerName {
         f.write_str(id.role.name())?;
         if matches!(
             id.role,
-            Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Bridge
+            Role::EncWih
+                | Role::EncWhh
+                | Role::DecWih
+                | Role::DecWhh
+                | Role::Bridge
+                | Role::BridgeC
         ) {
             write!(f, ".l{}", id.layer)?;
         }

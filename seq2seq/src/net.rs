@@ -2,10 +2,10 @@
 
 use attention_core::{Attention, Score};
 use heapless::Vec as HVec;
-use rnn_core::{GruCell, GruLayer};
+use rnn_core::{Cell, GruCell, LstmCell, Recurrent, ResetMode, RnnLayer};
 use s2s_kernels::{Fmt, Linear, Precision};
 
-use crate::desc::{Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
+use crate::desc::{CellKind, Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, Stored, TensorId};
 use crate::vocab::Vocab;
 use crate::Error;
@@ -21,17 +21,20 @@ pub struct Net<'a, P: Precision> {
     /// Source embedding table.
     pub src_emb: Linear<'a, P>,
     /// Encoder layers, bottom first.
-    pub encoder: HVec<GruLayer<'a, P>, MAX_LAYERS>,
+    pub encoder: HVec<RnnLayer<'a, P>, MAX_LAYERS>,
     /// Projection of encoder outputs into the memory.
     pub memory_proj: Option<Linear<'a, P>>,
     /// The attention, if the decoder attends.
     pub attention: Option<Attention<'a, P>>,
     /// Dense bridge per decoder layer ([`Init::Dense`]).
     pub bridge: HVec<Linear<'a, P>, MAX_LAYERS>,
+    /// Dense bridge of the cell state per decoder layer (an LSTM decoder whose
+    /// `init_cell` is [`Init::Dense`]).
+    pub bridge_c: HVec<Linear<'a, P>, MAX_LAYERS>,
     /// Target embedding table.
     pub dec_emb: Linear<'a, P>,
     /// Decoder cells, bottom first.
-    pub decoder: HVec<GruCell<'a, P>, MAX_LAYERS>,
+    pub decoder: HVec<Cell<'a, P>, MAX_LAYERS>,
     /// Luong's attentional layer.
     pub attentional: Option<Linear<'a, P>>,
     /// Output layer.
@@ -106,13 +109,18 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
 
         let mut encoder = HVec::new();
         for l in 0..d.enc_layers {
-            let cell = |dir| -> Result<GruCell<'a, P>, Error> {
+            let dir_cell = |dir| -> Result<Cell<'a, P>, Error> {
                 let w_ih = r.linear(Role::EncWih, l, dir)?;
                 let w_hh = r.linear(Role::EncWhh, l, dir)?;
-                Ok(GruCell::new(w_ih, w_hh, d.enc_reset)?)
+                let (kind, reset, rec) = (d.enc_cell, d.enc_reset, d.enc_recurrent);
+                cell(kind, w_ih, w_hh, reset, rec, d.fmt_enc_cell)
             };
-            let bwd = if d.enc_bidir { Some(cell(1)?) } else { None };
-            let layer = GruLayer::new(cell(0)?, bwd)?;
+            let bwd = if d.enc_bidir {
+                Some(dir_cell(1)?)
+            } else {
+                None
+            };
+            let layer = RnnLayer::new(dir_cell(0)?, bwd)?;
             encoder
                 .push(layer)
                 .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
@@ -157,22 +165,33 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?)
         };
 
-        let mut bridge = HVec::new();
-        if d.init == Init::Dense {
-            for l in 0..d.dec_layers {
-                let b = r.linear(Role::Bridge, l, 0)?;
-                bridge
-                    .push(b)
-                    .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
+        let bridges = |role, init| -> Result<HVec<Linear<'a, P>, MAX_LAYERS>, Error> {
+            let mut v = HVec::new();
+            if init == Init::Dense {
+                for l in 0..d.dec_layers {
+                    v.push(r.linear(role, l, 0)?)
+                        .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
+                }
             }
-        }
+            Ok(v)
+        };
+        let bridge = bridges(Role::Bridge, d.init)?;
+        let bridge_c = bridges(Role::BridgeC, d.init_cell)?;
 
         let mut decoder = HVec::new();
         for l in 0..d.dec_layers {
             let w_ih = r.linear(Role::DecWih, l, 0)?;
             let w_hh = r.linear(Role::DecWhh, l, 0)?;
+            let c = cell(
+                d.dec_cell,
+                w_ih,
+                w_hh,
+                d.dec_reset,
+                d.dec_recurrent,
+                d.fmt_dec_cell,
+            )?;
             decoder
-                .push(GruCell::new(w_ih, w_hh, d.dec_reset)?)
+                .push(c)
                 .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
         }
 
@@ -189,6 +208,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             memory_proj,
             attention,
             bridge,
+            bridge_c,
             dec_emb,
             decoder,
             attentional,
@@ -200,25 +220,40 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
     }
 }
 
+/// A cell of the description's kind from its two layers.
+fn cell<'a, P: Precision>(
+    kind: CellKind,
+    w_ih: Linear<'a, P>,
+    w_hh: Linear<'a, P>,
+    reset: ResetMode,
+    rec: Recurrent,
+    cell_fmt: Fmt,
+) -> Result<Cell<'a, P>, Error> {
+    Ok(match kind {
+        CellKind::Gru => Cell::Gru(GruCell::new(w_ih, w_hh, reset)?.with_recurrent(rec)),
+        CellKind::Lstm => Cell::Lstm(LstmCell::new(w_ih, w_hh, rec, cell_fmt)?),
+    })
+}
+
 impl<P: Precision> Net<'_, P> {
     /// Multiply-accumulates of the encoder per source position (both directions, all
     /// layers, the memory projection and precomputed keys).
     pub fn macs_per_source_position(&self) -> usize {
-        let gru: usize = self
+        let rnn: usize = self
             .encoder
             .iter()
             .map(|l| l.fwd.macs() * l.directions())
             .sum();
         let proj = self.memory_proj.map_or(0, |p| p.macs());
         let keys = self.attention.as_ref().map_or(0, |a| a.key_macs());
-        gru + proj + keys
+        rnn + proj + keys
     }
 
     /// Multiply-accumulates of one decoder step over `t` source positions.
     pub fn macs_per_step(&self, t: usize) -> usize {
-        let gru: usize = self.decoder.iter().map(|c| c.macs()).sum();
+        let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(t));
         let attl = self.attentional.map_or(0, |a| a.macs());
-        gru + att + attl + self.out.macs()
+        rnn + att + attl + self.out.macs()
     }
 }

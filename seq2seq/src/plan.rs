@@ -5,7 +5,7 @@ use core::mem::size_of;
 
 use s2s_kernels::Precision;
 
-use crate::desc::{Init, ModelDesc, ScoreKind};
+use crate::desc::{CellKind, Init, ModelDesc, ScoreKind};
 
 /// The buffers of a run, in arena order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,22 +19,24 @@ pub enum Buf {
     Keys,
     EncLast,
     XBuf,
-    GruAct,
+    CellAct,
     DecState,
     DecEmb,
     Context,
     Weights,
     Tanh,
     Attentional,
-    GruWide,
+    CellWide,
     Proj,
     Scores,
     Query,
     Logits,
+    EncCell,
+    DecCell,
 }
 
 /// Number of buffers.
-pub const BUFS: usize = 19;
+pub const BUFS: usize = 21;
 
 impl Buf {
     /// All buffers in arena order.
@@ -46,18 +48,20 @@ impl Buf {
         Buf::Keys,
         Buf::EncLast,
         Buf::XBuf,
-        Buf::GruAct,
+        Buf::CellAct,
         Buf::DecState,
         Buf::DecEmb,
         Buf::Context,
         Buf::Weights,
         Buf::Tanh,
         Buf::Attentional,
-        Buf::GruWide,
+        Buf::CellWide,
         Buf::Proj,
         Buf::Scores,
         Buf::Query,
         Buf::Logits,
+        Buf::EncCell,
+        Buf::DecCell,
     ];
 
     /// A short description for reports.
@@ -70,18 +74,20 @@ impl Buf {
             Buf::Keys => "attention keys",
             Buf::EncLast => "encoder final states",
             Buf::XBuf => "encoder input row",
-            Buf::GruAct => "GRU scratch",
+            Buf::CellAct => "recurrent cell scratch",
             Buf::DecState => "decoder states",
             Buf::DecEmb => "decoder input embedding",
             Buf::Context => "context",
             Buf::Weights => "attention weights",
             Buf::Tanh => "additive score row",
             Buf::Attentional => "attentional vector",
-            Buf::GruWide => "GRU gates",
+            Buf::CellWide => "recurrent cell gates",
             Buf::Proj => "projection scratch",
             Buf::Scores => "attention scores",
             Buf::Query => "projected query",
             Buf::Logits => "logits",
+            Buf::EncCell => "encoder final cell states",
+            Buf::DecCell => "decoder cell states",
         }
     }
 }
@@ -114,10 +120,11 @@ impl Plan {
         let a = if additive { d.attn_dim } else { 0 };
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
+        let lstm = |c: CellKind| (c == CellKind::Lstm) as usize;
         let proj = [
             d.memory_proj.unwrap_or(0),
             if d.keys_stored() { d.key_dim() } else { 0 },
-            if d.init == Init::Dense {
+            if d.init == Init::Dense || d.init_cell == Init::Dense {
                 d.dec_hidden
             } else {
                 0
@@ -140,18 +147,22 @@ impl Plan {
                 Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
                 Buf::EncLast => (d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
-                Buf::GruAct => (h, act),
+                Buf::CellAct => (h, act),
                 Buf::DecState => (d.dec_layers * d.dec_hidden, act),
                 Buf::DecEmb => (d.dec_emb, act),
                 Buf::Context => (att as usize * d.memory_dim(), act),
                 Buf::Weights => (att as usize * t, act),
                 Buf::Tanh => (a, act),
                 Buf::Attentional => (d.attentional.unwrap_or(0), act),
-                Buf::GruWide => (6 * h, wide),
+                // A GRU step needs 6H (both gate products), an LSTM step 4H + 2H.
+                Buf::CellWide => (6 * h, wide),
                 Buf::Proj => (proj, wide),
                 Buf::Scores => (att as usize * t, wide),
                 Buf::Query => (a, wide),
                 Buf::Logits => (d.tgt_vocab, wide),
+                // Cell states, laid out as the final states and the decoder states.
+                Buf::EncCell => (lstm(d.enc_cell) * d.enc_layers * d.enc_output(), act),
+                Buf::DecCell => (lstm(d.dec_cell) * d.dec_layers * d.dec_hidden, act),
             }
         };
         let mut plan = Plan {

@@ -3,10 +3,10 @@
 
 use attention_core::{AttnScratch, Mask};
 use heapless::Vec as HVec;
-use rnn_core::{GruScratch, SeqInput};
+use rnn_core::{fill_masked, CellScratch, SeqInput};
 use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
 
-use crate::desc::{Init, Ordering, Part};
+use crate::desc::{CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
@@ -44,6 +44,11 @@ pub enum Probe {
     Context,
     /// Luong attentional vector of a step.
     Attentional,
+    /// Final cell states of an LSTM encoder, all layers (once per source).
+    EncoderCells,
+    /// Cell states of an LSTM decoder, all layers: the initial ones, then after every
+    /// step.
+    DecoderCells,
 }
 
 /// The values of a [`Probe`].
@@ -123,7 +128,7 @@ fn take<'w, T: bytemuck::Pod>(rest: &mut &'w mut [u32], words: usize, n: usize) 
 fn is_wide(b: Buf) -> bool {
     matches!(
         b,
-        Buf::GruWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
+        Buf::CellWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
     )
 }
 
@@ -332,7 +337,9 @@ mod b {
     pub const CONTEXT: usize = Buf::Context as usize;
     pub const WEIGHTS: usize = Buf::Weights as usize;
     pub const ATTENTIONAL: usize = Buf::Attentional as usize;
-    pub const GRU_WIDE: usize = Buf::GruWide as usize;
+    pub const CELL_WIDE: usize = Buf::CellWide as usize;
+    pub const ENC_CELL: usize = Buf::EncCell as usize;
+    pub const DEC_CELL: usize = Buf::DecCell as usize;
     pub const PROJ: usize = Buf::Proj as usize;
     pub const SCORES: usize = Buf::Scores as usize;
     pub const LOGITS: usize = Buf::Logits as usize;
@@ -381,6 +388,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let hd = d.dec_hidden;
 
     // Encoder: all lanes through the stack together.
+    let valid: HVec<usize, L> = lanes.iter().map(|l| l.valid).collect();
     let top = {
         let mut inputs: HVec<Embedded<'_, '_, P>, L> = HVec::new();
         let mut rest: HVec<LaneBufs<'_, '_, P>, L> = HVec::new();
@@ -399,14 +407,21 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let _ = rest.push((act, wide));
         }
         let mut seq: HVec<rnn_core::SeqLane<'_, P>, L> = HVec::new();
-        for (input, (act, wide)) in inputs.iter().zip(rest.iter_mut()) {
-            let [_, enc_a, enc_b, _, _, enc_last, xbuf, gru_act, ..] = &mut **act;
-            let scratch = GruScratch::with_hidden(h_max, &mut wide[b::GRU_WIDE][..], gru_act)?;
+        for ((input, (act, wide)), lane) in inputs.iter().zip(rest.iter_mut()).zip(&valid) {
+            let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, .., enc_cell, _] = &mut **act;
+            let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
             let _ = seq.push(rnn_core::SeqLane {
                 input,
-                len: input.ids.len(),
+                // A masked encoder steps over the real positions only; the padded
+                // ones keep the state and get their outputs below.
+                len: if d.enc_mask.is_some() {
+                    *lane
+                } else {
+                    input.ids.len()
+                },
                 bufs: [enc_a, enc_b],
                 lasts: enc_last,
+                cells: enc_cell,
                 xbuf,
                 scratch,
             });
@@ -414,6 +429,11 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         rnn_core::run_stack_batch::<P, L>(&net.encoder, &mut seq)?
     };
     let top_buf = if top == 0 { b::ENC_A } else { b::ENC_B };
+    if let (Some(rule), Some(layer)) = (d.enc_mask, net.encoder.last()) {
+        for lane in lanes.iter_mut() {
+            fill_masked(layer, lane.act[top_buf], lane.valid, lane.t, rule)?;
+        }
+    }
     for (lane, o) in lanes.iter().zip(obs.iter_mut()) {
         o.probe(
             Probe::EncoderOutputs,
@@ -500,10 +520,23 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 }
             }
         }
+        init_cells(net, lane)?;
         o.probe(
             Probe::InitialState,
             Values::Act(&lane.act[b::DEC_STATE][..], Fmt::Q15),
         );
+        if d.enc_cell == CellKind::Lstm {
+            o.probe(
+                Probe::EncoderCells,
+                Values::Act(&lane.act[b::ENC_CELL][..], d.fmt_enc_cell),
+            );
+        }
+        if d.dec_cell == CellKind::Lstm {
+            o.probe(
+                Probe::DecoderCells,
+                Values::Act(&lane.act[b::DEC_CELL][..], d.fmt_dec_cell),
+            );
+        }
         o.encoded(t);
     }
 
@@ -529,11 +562,15 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         for (l, cell) in net.decoder.iter().enumerate() {
             let mut parts: HVec<[&[P::Act]; 2], L> = HVec::new();
             let mut hs: HVec<&mut [P::Act], L> = HVec::new();
-            let mut ss: HVec<GruScratch<'_, P>, L> = HVec::new();
+            let mut cs: HVec<&mut [P::Act], L> = HVec::new();
+            let mut ss: HVec<CellScratch<'_, P>, L> = HVec::new();
             for lane in lanes.iter_mut().filter(|l| !l.done) {
                 let Lane { act, wide, .. } = lane;
-                let [_, _, _, _, _, _, _, gru_act, dec_state, dec_emb, context, ..] = act;
+                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, .., dec_cell] =
+                    act;
                 let (below, here) = dec_state.split_at_mut(l * hd);
+                // An LSTM's cell states, laid out as the states (empty for a GRU).
+                let _ = cs.push(dec_cell.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [&below[(l - 1) * hd..], &[]]
                 } else if d.ordering == Ordering::Bahdanau {
@@ -543,10 +580,10 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 };
                 let _ = parts.push(x);
                 let _ = hs.push(&mut here[..hd]);
-                let _ = ss.push(GruScratch::with_hidden(
+                let _ = ss.push(CellScratch::with_hidden(
                     h_max,
-                    &mut wide[b::GRU_WIDE][..],
-                    gru_act,
+                    &mut wide[b::CELL_WIDE][..],
+                    cell_act,
                 )?);
             }
             let nparts = if l == 0 && d.ordering == Ordering::Bahdanau {
@@ -558,8 +595,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             for x in parts.iter() {
                 let _ = xs.push(&x[..nparts]);
             }
-            let mut sr: HVec<&mut GruScratch<'_, P>, L> = ss.iter_mut().collect();
-            cell.step_batch::<L>(&xs, &mut hs, &mut sr)?;
+            let mut sr: HVec<&mut CellScratch<'_, P>, L> = ss.iter_mut().collect();
+            cell.step_batch::<L>(&xs, &mut hs, &mut cs, &mut sr)?;
         }
         for (lane, o) in lanes
             .iter_mut()
@@ -573,6 +610,12 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 Probe::DecoderState,
                 Values::Act(&lane.act[b::DEC_STATE][top_state..], Fmt::Q15),
             );
+            if d.dec_cell == CellKind::Lstm {
+                o.probe(
+                    Probe::DecoderCells,
+                    Values::Act(&lane.act[b::DEC_CELL][..], d.fmt_dec_cell),
+                );
+            }
             if net.attention.is_some() {
                 o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
                 o.probe(
@@ -583,7 +626,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            let parts = [(b::DEC_STATE, top_state), (b::CONTEXT, 0)];
+            let parts = part_bufs(d.att_parts(), top_state);
             batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
             for (lane, o) in lanes
                 .iter_mut()
@@ -600,15 +643,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        let mut parts: HVec<(usize, usize), 4> = HVec::new();
-        for p in d.out_parts() {
-            let _ = parts.push(match p {
-                Part::State => (b::DEC_STATE, top_state),
-                Part::Context => (b::CONTEXT, 0),
-                Part::Embedding => (b::DEC_EMB, 0),
-                Part::Attentional => (b::ATTENTIONAL, 0),
-            });
-        }
+        let parts = part_bufs(d.out_parts(), top_state);
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
         for ((lane, o), out) in lanes
             .iter_mut()
@@ -633,6 +668,60 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             } else {
                 out[lane.n] = y;
                 lane.n += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
+fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
+    parts
+        .map(|p| match p {
+            Part::State => (b::DEC_STATE, top_state),
+            Part::Context => (b::CONTEXT, 0),
+            Part::Embedding => (b::DEC_EMB, 0),
+            Part::Attentional => (b::ATTENTIONAL, 0),
+        })
+        .collect()
+}
+
+/// The initial cell states of an LSTM decoder (nothing for a GRU decoder): zeros, the
+/// encoder's final cell states (in the decoder's cell format), or `tanh` of a dense
+/// bridge of the top encoder layer's final cell states (final states for a GRU
+/// encoder).
+fn init_cells<P: Precision>(net: &Net<'_, P>, lane: &mut Lane<'_, P>) -> Result<(), Error> {
+    let d = &net.desc;
+    if d.dec_cell != CellKind::Lstm {
+        return Ok(());
+    }
+    let (de, hd) = (d.enc_output(), d.dec_hidden);
+    let (fe, fd) = (d.fmt_enc_cell, d.fmt_dec_cell);
+    match d.init_cell {
+        Init::Zeros => lane.act[b::DEC_CELL].fill(P::Act::default()),
+        Init::Last => {
+            let skip = d.enc_layers - d.dec_layers;
+            let (cells, last) = two_bufs(&mut lane.act, b::DEC_CELL, b::ENC_CELL);
+            for (l, dst) in cells.chunks_exact_mut(hd).enumerate() {
+                for (o, &v) in dst.iter_mut().zip(&last[(l + skip) * de..][..de]) {
+                    *o = P::narrow(P::widen(v, fe), fd);
+                }
+            }
+        }
+        Init::Dense => {
+            // The bridge's requantizers take the source's format (`part_fmts`).
+            let src = match d.enc_cell {
+                CellKind::Lstm => b::ENC_CELL,
+                CellKind::Gru => b::ENC_LAST,
+            };
+            let (cells, last) = two_bufs(&mut lane.act, b::DEC_CELL, src);
+            let summary = &last[(d.enc_layers - 1) * de..][..de];
+            let proj = &mut lane.wide[b::PROJ];
+            for (br, dst) in net.bridge_c.iter().zip(cells.chunks_exact_mut(hd)) {
+                br.apply(&[summary], &mut proj[..hd])?;
+                for (o, &w) in dst.iter_mut().zip(proj.iter()) {
+                    *o = P::narrow(P::widen(P::tanh(w), Fmt::Q15), fd);
+                }
             }
         }
     }
@@ -712,7 +801,7 @@ fn attend_lane<P: Precision>(
         }
     };
     let (mem, key) = (&pick(mem_buf)[..t * m], &pick(keys_buf)[..t * k]);
-    let [.., scores, query, _] = wide;
+    let [.., scores, query, _, _, _] = wide;
     let mut s = AttnScratch {
         scores,
         query,

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use host_tools::device::{self, EXIT_MODEL_ERROR};
 use host_tools::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
-use rnn_core::ResetMode;
+use rnn_core::{Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::{ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::{DType, Slot, TensorId};
-use seq2seq::{Init, Ordering, ScoreKind, Split};
+use seq2seq::{CellKind, Init, Ordering, ScoreKind, Split};
 
 /// Inputs per (model, board) pair.
 const INPUTS: usize = 200;
@@ -153,6 +153,15 @@ fn small_desc() -> ModelDesc {
         fmt_keys: Fmt { frac: 12 },
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
+        enc_cell: CellKind::Gru,
+        dec_cell: CellKind::Gru,
+        enc_recurrent: Recurrent::Sigmoid,
+        dec_recurrent: Recurrent::Sigmoid,
+        enc_mask: None,
+        init_cell: Init::Zeros,
+        att_parts: [None; MAX_OUT_PARTS],
+        fmt_enc_cell: Default::default(),
+        fmt_dec_cell: Default::default(),
     }
 }
 
