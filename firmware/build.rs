@@ -18,7 +18,7 @@ const BOARDS: [(&str, &str); 4] = [
 ];
 
 /// (board, the model precisions it compiles by default). Boards without an FPU run only
-/// the integer precision: the float code would fill their 64 KiB of runtime flash for
+/// the integer precision: the float code would fill their 80 KiB of runtime flash for
 /// models that do not fit their RAM anyway.
 const PRECISIONS: [(&str, &[&str]); 4] = [
     ("mps2-an386", &["f32", "w8f32", "w8a16"]),

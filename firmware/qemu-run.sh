@@ -18,8 +18,8 @@ shift 2
 case $board in
   mps2-an386)  machine=mps2-an386;  cpu=cortex-m4;  model_addr=0x00040000; model_size=3932160 ;;
   mps2-an505)  machine=mps2-an505;  cpu=cortex-m33; model_addr=0x10040000; model_size=3932160 ;;
-  lm3s6965evb) machine=lm3s6965evb; cpu=cortex-m3;  model_addr=0x00010000; model_size=196608 ;;
-  microbit)    machine=microbit;    cpu=cortex-m0;  model_addr=0x00010000; model_size=196608 ;;
+  lm3s6965evb) machine=lm3s6965evb; cpu=cortex-m3;  model_addr=0x00014000; model_size=180224 ;;
+  microbit)    machine=microbit;    cpu=cortex-m0;  model_addr=0x00014000; model_size=180224 ;;
   *) echo "qemu-run.sh: unknown board '$board'" >&2; exit 2 ;;
 esac
 

@@ -108,7 +108,7 @@ impl Board {
     pub fn model_addr(self) -> u64 {
         match self {
             Board::Mps2An386 => 0x0004_0000,
-            Board::Lm3s6965evb | Board::Microbit => 0x0001_0000,
+            Board::Lm3s6965evb | Board::Microbit => 0x0001_4000,
             Board::Mps2An505 => 0x1004_0000,
         }
     }
@@ -117,7 +117,7 @@ impl Board {
     pub fn model_capacity(self) -> u64 {
         match self {
             Board::Mps2An386 | Board::Mps2An505 => 3840 * 1024,
-            Board::Lm3s6965evb | Board::Microbit => 192 * 1024,
+            Board::Lm3s6965evb | Board::Microbit => 176 * 1024,
         }
     }
 
