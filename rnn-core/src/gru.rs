@@ -59,9 +59,9 @@ impl<P: Precision> core::fmt::Debug for GruCell<'_, P> {
     }
 }
 
-/// The gates' activation as a type, so that the update loops are compiled once for the
-/// logistic sigmoid (what nearly every GRU uses, with no per-element dispatch) and once
-/// for any [`Recurrent`].
+/// The gates' activation as a type, so that the element-wise loops are compiled once
+/// for the logistic sigmoid (what nearly every GRU uses, with no per-element dispatch)
+/// and once for any [`Recurrent`]; the matrix products are shared.
 trait GateFn<P: Precision>: Copy {
     fn gate(self, x: P::Wide) -> P::Act;
 }
@@ -158,19 +158,6 @@ impl<'a, P: Precision> GruCell<'a, P> {
         h: &mut [&mut [P::Act]],
         s: &mut [&mut CellScratch<'_, P>],
     ) -> Result<(), Error> {
-        match self.rec {
-            Recurrent::Sigmoid => self.step_with::<N, _>(Sigmoid, x, h, s),
-            rec => self.step_with::<N, _>(rec, x, h, s),
-        }
-    }
-
-    fn step_with<const N: usize, A: GateFn<P>>(
-        &self,
-        act: A,
-        x: &[&[&[P::Act]]],
-        h: &mut [&mut [P::Act]],
-        s: &mut [&mut CellScratch<'_, P>],
-    ) -> Result<(), Error> {
         let n = self.hidden();
         let lanes = x.len();
         if lanes > N || h.len() != lanes || s.len() != lanes {
@@ -209,29 +196,16 @@ impl<'a, P: Precision> GruCell<'a, P> {
         self.recurrent_rows::<N>(&rows, h, s, direct, false)?;
         if self.mode == ResetMode::Before {
             // rh = r * h, then the candidate rows read it.
-            for (hi, si) in h.iter().zip(s.iter_mut()) {
-                let (gi, rest) = si.wide.split_at_mut(3 * n);
-                for j in 0..n {
-                    let r = act.gate(P::add(gi[j], rest[j]));
-                    si.act[j] = P::gate_act(r, hi[j]);
-                }
+            match self.rec {
+                Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s),
+                rec => reset_h(rec, n, h, s),
             }
             let rows = self.w_hh.row_range(2 * n..3 * n)?;
             self.recurrent_rows::<N>(&rows, h, s, n, true)?;
         }
-        for (hi, si) in h.iter_mut().zip(s.iter()) {
-            let (gi, gh) = (&si.wide[..3 * n], &si.wide[3 * n..6 * n]);
-            for j in 0..n {
-                let z = act.gate(P::add(gi[n + j], gh[n + j]));
-                let c = match self.mode {
-                    ResetMode::After => {
-                        let r = act.gate(P::add(gi[j], gh[j]));
-                        P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j]))
-                    }
-                    ResetMode::Before => P::add(gi[2 * n + j], gh[2 * n + j]),
-                };
-                hi[j] = P::blend(z, hi[j], P::tanh(c));
-            }
+        match self.rec {
+            Recurrent::Sigmoid => update(Sigmoid, self.mode, n, h, s),
+            rec => update(rec, self.mode, n, h, s),
         }
         Ok(())
     }
@@ -261,5 +235,45 @@ impl<'a, P: Precision> GruCell<'a, P> {
             let _ = jobs.push(Job { x: xi, out: o });
         }
         rows.apply_batch(&mut jobs)
+    }
+}
+
+/// `rh = r * h` for every lane (the reset-before form), `r` from the summed gate rows.
+fn reset_h<P: Precision, A: GateFn<P>>(
+    act: A,
+    n: usize,
+    h: &[&mut [P::Act]],
+    s: &mut [&mut CellScratch<'_, P>],
+) {
+    for (hi, si) in h.iter().zip(s.iter_mut()) {
+        let (gi, gh) = si.wide.split_at(3 * n);
+        for j in 0..n {
+            let r = act.gate(P::add(gi[j], gh[j]));
+            si.act[j] = P::gate_act(r, hi[j]);
+        }
+    }
+}
+
+/// The gates and the new state of every lane from `gi` and `gh`.
+fn update<P: Precision, A: GateFn<P>>(
+    act: A,
+    mode: ResetMode,
+    n: usize,
+    h: &mut [&mut [P::Act]],
+    s: &[&mut CellScratch<'_, P>],
+) {
+    for (hi, si) in h.iter_mut().zip(s.iter()) {
+        let (gi, gh) = (&si.wide[..3 * n], &si.wide[3 * n..6 * n]);
+        for j in 0..n {
+            let z = act.gate(P::add(gi[n + j], gh[n + j]));
+            let c = match mode {
+                ResetMode::After => {
+                    let r = act.gate(P::add(gi[j], gh[j]));
+                    P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j]))
+                }
+                ResetMode::Before => P::add(gi[2 * n + j], gh[2 * n + j]),
+            };
+            hi[j] = P::blend(z, hi[j], P::tanh(c));
+        }
     }
 }

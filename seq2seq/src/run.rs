@@ -498,29 +498,9 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        // Initial decoder state.
-        match d.init {
-            Init::Zeros => lane.act[b::DEC_STATE].fill(P::Act::default()),
-            Init::Last => {
-                let skip = d.enc_layers - d.dec_layers;
-                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-                for (l, dst) in state.chunks_exact_mut(hd).enumerate() {
-                    dst.copy_from_slice(&last[(l + skip) * de..][..de]);
-                }
-            }
-            Init::Dense => {
-                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-                let summary = &last[(d.enc_layers - 1) * de..][..de];
-                let proj = &mut lane.wide[b::PROJ];
-                for (br, dst) in net.bridge.iter().zip(state.chunks_exact_mut(hd)) {
-                    br.apply(&[summary], &mut proj[..hd])?;
-                    for (o, &w) in dst.iter_mut().zip(proj.iter()) {
-                        *o = P::tanh(w);
-                    }
-                }
-            }
-        }
-        init_cells(net, lane)?;
+        // Initial decoder states, and cell states of an LSTM decoder.
+        init_states(net, lane, false)?;
+        init_states(net, lane, true)?;
         o.probe(
             Probe::InitialState,
             Values::Act(&lane.act[b::DEC_STATE][..], Fmt::Q15),
@@ -686,41 +666,68 @@ fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize
         .collect()
 }
 
-/// The initial cell states of an LSTM decoder (nothing for a GRU decoder): zeros, the
-/// encoder's final cell states (in the decoder's cell format), or `tanh` of a dense
-/// bridge of the top encoder layer's final cell states (final states for a GRU
-/// encoder).
-fn init_cells<P: Precision>(net: &Net<'_, P>, lane: &mut Lane<'_, P>) -> Result<(), Error> {
+/// The decoder's initial states (`cells` false) or, for an LSTM decoder, its initial
+/// cell states (`cells` true): zeros, the encoder's final (cell) states, or `tanh` of
+/// dense bridges of the top encoder layer's final (cell) states, where a GRU encoder's
+/// final states stand in for the cell states it does not have. Cell states are
+/// converted to the decoder's cell format.
+fn init_states<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    cells: bool,
+) -> Result<(), Error> {
     let d = &net.desc;
-    if d.dec_cell != CellKind::Lstm {
-        return Ok(());
-    }
     let (de, hd) = (d.enc_output(), d.dec_hidden);
-    let (fe, fd) = (d.fmt_enc_cell, d.fmt_dec_cell);
-    match d.init_cell {
-        Init::Zeros => lane.act[b::DEC_CELL].fill(P::Act::default()),
+    let (init, dst, src, f_src, f_dst, bridges) = if !cells {
+        (
+            d.init,
+            b::DEC_STATE,
+            b::ENC_LAST,
+            Fmt::Q15,
+            Fmt::Q15,
+            &net.bridge,
+        )
+    } else if d.dec_cell == CellKind::Lstm {
+        let (src, f_src) = match d.enc_cell {
+            CellKind::Lstm => (b::ENC_CELL, d.fmt_enc_cell),
+            CellKind::Gru => (b::ENC_LAST, Fmt::Q15),
+        };
+        let f_dst = d.fmt_dec_cell;
+        (d.init_cell, b::DEC_CELL, src, f_src, f_dst, &net.bridge_c)
+    } else {
+        return Ok(());
+    };
+    match init {
+        Init::Zeros => lane.act[dst].fill(P::Act::default()),
         Init::Last => {
             let skip = d.enc_layers - d.dec_layers;
-            let (cells, last) = two_bufs(&mut lane.act, b::DEC_CELL, b::ENC_CELL);
-            for (l, dst) in cells.chunks_exact_mut(hd).enumerate() {
-                for (o, &v) in dst.iter_mut().zip(&last[(l + skip) * de..][..de]) {
-                    *o = P::narrow(P::widen(v, fe), fd);
+            let (state, last) = two_bufs(&mut lane.act, dst, src);
+            for (l, to) in state.chunks_exact_mut(hd).enumerate() {
+                let from = &last[(l + skip) * de..][..de];
+                if f_src == f_dst {
+                    to.copy_from_slice(from);
+                } else {
+                    for (o, &v) in to.iter_mut().zip(from) {
+                        *o = P::narrow(P::widen(v, f_src), f_dst);
+                    }
                 }
             }
         }
         Init::Dense => {
-            // The bridge's requantizers take the source's format (`part_fmts`).
-            let src = match d.enc_cell {
-                CellKind::Lstm => b::ENC_CELL,
-                CellKind::Gru => b::ENC_LAST,
-            };
-            let (cells, last) = two_bufs(&mut lane.act, b::DEC_CELL, src);
+            // The bridges' requantizers take their input's format (`part_fmts`).
+            let (state, last) = two_bufs(&mut lane.act, dst, src);
             let summary = &last[(d.enc_layers - 1) * de..][..de];
             let proj = &mut lane.wide[b::PROJ];
-            for (br, dst) in net.bridge_c.iter().zip(cells.chunks_exact_mut(hd)) {
+            let convert = f_dst != Fmt::Q15;
+            for (br, to) in bridges.iter().zip(state.chunks_exact_mut(hd)) {
                 br.apply(&[summary], &mut proj[..hd])?;
-                for (o, &w) in dst.iter_mut().zip(proj.iter()) {
-                    *o = P::narrow(P::widen(P::tanh(w), Fmt::Q15), fd);
+                for (o, &w) in to.iter_mut().zip(proj.iter()) {
+                    let u = P::tanh(w);
+                    *o = if convert {
+                        P::narrow(P::widen(u, Fmt::Q15), f_dst)
+                    } else {
+                        u
+                    };
                 }
             }
         }
