@@ -2,10 +2,10 @@
 //! (int8 weights, int16 activations, integers only), calibrated on whole sequences.
 //!
 //! Weights: symmetric int8 per output row, `s_r = max|w_r| / 127`. Activations in
-//! `w8a16` are `Q(15-f).f` per tensor kind; `f` is fixed where the range is known (GRU
-//! states, tanh and sigmoid outputs, attention weights: `Q0.15`) and calibrated where it
-//! is not (embeddings from their tables, the projected memory and the keys from runs of
-//! the float model over the calibration set). Each layer's requantizer per row and input
+//! `w8a16` are `Q(15-f).f` per tensor kind; `f` is fixed where the range is known
+//! (recurrent states, tanh and sigmoid outputs, attention weights: `Q0.15`) and
+//! calibrated where it is not (embeddings from their tables; the projected memory, the
+//! keys and the LSTM cell states from runs of the float model over the calibration set). Each layer's requantizer per row and input
 //! part folds `s_r` and the part's format into one integer multiplier and shift that
 //! lands the result in the wide `Q16.15` domain; biases are stored there as `i32`.
 
@@ -14,7 +14,7 @@ use std::fmt::Write;
 
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use seq2seq::builder::ModelBuilder;
-use seq2seq::desc::{LayerSpec, ModelDesc};
+use seq2seq::desc::{CellKind, Init, LayerSpec, ModelDesc};
 use seq2seq::format::{DType, Role, Slot, TensorId};
 use seq2seq::{Observer, Probe, ScoreKind, Step, Values};
 
@@ -42,6 +42,8 @@ pub struct Calibration {
     pub logits_max: f32,
     /// Input statistics of every dense layer, for error-compensating rounding.
     pub hessians: crate::gptq::Hessians,
+    /// Largest `|c|` of the encoder's and the decoder's LSTM cell states, every step.
+    pub cell_max: [f32; 2],
     /// The sequences used.
     pub lines: Vec<String>,
 }
@@ -95,6 +97,7 @@ pub fn calibrate(
     let vocab = file.src_vocab();
     let mut c = Calibration::default();
     let mut usable = vec![];
+    let mut ids = vec![0u16; m.positions()];
     for (i, l) in lines.iter().enumerate() {
         let text = l.trim();
         let known = text
@@ -115,6 +118,9 @@ pub fn calibrate(
                 "line {}: every symbol is outside the vocabulary",
                 i + 1
             ));
+        } else if let Err(e) = seq2seq::vocab::encode_source(desc, &vocab, text, &mut ids) {
+            // Longer than a fixed-length model's input, say: not calibration data.
+            c.skipped.push(format!("line {}: {e}", i + 1));
         } else {
             usable.push(text.to_string());
         }
@@ -136,7 +142,8 @@ pub fn calibrate(
         logits_max: 0.0,
         sequences: 0,
     };
-    c.hessians = crate::gptq::collect(m, &usable, &mut ranges, progress)?;
+    let rec = crate::gptq::collect(m, &usable, &mut ranges, progress)?;
+    (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
     (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
     c.lines = usable;
     Ok(c)
@@ -150,6 +157,13 @@ pub fn choose_frac(max: f32) -> i8 {
         f -= 1;
     }
     f
+}
+
+/// The format of LSTM cell states whose largest magnitude is `max`: [`choose_frac`]
+/// within `0..=15`, the formats the cell update supports (`|c|` beyond 32767 is
+/// impossible in practice, below 1 the format is `Q0.15`).
+pub fn choose_cell_frac(max: f32) -> i8 {
+    choose_frac(max).clamp(0, seq2seq::desc::MAX_CELL_FRAC)
 }
 
 /// Symmetric int8 per row: the codes and the row scales.
@@ -254,8 +268,8 @@ fn round_layers(m: &LoadedModel, calib: Option<&Calibration>) -> Result<Vec<Quan
                 scales[r0..r1].copy_from_slice(&bs);
             }
             if s.is_embedding() {
-                // An embedding row's error reaches the model through the first GRU
-                // layer's input matrix: weigh it by W^T W of those columns.
+                // An embedding row's error reaches the model through the first
+                // recurrent layer's input matrix: weigh it by W^T W of those columns.
                 let consumer = if s.role == Role::EncEmb {
                     Role::EncWih
                 } else {
@@ -586,6 +600,23 @@ fn choose_formats(
             frac: choose_frac(get(Probe::Keys)),
         };
     }
+    // LSTM cell states: a power-of-two format from the largest |c| seen at any step
+    // (the decoder's also holds its initial cell states, the encoder's final ones
+    // when it starts from them).
+    let [enc_c, mut dec_c] = calib.cell_max;
+    if desc.init_cell == Init::Last {
+        dec_c = dec_c.max(enc_c);
+    }
+    if desc.enc_cell == CellKind::Lstm {
+        desc.fmt_enc_cell = Fmt {
+            frac: choose_cell_frac(enc_c),
+        };
+    }
+    if desc.dec_cell == CellKind::Lstm {
+        desc.fmt_dec_cell = Fmt {
+            frac: choose_cell_frac(dec_c),
+        };
+    }
     if matches!(
         desc.score,
         ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General
@@ -629,8 +660,15 @@ fn choose_formats(
     row(
         "encoder outputs",
         get(Probe::EncoderOutputs),
-        "Q0.15 (GRU states)".into(),
+        "Q0.15 (recurrent states)".into(),
     );
+    if desc.enc_cell == CellKind::Lstm {
+        row(
+            "encoder cells",
+            enc_c,
+            fmt_name(desc.fmt_enc_cell) + ", every step",
+        );
+    }
     if desc.memory_proj.is_some() {
         row("memory", get(Probe::Memory), fmt_name(desc.fmt_memory));
     }
@@ -640,8 +678,15 @@ fn choose_formats(
     row(
         "decoder states",
         get(Probe::DecoderState),
-        "Q0.15 (GRU states)".into(),
+        "Q0.15 (recurrent states)".into(),
     );
+    if desc.dec_cell == CellKind::Lstm {
+        row(
+            "decoder cells",
+            dec_c,
+            fmt_name(desc.fmt_dec_cell) + ", every step",
+        );
+    }
     if desc.has_attention() {
         row(
             "context",
@@ -680,6 +725,9 @@ mod tests {
         assert_eq!(choose_frac(0.9), 14);
         assert_eq!(choose_frac(3.0), 13);
         assert_eq!(choose_frac(1e9), -8);
+        assert_eq!(choose_cell_frac(0.3), 15);
+        assert_eq!(choose_cell_frac(5.0), 12);
+        assert_eq!(choose_cell_frac(1e9), 0);
     }
 
     #[test]
