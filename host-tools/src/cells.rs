@@ -195,6 +195,82 @@ pub fn reorder_gates(data: &[f32], rows: usize, cols: usize, perm: &[usize]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// The Keras 2 LSTM example with `edit` applied to its text, as a description.
+    fn keras2_with(edit: impl Fn(String) -> String) -> Result<ModelDesc, String> {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/examples/keras2-lstm-g2p.toml");
+        let text = std::fs::read_to_string(&path).expect("the example configuration");
+        Config::parse(&edit(text), &path)?.desc()
+    }
+
+    #[test]
+    fn the_keras2_example_is_an_lstm_with_keras_2_semantics() {
+        let d = keras2_with(|t| t).unwrap();
+        assert_eq!((d.enc_cell, d.dec_cell), (CellKind::Lstm, CellKind::Lstm));
+        assert_eq!(d.enc_recurrent, Recurrent::HardSigmoidKeras2);
+        assert_eq!(d.enc_mask, Some(Masked::Previous));
+        assert_eq!(d.init_cell, Init::Last);
+        assert_eq!(
+            d.att_parts,
+            [Some(Part::Context), Some(Part::State), None, None]
+        );
+        assert_eq!(d.tgt_end, d.src_pad, "the model stops at <pad>");
+        // init_cell defaults to init after an LSTM encoder.
+        let d = keras2_with(|t| t.replace("init_cell = \"last\"\n", "")).unwrap();
+        assert_eq!(d.init_cell, Init::Last);
+    }
+
+    #[test]
+    fn misused_keys_give_one_line_naming_them() {
+        let cases: [(&str, &str, &str); 7] = [
+            (
+                "cell = \"lstm\"\nrecurrent_activation = \"hard-sigmoid-keras2\"\nmasked_output",
+                "cell = \"lstm\"\nreset = \"after\"\nrecurrent_activation = \"hard-sigmoid-keras2\"\nmasked_output",
+                "encoder.reset is a GRU setting",
+            ),
+            (
+                "pad_to = 16\n",
+                "",
+                "encoder.masked_output = \"previous\": the source has no padding to mask",
+            ),
+            (
+                "bidirectional = true\ncell = \"lstm\"",
+                "bidirectional = true\ncell = \"gru\"",
+                "encoder.reset is required for a GRU",
+            ),
+            (
+                "bidirectional = true\ncell = \"lstm\"",
+                "bidirectional = true\ncell = \"gru\"\nreset = \"after\"",
+                "decoder.init_cell = \"last\": a GRU encoder has no cell states",
+            ),
+            (
+                "hidden = 128\ncell = \"lstm\"",
+                "hidden = 128\ncell = \"gru\"\nreset = \"after\"",
+                "decoder.init_cell is for an LSTM decoder",
+            ),
+            (
+                "attentional = 128\n",
+                "",
+                "attention.attentional_input needs attention.attentional",
+            ),
+            (
+                "attentional_input = [\"context\", \"state\"]",
+                "attentional_input = [\"attentional\"]",
+                "\"attentional\" is the layer's own output",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let e = keras2_with(|t| {
+                assert!(t.contains(from), "{from:?}");
+                t.replacen(from, to, 1)
+            })
+            .unwrap_err();
+            assert!(e.contains(want), "{from:?} -> {to:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
 
     #[test]
     fn gate_permutations() {

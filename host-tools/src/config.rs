@@ -538,7 +538,14 @@ mod tests {
 
     #[test]
     fn the_example_configurations_give_valid_descriptions() {
-        for name in ["netra", "g2p-en", "examples/pytorch-bahdanau"] {
+        for name in [
+            "netra",
+            "g2p-en",
+            "examples/pytorch-bahdanau",
+            "examples/keras2-lstm-g2p",
+            "examples/keras3-lstm-g2p",
+            "examples/pytorch-lstm-g2p",
+        ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
             let d = Config::load(&path).unwrap().desc().unwrap();
             assert_eq!(ModelDesc::from_raw(&d.to_raw().unwrap()), Ok(d));
