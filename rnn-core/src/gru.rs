@@ -151,7 +151,9 @@ impl<'a, P: Precision> GruCell<'a, P> {
     /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `s[i]` are
     /// lane `i`'s): the matrix products go through [`Linear::apply_batch`], so a
     /// precision can share the weight traffic between lanes; every lane gets exactly
-    /// what [`GruCell::step`] would give it.
+    /// what [`GruCell::step`] would give it. (Kept out of line, as the LSTM's: a step
+    /// through [`crate::Cell`] needs the stack of one cell's locals, not of both.)
+    #[inline(never)]
     pub fn step_batch<const N: usize>(
         &self,
         x: &[&[&[P::Act]]],

@@ -117,7 +117,9 @@ impl<'a, P: Precision> LstmCell<'a, P> {
     /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `c[i]`,
     /// `s[i]` are lane `i`'s); every lane gets exactly what [`LstmCell::step`] would
     /// give it. The scratch holds `6H` wide values: `W_ih x + b_ih` for all four gates,
-    /// then the recurrent products of two gates at a time, added in.
+    /// then the recurrent products of two gates at a time, added in. (Kept out of line:
+    /// a GRU's step through [`crate::Cell`] then needs no stack for this one's locals.)
+    #[inline(never)]
     pub fn step_batch<const N: usize>(
         &self,
         x: &[&[&[P::Act]]],

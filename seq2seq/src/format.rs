@@ -483,6 +483,9 @@ impl<'a> ModelFile<'a> {
         Self::parse_inner(bytes, false)
     }
 
+    // Out of line: its temporaries (header, stored description, ...) would otherwise
+    // stay on a small device's stack under everything the parsed file is used for.
+    #[inline(never)]
     fn parse_inner(bytes: &'a [u8], check_crc: bool) -> Result<Self, Error> {
         if bytes.len() < 4 || bytes[..4] != MAGIC {
             return Err(Error::BadMagic);
@@ -793,12 +796,9 @@ impl<'a> ModelFile<'a> {
     /// Parameters of the model: the weights of every layer the description calls for
     /// (once, however many planes store them) and every bias.
     pub fn parameters(&self) -> usize {
-        let weights: usize = self
-            .desc
-            .layer_specs()
-            .iter()
-            .map(|s| s.rows * s.cols)
-            .sum();
+        // Layer by layer, without the list (which is large on a small stack).
+        let mut weights = 0;
+        self.desc.for_each_layer(|s| weights += s.rows * s.cols);
         let biases: usize = self
             .tensors()
             .filter(|t| t.id.slot == Slot::Bias)

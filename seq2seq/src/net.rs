@@ -96,128 +96,177 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
     /// Binds every layer the description calls for to typed views of its tensors (which
     /// [`ModelFile::parse`] has checked), for precision `P`.
     pub fn bind(file: &ModelFile<'a>) -> Result<Self, Error> {
+        let mut bound = Err(Error::EmptyInput);
+        Self::bind_into(file, &mut bound);
+        bound
+    }
+
+    /// [`Net::bind`] into `slot` (whatever it held is replaced), building the `Net` in
+    /// place: a small device that keeps the `Net` on its stack holds it once while
+    /// binding instead of twice (being built, then returned), and the binding's
+    /// temporaries live in helpers that return before the caller goes on.
+    pub fn bind_into(file: &ModelFile<'a>, slot: &mut Result<Self, Error>) {
         if file.precision() != P::KIND {
-            return Err(Error::PrecisionMismatch {
+            *slot = Err(Error::PrecisionMismatch {
                 model: file.precision(),
                 runtime: P::KIND,
             });
+            return;
         }
-        let d = *file.desc();
         let r = Reader { file };
-        let src_emb = r.linear(Role::EncEmb, 0, 0)?;
-        let dec_emb = r.linear(Role::DecEmb, 0, 0)?;
-
-        let mut encoder = HVec::new();
-        for l in 0..d.enc_layers {
-            let dir_cell = |dir| -> Result<Cell<'a, P>, Error> {
-                let w_ih = r.linear(Role::EncWih, l, dir)?;
-                let w_hh = r.linear(Role::EncWhh, l, dir)?;
-                let (kind, reset, rec) = (d.enc_cell, d.enc_reset, d.enc_recurrent);
-                cell(kind, w_ih, w_hh, reset, rec, d.fmt_enc_cell)
-            };
-            let bwd = if d.enc_bidir {
-                Some(dir_cell(1)?)
-            } else {
-                None
-            };
-            let layer = RnnLayer::new(dir_cell(0)?, bwd)?;
-            encoder
-                .push(layer)
-                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
-        }
-
-        let memory_proj = match d.memory_proj {
-            Some(_) => Some(r.linear(Role::MemoryProj, 0, 0)?),
-            None => None,
-        };
-
-        let attention = if d.ordering == Ordering::None {
-            None
-        } else {
-            let (q, m) = (d.dec_hidden, d.memory_dim());
-            let score = match d.score {
-                ScoreKind::Additive => Score::Additive {
-                    query: if d.attn_query_proj {
-                        Some(r.linear(Role::AttnQuery, 0, 0)?)
-                    } else {
-                        None
-                    },
-                    key: if d.attn_key_proj {
-                        Some(r.linear(Role::AttnKey, 0, 0)?)
-                    } else {
-                        None
-                    },
-                    v: r.linear(Role::AttnV, 0, 0)?,
-                },
-                ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
-                    scale: P::scale(d.score_scale, d.score_scale_q),
-                },
-                ScoreKind::General => Score::General {
-                    w: r.linear(Role::AttnGeneral, 0, 0)?,
-                    scale: P::scale(d.score_scale, d.score_scale_q),
-                },
-            };
-            let key_fmt = if d.keys_stored() {
-                d.fmt_keys
-            } else {
-                d.memory_fmt()
-            };
-            Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?)
-        };
-
-        let bridges = |role, init| -> Result<HVec<Linear<'a, P>, MAX_LAYERS>, Error> {
-            let mut v = HVec::new();
-            if init == Init::Dense {
-                for l in 0..d.dec_layers {
-                    v.push(r.linear(role, l, 0)?)
-                        .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
-                }
+        empty(&r, slot);
+        if let Ok(net) = slot {
+            if let Err(e) = fill(&r, net) {
+                *slot = Err(e);
             }
-            Ok(v)
-        };
-        let bridge = bridges(Role::Bridge, d.init)?;
-        let bridge_c = bridges(Role::BridgeC, d.init_cell)?;
-
-        let mut decoder = HVec::new();
-        for l in 0..d.dec_layers {
-            let w_ih = r.linear(Role::DecWih, l, 0)?;
-            let w_hh = r.linear(Role::DecWhh, l, 0)?;
-            let c = cell(
-                d.dec_cell,
-                w_ih,
-                w_hh,
-                d.dec_reset,
-                d.dec_recurrent,
-                d.fmt_dec_cell,
-            )?;
-            decoder
-                .push(c)
-                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
         }
-
-        let attentional = match d.attentional {
-            Some(_) => Some(r.linear(Role::Attentional, 0, 0)?),
-            None => None,
-        };
-        let out = r.linear(Role::Out, 0, 0)?;
-
-        Ok(Net {
-            desc: d,
-            src_emb,
-            encoder,
-            memory_proj,
-            attention,
-            bridge,
-            bridge_c,
-            dec_emb,
-            decoder,
-            attentional,
-            out,
-            src_vocab: file.src_vocab(),
-            tgt_vocab: file.tgt_vocab(),
-            separator: file.separator(),
-        })
     }
+}
+
+/// A `Net` with its single layers and no stack yet, into `slot`.
+#[inline(never)]
+fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>, Error>) {
+    let file = r.file;
+    let layers = (|| {
+        Ok((
+            r.linear(Role::EncEmb, 0, 0)?,
+            r.linear(Role::DecEmb, 0, 0)?,
+            r.linear(Role::Out, 0, 0)?,
+        ))
+    })();
+    *slot = layers.map(|(src_emb, dec_emb, out)| Net {
+        desc: *file.desc(),
+        src_emb,
+        encoder: HVec::new(),
+        memory_proj: None,
+        attention: None,
+        bridge: HVec::new(),
+        bridge_c: HVec::new(),
+        dec_emb,
+        decoder: HVec::new(),
+        attentional: None,
+        out,
+        src_vocab: file.src_vocab(),
+        tgt_vocab: file.tgt_vocab(),
+        separator: file.separator(),
+    });
+}
+
+/// The stacks, the attention and the bridges of an [`empty`] `Net`.
+fn fill<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, net: &mut Net<'a, P>) -> Result<(), Error> {
+    bind_encoder(r, net)?;
+    bind_attention(r, net)?;
+    bind_decoder(r, net)
+}
+
+/// The encoder layers and the memory projection.
+#[inline(never)]
+fn bind_encoder<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    for l in 0..d.enc_layers {
+        let dir_cell = |dir| -> Result<Cell<'a, P>, Error> {
+            let w_ih = r.linear(Role::EncWih, l, dir)?;
+            let w_hh = r.linear(Role::EncWhh, l, dir)?;
+            let (kind, reset, rec) = (d.enc_cell, d.enc_reset, d.enc_recurrent);
+            cell(kind, w_ih, w_hh, reset, rec, d.fmt_enc_cell)
+        };
+        let bwd = if d.enc_bidir {
+            Some(dir_cell(1)?)
+        } else {
+            None
+        };
+        let layer = RnnLayer::new(dir_cell(0)?, bwd)?;
+        net.encoder.push(layer).map_err(too_many)?;
+    }
+    if d.memory_proj.is_some() {
+        net.memory_proj = Some(r.linear(Role::MemoryProj, 0, 0)?);
+    }
+    Ok(())
+}
+
+/// The attention, if the decoder attends, and the attentional layer.
+#[inline(never)]
+fn bind_attention<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    if d.ordering != Ordering::None {
+        let (q, m) = (d.dec_hidden, d.memory_dim());
+        let score = match d.score {
+            ScoreKind::Additive => Score::Additive {
+                query: if d.attn_query_proj {
+                    Some(r.linear(Role::AttnQuery, 0, 0)?)
+                } else {
+                    None
+                },
+                key: if d.attn_key_proj {
+                    Some(r.linear(Role::AttnKey, 0, 0)?)
+                } else {
+                    None
+                },
+                v: r.linear(Role::AttnV, 0, 0)?,
+            },
+            ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
+                scale: P::scale(d.score_scale, d.score_scale_q),
+            },
+            ScoreKind::General => Score::General {
+                w: r.linear(Role::AttnGeneral, 0, 0)?,
+                scale: P::scale(d.score_scale, d.score_scale_q),
+            },
+        };
+        let key_fmt = if d.keys_stored() {
+            d.fmt_keys
+        } else {
+            d.memory_fmt()
+        };
+        net.attention = Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?);
+    }
+    if d.attentional.is_some() {
+        net.attentional = Some(r.linear(Role::Attentional, 0, 0)?);
+    }
+    Ok(())
+}
+
+/// The bridges and the decoder cells.
+#[inline(never)]
+fn bind_decoder<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    for l in 0..d.dec_layers {
+        if d.init == Init::Dense {
+            net.bridge
+                .push(r.linear(Role::Bridge, l, 0)?)
+                .map_err(too_many)?;
+        }
+        if d.init_cell == Init::Dense {
+            net.bridge_c
+                .push(r.linear(Role::BridgeC, l, 0)?)
+                .map_err(too_many)?;
+        }
+        let w_ih = r.linear(Role::DecWih, l, 0)?;
+        let w_hh = r.linear(Role::DecWhh, l, 0)?;
+        let c = cell(
+            d.dec_cell,
+            w_ih,
+            w_hh,
+            d.dec_reset,
+            d.dec_recurrent,
+            d.fmt_dec_cell,
+        )?;
+        net.decoder.push(c).map_err(too_many)?;
+    }
+    Ok(())
+}
+
+/// A stack that does not hold another layer (the description allows no more).
+fn too_many<T>(_: T) -> Error {
+    Error::Inconsistent("layers: at most 4 per stack")
 }
 
 /// A cell of the description's kind from its two layers.

@@ -31,12 +31,10 @@ pub enum Buf {
     Scores,
     Query,
     Logits,
-    EncCell,
-    DecCell,
 }
 
 /// Number of buffers.
-pub const BUFS: usize = 21;
+pub const BUFS: usize = 19;
 
 impl Buf {
     /// All buffers in arena order.
@@ -60,8 +58,6 @@ impl Buf {
         Buf::Scores,
         Buf::Query,
         Buf::Logits,
-        Buf::EncCell,
-        Buf::DecCell,
     ];
 
     /// A short description for reports.
@@ -72,10 +68,10 @@ impl Buf {
             Buf::EncB => "encoder outputs (2nd buffer)",
             Buf::Memory => "memory (projected)",
             Buf::Keys => "attention keys",
-            Buf::EncLast => "encoder final states",
+            Buf::EncLast => "encoder final states (and cell states)",
             Buf::XBuf => "encoder input row",
             Buf::CellAct => "recurrent cell scratch",
-            Buf::DecState => "decoder states",
+            Buf::DecState => "decoder states (and cell states)",
             Buf::DecEmb => "decoder input embedding",
             Buf::Context => "context",
             Buf::Weights => "attention weights",
@@ -86,8 +82,6 @@ impl Buf {
             Buf::Scores => "attention scores",
             Buf::Query => "projected query",
             Buf::Logits => "logits",
-            Buf::EncCell => "encoder final cell states",
-            Buf::DecCell => "decoder cell states",
         }
     }
 }
@@ -120,7 +114,9 @@ impl Plan {
         let a = if additive { d.attn_dim } else { 0 };
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
-        let lstm = |c: CellKind| (c == CellKind::Lstm) as usize;
+        // State vectors per unit: `h`, and `c` for an LSTM.
+        let states = |c: CellKind| 1 + (c == CellKind::Lstm) as usize;
+        let (enc_states, dec_states) = (states(d.enc_cell), states(d.dec_cell));
         let proj = [
             d.memory_proj.unwrap_or(0),
             if d.keys_stored() { d.key_dim() } else { 0 },
@@ -145,10 +141,13 @@ impl Plan {
                     act,
                 ),
                 Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
-                Buf::EncLast => (d.enc_layers * d.enc_output(), act),
+                // The final states of every layer, then (LSTM) their cell states.
+                Buf::EncLast => (enc_states * d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
                 Buf::CellAct => (h, act),
-                Buf::DecState => (d.dec_layers * d.dec_hidden, act),
+                // The decoder's recurrent state: the layers' states, then (LSTM) their
+                // cell states.
+                Buf::DecState => (dec_states * d.dec_layers * d.dec_hidden, act),
                 Buf::DecEmb => (d.dec_emb, act),
                 Buf::Context => (att as usize * d.memory_dim(), act),
                 Buf::Weights => (att as usize * t, act),
@@ -160,9 +159,6 @@ impl Plan {
                 Buf::Scores => (att as usize * t, wide),
                 Buf::Query => (a, wide),
                 Buf::Logits => (d.tgt_vocab, wide),
-                // Cell states, laid out as the final states and the decoder states.
-                Buf::EncCell => (lstm(d.enc_cell) * d.enc_layers * d.enc_output(), act),
-                Buf::DecCell => (lstm(d.dec_cell) * d.dec_layers * d.dec_hidden, act),
             }
         };
         let mut plan = Plan {

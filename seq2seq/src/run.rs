@@ -338,8 +338,6 @@ mod b {
     pub const WEIGHTS: usize = Buf::Weights as usize;
     pub const ATTENTIONAL: usize = Buf::Attentional as usize;
     pub const CELL_WIDE: usize = Buf::CellWide as usize;
-    pub const ENC_CELL: usize = Buf::EncCell as usize;
-    pub const DEC_CELL: usize = Buf::DecCell as usize;
     pub const PROJ: usize = Buf::Proj as usize;
     pub const SCORES: usize = Buf::Scores as usize;
     pub const LOGITS: usize = Buf::Logits as usize;
@@ -388,40 +386,39 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let hd = d.dec_hidden;
 
     // Encoder: all lanes through the stack together.
-    let valid: HVec<usize, L> = lanes.iter().map(|l| l.valid).collect();
     let top = {
         let mut inputs: HVec<Embedded<'_, '_, P>, L> = HVec::new();
-        let mut rest: HVec<LaneBufs<'_, '_, P>, L> = HVec::new();
+        let mut rest: HVec<(LaneBufs<'_, '_, P>, usize), L> = HVec::new();
         for lane in lanes.iter_mut() {
             let Lane {
                 src_ids,
                 act,
                 wide,
                 t,
+                valid,
                 ..
             } = lane;
             let _ = inputs.push(Embedded {
                 table: &net.src_emb,
                 ids: &src_ids[..*t],
             });
-            let _ = rest.push((act, wide));
+            // A masked encoder steps over the real positions only; the padded ones keep
+            // the state and get their outputs below.
+            let len = if d.enc_mask.is_some() { *valid } else { *t };
+            let _ = rest.push(((act, wide), len));
         }
         let mut seq: HVec<rnn_core::SeqLane<'_, P>, L> = HVec::new();
-        for ((input, (act, wide)), lane) in inputs.iter().zip(rest.iter_mut()).zip(&valid) {
-            let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, .., enc_cell, _] = &mut **act;
+        for (input, ((act, wide), len)) in inputs.iter().zip(rest.iter_mut()) {
+            let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, ..] = &mut **act;
             let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
+            // The final states, then (LSTM) the final cell states.
+            let (lasts, cells) = enc_last.split_at_mut(d.enc_layers * de);
             let _ = seq.push(rnn_core::SeqLane {
                 input,
-                // A masked encoder steps over the real positions only; the padded
-                // ones keep the state and get their outputs below.
-                len: if d.enc_mask.is_some() {
-                    *lane
-                } else {
-                    input.ids.len()
-                },
+                len: *len,
                 bufs: [enc_a, enc_b],
-                lasts: enc_last,
-                cells: enc_cell,
+                lasts,
+                cells,
                 xbuf,
                 scratch,
             });
@@ -501,21 +498,14 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         // Initial decoder states, and cell states of an LSTM decoder.
         init_states(net, lane, false)?;
         init_states(net, lane, true)?;
-        o.probe(
-            Probe::InitialState,
-            Values::Act(&lane.act[b::DEC_STATE][..], Fmt::Q15),
-        );
-        if d.enc_cell == CellKind::Lstm {
-            o.probe(
-                Probe::EncoderCells,
-                Values::Act(&lane.act[b::ENC_CELL][..], d.fmt_enc_cell),
-            );
-        }
+        let (h, c) = lane.act[b::DEC_STATE].split_at(d.dec_layers * hd);
+        o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
         if d.dec_cell == CellKind::Lstm {
-            o.probe(
-                Probe::DecoderCells,
-                Values::Act(&lane.act[b::DEC_CELL][..], d.fmt_dec_cell),
-            );
+            o.probe(Probe::DecoderCells, Values::Act(c, d.fmt_dec_cell));
+        }
+        if d.enc_cell == CellKind::Lstm {
+            let cells = &lane.act[b::ENC_LAST][d.enc_layers * de..];
+            o.probe(Probe::EncoderCells, Values::Act(cells, d.fmt_enc_cell));
         }
         o.encoded(t);
     }
@@ -546,11 +536,11 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let mut ss: HVec<CellScratch<'_, P>, L> = HVec::new();
             for lane in lanes.iter_mut().filter(|l| !l.done) {
                 let Lane { act, wide, .. } = lane;
-                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, .., dec_cell] =
-                    act;
-                let (below, here) = dec_state.split_at_mut(l * hd);
-                // An LSTM's cell states, laid out as the states (empty for a GRU).
-                let _ = cs.push(dec_cell.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
+                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, ..] = act;
+                // The layers' states, then (LSTM) their cell states.
+                let (states, cells) = dec_state.split_at_mut(d.dec_layers * hd);
+                let (below, here) = states.split_at_mut(l * hd);
+                let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [&below[(l - 1) * hd..], &[]]
                 } else if d.ordering == Ordering::Bahdanau {
@@ -586,15 +576,10 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             if d.ordering == Ordering::Luong {
                 attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
             }
-            o.probe(
-                Probe::DecoderState,
-                Values::Act(&lane.act[b::DEC_STATE][top_state..], Fmt::Q15),
-            );
+            let (h, c) = lane.act[b::DEC_STATE].split_at(d.dec_layers * hd);
+            o.probe(Probe::DecoderState, Values::Act(&h[top_state..], Fmt::Q15));
             if d.dec_cell == CellKind::Lstm {
-                o.probe(
-                    Probe::DecoderCells,
-                    Values::Act(&lane.act[b::DEC_CELL][..], d.fmt_dec_cell),
-                );
+                o.probe(Probe::DecoderCells, Values::Act(c, d.fmt_dec_cell));
             }
             if net.attention.is_some() {
                 o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
@@ -606,7 +591,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            let parts = part_bufs(d.att_parts(), top_state);
+            let parts = part_bufs(d.att_parts(), top_state, hd);
             batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
             for (lane, o) in lanes
                 .iter_mut()
@@ -623,7 +608,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        let parts = part_bufs(d.out_parts(), top_state);
+        let parts = part_bufs(d.out_parts(), top_state, hd);
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
         for ((lane, o), out) in lanes
             .iter_mut()
@@ -654,23 +639,29 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     Ok(())
 }
 
-/// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
-fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
+/// Where each of `parts` is: `(buffer, start, end)`, `end` 0 for the buffer's end.
+fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize, hd: usize) -> HVec<Part3, 4> {
+    // Sizes are at most MAX_SIZE (65535) and the decoder has at most 4 layers.
+    let (start, end) = (top_state as u32, (top_state + hd) as u32);
     parts
         .map(|p| match p {
-            Part::State => (b::DEC_STATE, top_state),
-            Part::Context => (b::CONTEXT, 0),
-            Part::Embedding => (b::DEC_EMB, 0),
-            Part::Attentional => (b::ATTENTIONAL, 0),
+            Part::State => (b::DEC_STATE as u8, start, end),
+            Part::Context => (b::CONTEXT as u8, 0, 0),
+            Part::Embedding => (b::DEC_EMB as u8, 0, 0),
+            Part::Attentional => (b::ATTENTIONAL as u8, 0, 0),
         })
         .collect()
 }
+
+/// A part of a layer's input: buffer, start and end (0: the buffer's end).
+type Part3 = (u8, u32, u32);
 
 /// The decoder's initial states (`cells` false) or, for an LSTM decoder, its initial
 /// cell states (`cells` true): zeros, the encoder's final (cell) states, or `tanh` of
 /// dense bridges of the top encoder layer's final (cell) states, where a GRU encoder's
 /// final states stand in for the cell states it does not have. Cell states are
-/// converted to the decoder's cell format.
+/// converted to the decoder's cell format. Both stacks keep their cell states after
+/// their states, in the same buffer.
 fn init_states<P: Precision>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
@@ -678,30 +669,26 @@ fn init_states<P: Precision>(
 ) -> Result<(), Error> {
     let d = &net.desc;
     let (de, hd) = (d.enc_output(), d.dec_hidden);
-    let (init, dst, src, f_src, f_dst, bridges) = if !cells {
-        (
-            d.init,
-            b::DEC_STATE,
-            b::ENC_LAST,
-            Fmt::Q15,
-            Fmt::Q15,
-            &net.bridge,
-        )
+    let (enc_cells, dec_cells) = (d.enc_layers * de, d.dec_layers * hd);
+    // Where the values come from and go to (offsets into ENC_LAST and DEC_STATE).
+    let (init, to, from, f_src, f_dst, bridges) = if !cells {
+        (d.init, 0, 0, Fmt::Q15, Fmt::Q15, &net.bridge)
     } else if d.dec_cell == CellKind::Lstm {
-        let (src, f_src) = match d.enc_cell {
-            CellKind::Lstm => (b::ENC_CELL, d.fmt_enc_cell),
-            CellKind::Gru => (b::ENC_LAST, Fmt::Q15),
+        let (from, f_src) = match d.enc_cell {
+            CellKind::Lstm => (enc_cells, d.fmt_enc_cell),
+            CellKind::Gru => (0, Fmt::Q15),
         };
         let f_dst = d.fmt_dec_cell;
-        (d.init_cell, b::DEC_CELL, src, f_src, f_dst, &net.bridge_c)
+        (d.init_cell, dec_cells, from, f_src, f_dst, &net.bridge_c)
     } else {
         return Ok(());
     };
+    let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
+    let (state, last) = (&mut state[to..to + dec_cells], &last[from..]);
     match init {
-        Init::Zeros => lane.act[dst].fill(P::Act::default()),
+        Init::Zeros => state.fill(P::Act::default()),
         Init::Last => {
             let skip = d.enc_layers - d.dec_layers;
-            let (state, last) = two_bufs(&mut lane.act, dst, src);
             for (l, to) in state.chunks_exact_mut(hd).enumerate() {
                 let from = &last[(l + skip) * de..][..de];
                 if f_src == f_dst {
@@ -715,7 +702,6 @@ fn init_states<P: Precision>(
         }
         Init::Dense => {
             // The bridges' requantizers take their input's format (`part_fmts`).
-            let (state, last) = two_bufs(&mut lane.act, dst, src);
             let summary = &last[(d.enc_layers - 1) * de..][..de];
             let proj = &mut lane.wide[b::PROJ];
             let convert = f_dst != Fmt::Q15;
@@ -747,12 +733,12 @@ fn two_bufs<'s, T>(bufs: &'s mut [&mut [T]; BUFS], a: usize, b: usize) -> (&'s m
 }
 
 /// Applies `layer` to every unfinished lane's input, the concatenation of its buffers
-/// `parts` (each `(buffer, start)`, to the buffer's end), into the lane's wide buffer
+/// `parts` (see [`Part3`]), into the lane's wide buffer
 /// `dst` (`rows` long), sharing the work between lanes.
 fn batch_linear<P: Precision, const L: usize>(
     lanes: &mut [Lane<'_, P>],
     layer: &Linear<'_, P>,
-    parts: &[(usize, usize)],
+    parts: &[Part3],
     dst: usize,
     rows: usize,
 ) -> Result<(), Error> {
@@ -761,8 +747,10 @@ fn batch_linear<P: Precision, const L: usize>(
     for lane in lanes.iter_mut().filter(|l| !l.done) {
         let Lane { act, wide, .. } = lane;
         let mut x: [&[P::Act]; 4] = [&[]; 4];
-        for (xi, &(buf, start)) in x.iter_mut().zip(parts) {
-            *xi = &act[buf][start..];
+        for (xi, &(buf, start, end)) in x.iter_mut().zip(parts) {
+            let b: &[P::Act] = act[buf as usize];
+            let end = if end == 0 { b.len() } else { end as usize };
+            *xi = &b[start as usize..end];
         }
         let _ = inputs.push(x);
         let _ = outs.push(&mut wide[dst][..rows]);
@@ -808,14 +796,14 @@ fn attend_lane<P: Precision>(
         }
     };
     let (mem, key) = (&pick(mem_buf)[..t * m], &pick(keys_buf)[..t * k]);
-    let [.., scores, query, _, _, _] = wide;
+    let [.., scores, query, _] = wide;
     let mut s = AttnScratch {
         scores,
         query,
         tanh,
     };
     att.attend(
-        &dec_state[top_state..],
+        &dec_state[top_state..top_state + d.dec_hidden],
         key,
         mem,
         t,
