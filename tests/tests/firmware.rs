@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_tools::device::{self, EXIT_MODEL_ERROR};
 use host_tools::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
-use rnn_core::{Recurrent, ResetMode};
+use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
@@ -42,12 +42,18 @@ fn eval_words(max_len: usize) -> Vec<String> {
     words
 }
 
-/// Runs the first 200 evaluation words through `model` on `board` and on the host, and
-/// requires every output (and, with `attention`, every attention weight) to be equal.
+/// Runs the first 200 evaluation words through `model` (of `target/models/`) on `board`
+/// and on the host, and requires every output (and, with `attention`, every attention
+/// weight) to be equal.
 fn device_matches_host(model: &str, board: Board, max_len: usize, attention: bool) {
-    let path = model_file(model);
+    device_matches_host_at(&model_file(model), board, max_len, attention);
+}
+
+/// [`device_matches_host`] for the model file at `path`.
+fn device_matches_host_at(path: &Path, board: Board, max_len: usize, attention: bool) {
+    let model = path.display();
     let words = eval_words(max_len);
-    let report = device::qemu_check(&path, board, &words, attention, PAIR_TIMEOUT, true)
+    let report = device::qemu_check(path, board, &words, attention, PAIR_TIMEOUT, true)
         .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
     println!("{}", report.render());
     assert!(report.agrees(), "{model} on {board}:\n{}", report.render());
@@ -105,6 +111,94 @@ fn netra_w8a16_on_mps2_an386_matches_the_host() {
 #[test]
 fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", Board::Mps2An386, usize::MAX, false);
+}
+
+// ------------------------------------------------------------------ LSTM models
+
+/// Source length of the Keras LSTM fixtures (their fixed length).
+const KERAS_LSTM_MAX_LEN: usize = 16;
+
+#[test]
+fn keras2_lstm_w8a16_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "keras2-lstm-g2p-w8a16.s2s",
+        Board::Mps2An386,
+        KERAS_LSTM_MAX_LEN,
+        true,
+    );
+}
+
+#[test]
+fn keras3_lstm_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "keras3-lstm-g2p.s2s",
+        Board::Mps2An386,
+        KERAS_LSTM_MAX_LEN,
+        true,
+    );
+}
+
+#[test]
+fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host("pytorch-lstm-g2p.s2s", Board::Mps2An386, usize::MAX, false);
+}
+
+/// Fixed source length of the small LSTM model.
+const SMALL_LSTM_PAD_TO: usize = 12;
+
+/// A small model in the Keras fixtures' layout (their w8a16 files are larger than the
+/// 176 KiB model regions of lm3s6965evb and microbit): a bidirectional LSTM encoder
+/// over masked post-padding (Keras 2: the previous output repeated), Keras 2's hard
+/// sigmoid in the encoder and Keras 3's in the decoder, an LSTM decoder from the
+/// encoder's final states and cell states, Luong dot attention over every position and
+/// an attentional layer over `[context; state]`; cell states in `Q3.12` and `Q4.11`.
+fn small_lstm_desc() -> ModelDesc {
+    let mut d = small_desc();
+    d.enc_cell = CellKind::Lstm;
+    d.dec_cell = CellKind::Lstm;
+    d.enc_recurrent = Recurrent::HardSigmoidKeras2;
+    d.dec_recurrent = Recurrent::HardSigmoidKeras3;
+    d.enc_hidden = 8;
+    d.enc_bidir = true;
+    d.dec_hidden = 16;
+    d.src_eos = None;
+    d.src_pad_to = SMALL_LSTM_PAD_TO;
+    d.enc_mask = Some(Masked::Previous);
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::Dot;
+    d.mask_padding = true;
+    d.init = Init::Last;
+    d.init_cell = Init::Last;
+    d.attentional = Some(12);
+    d.att_parts = [Some(Part::Context), Some(Part::State), None, None];
+    d.out_parts = [Some(Part::Attentional), None, None, None];
+    d.fmt_enc_cell = Fmt { frac: 12 };
+    d.fmt_dec_cell = Fmt { frac: 11 };
+    d
+}
+
+#[test]
+fn small_lstm_w8a16_on_microbit_matches_the_host() {
+    let dir = scratch_dir("firmware-lstm-microbit");
+    let model = synthetic(
+        &dir,
+        "lstm-w8a16.s2s",
+        &small_lstm_desc(),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&model, Board::Microbit, SMALL_LSTM_PAD_TO, true);
+}
+
+#[test]
+fn small_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
+    let dir = scratch_dir("firmware-lstm-lm3s6965evb");
+    let model = synthetic(
+        &dir,
+        "lstm-w8a16.s2s",
+        &small_lstm_desc(),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&model, Board::Lm3s6965evb, SMALL_LSTM_PAD_TO, true);
 }
 
 // ------------------------------------------------------------------ bad models
