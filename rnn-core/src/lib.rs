@@ -123,7 +123,7 @@ pub enum Recurrent {
     /// The logistic sigmoid `1 / (1 + e^-x)` (PyTorch, Keras 3 default, tf.keras 2).
     Sigmoid = 0,
     /// `clip(0.2 x + 0.5, 0, 1)`: `hard_sigmoid` of Keras 2 and tf.keras (the default
-    /// recurrent activation of Keras up to 2.3).
+    /// recurrent activation of Keras before 2.3).
     HardSigmoidKeras2 = 1,
     /// `clip(x / 6 + 0.5, 0, 1)`: `hard_sigmoid` of Keras 3.
     HardSigmoidKeras3 = 2,

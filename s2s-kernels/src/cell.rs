@@ -6,7 +6,7 @@
 //!
 //! | name here | definition | used by |
 //! |---|---|---|
-//! | `hard_sigmoid_keras2` | `clip(0.2 x + 0.5, 0, 1)` | Keras 2 (`hard_sigmoid`, the LSTM/GRU default recurrent activation up to 2.3), tf.keras 2.x |
+//! | `hard_sigmoid_keras2` | `clip(0.2 x + 0.5, 0, 1)` | Keras 2 (`hard_sigmoid`, the LSTM/GRU default recurrent activation before 2.3), tf.keras 2.x |
 //! | `hard_sigmoid_keras3` | `relu6(x + 3) / 6` = `clip(x / 6 + 0.5, 0, 1)` | Keras 3 (`keras.activations.hard_sigmoid`) |
 //!
 //! The f32 forms compute what those frameworks compute, operation for operation
