@@ -141,12 +141,12 @@ impl Plan {
                     act,
                 ),
                 Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
-                // The final states of every layer, then (LSTM) their cell states.
+                // (LSTM) the final cell states of every layer, then the final states.
                 Buf::EncLast => (enc_states * d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
                 Buf::CellAct => (h, act),
-                // The decoder's recurrent state: the layers' states, then (LSTM) their
-                // cell states.
+                // The decoder's recurrent state: (LSTM) the layers' cell states, then
+                // their states (the top layer's last).
                 Buf::DecState => (dec_states * d.dec_layers * d.dec_hidden, act),
                 Buf::DecEmb => (d.dec_emb, act),
                 Buf::Context => (att as usize * d.memory_dim(), act),

@@ -384,6 +384,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let h_max = d.enc_hidden.max(d.dec_hidden);
     let de = d.enc_output();
     let hd = d.dec_hidden;
+    let (enc_cells, dec_cells) = cell_states(d);
 
     // Encoder: all lanes through the stack together.
     let top = {
@@ -411,8 +412,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         for (input, ((act, wide), len)) in inputs.iter().zip(rest.iter_mut()) {
             let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, ..] = &mut **act;
             let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
-            // The final states, then (LSTM) the final cell states.
-            let (lasts, cells) = enc_last.split_at_mut(d.enc_layers * de);
+            // (LSTM) the final cell states, then the final states.
+            let (cells, lasts) = enc_last.split_at_mut(enc_cells);
             let _ = seq.push(rnn_core::SeqLane {
                 input,
                 len: *len,
@@ -498,13 +499,13 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         // Initial decoder states, and cell states of an LSTM decoder.
         init_states(net, lane, false)?;
         init_states(net, lane, true)?;
-        let (h, c) = lane.act[b::DEC_STATE].split_at(d.dec_layers * hd);
+        let (c, h) = lane.act[b::DEC_STATE].split_at(dec_cells);
         o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
         if d.dec_cell == CellKind::Lstm {
             o.probe(Probe::DecoderCells, Values::Act(c, d.fmt_dec_cell));
         }
         if d.enc_cell == CellKind::Lstm {
-            let cells = &lane.act[b::ENC_LAST][d.enc_layers * de..];
+            let cells = &lane.act[b::ENC_LAST][..enc_cells];
             o.probe(Probe::EncoderCells, Values::Act(cells, d.fmt_enc_cell));
         }
         o.encoded(t);
@@ -515,7 +516,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         Some(att) if !att.keys_are_memory() => b::KEYS,
         _ => mem_buf,
     };
-    let top_state = (d.dec_layers - 1) * hd;
+    // The top layer's state ends the decoder's state buffer.
+    let top_state = dec_cells + (d.dec_layers - 1) * hd;
     for index in 0..d.max_steps {
         if lanes.iter().all(|l| l.done) {
             break;
@@ -537,8 +539,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             for lane in lanes.iter_mut().filter(|l| !l.done) {
                 let Lane { act, wide, .. } = lane;
                 let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, ..] = act;
-                // The layers' states, then (LSTM) their cell states.
-                let (states, cells) = dec_state.split_at_mut(d.dec_layers * hd);
+                // (LSTM) the layers' cell states, then their states.
+                let (cells, states) = dec_state.split_at_mut(dec_cells);
                 let (below, here) = states.split_at_mut(l * hd);
                 let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
@@ -576,10 +578,16 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             if d.ordering == Ordering::Luong {
                 attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
             }
-            let (h, c) = lane.act[b::DEC_STATE].split_at(d.dec_layers * hd);
-            o.probe(Probe::DecoderState, Values::Act(&h[top_state..], Fmt::Q15));
+            let state = &lane.act[b::DEC_STATE];
+            o.probe(
+                Probe::DecoderState,
+                Values::Act(&state[top_state..], Fmt::Q15),
+            );
             if d.dec_cell == CellKind::Lstm {
-                o.probe(Probe::DecoderCells, Values::Act(c, d.fmt_dec_cell));
+                o.probe(
+                    Probe::DecoderCells,
+                    Values::Act(&state[..dec_cells], d.fmt_dec_cell),
+                );
             }
             if net.attention.is_some() {
                 o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
@@ -591,7 +599,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            let parts = part_bufs(d.att_parts(), top_state, hd);
+            let parts = part_bufs(d.att_parts(), top_state);
             batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
             for (lane, o) in lanes
                 .iter_mut()
@@ -608,7 +616,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        let parts = part_bufs(d.out_parts(), top_state, hd);
+        let parts = part_bufs(d.out_parts(), top_state);
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
         for ((lane, o), out) in lanes
             .iter_mut()
@@ -639,22 +647,28 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     Ok(())
 }
 
-/// Where each of `parts` is: `(buffer, start, end)`, `end` 0 for the buffer's end.
-fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize, hd: usize) -> HVec<Part3, 4> {
-    // Sizes are at most MAX_SIZE (65535) and the decoder has at most 4 layers.
-    let (start, end) = (top_state as u32, (top_state + hd) as u32);
+/// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
+fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
     parts
         .map(|p| match p {
-            Part::State => (b::DEC_STATE as u8, start, end),
-            Part::Context => (b::CONTEXT as u8, 0, 0),
-            Part::Embedding => (b::DEC_EMB as u8, 0, 0),
-            Part::Attentional => (b::ATTENTIONAL as u8, 0, 0),
+            Part::State => (b::DEC_STATE, top_state),
+            Part::Context => (b::CONTEXT, 0),
+            Part::Embedding => (b::DEC_EMB, 0),
+            Part::Attentional => (b::ATTENTIONAL, 0),
         })
         .collect()
 }
 
-/// A part of a layer's input: buffer, start and end (0: the buffer's end).
-type Part3 = (u8, u32, u32);
+/// Values of (LSTM) cell states before the states in the encoder's final-state buffer
+/// and in the decoder's state buffer (0 for a GRU stack). The states come last, so that
+/// the top decoder layer's state ends its buffer.
+fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
+    let lstm = |c| (c == CellKind::Lstm) as usize;
+    (
+        lstm(d.enc_cell) * d.enc_layers * d.enc_output(),
+        lstm(d.dec_cell) * d.dec_layers * d.dec_hidden,
+    )
+}
 
 /// The decoder's initial states (`cells` false) or, for an LSTM decoder, its initial
 /// cell states (`cells` true): zeros, the encoder's final (cell) states, or `tanh` of
@@ -669,22 +683,30 @@ fn init_states<P: Precision>(
 ) -> Result<(), Error> {
     let d = &net.desc;
     let (de, hd) = (d.enc_output(), d.dec_hidden);
-    let (enc_cells, dec_cells) = (d.enc_layers * de, d.dec_layers * hd);
-    // Where the values come from and go to (offsets into ENC_LAST and DEC_STATE).
+    let (enc_cells, dec_cells) = cell_states(d);
+    // Where the values come from and go to (offsets into ENC_LAST and DEC_STATE: cell
+    // states first, then states).
     let (init, to, from, f_src, f_dst, bridges) = if !cells {
-        (d.init, 0, 0, Fmt::Q15, Fmt::Q15, &net.bridge)
+        (
+            d.init,
+            dec_cells,
+            enc_cells,
+            Fmt::Q15,
+            Fmt::Q15,
+            &net.bridge,
+        )
     } else if d.dec_cell == CellKind::Lstm {
-        let (from, f_src) = match d.enc_cell {
-            CellKind::Lstm => (enc_cells, d.fmt_enc_cell),
-            CellKind::Gru => (0, Fmt::Q15),
+        // A GRU encoder's final states stand in for its cell states (`enc_cells` 0).
+        let f_src = match d.enc_cell {
+            CellKind::Lstm => d.fmt_enc_cell,
+            CellKind::Gru => Fmt::Q15,
         };
-        let f_dst = d.fmt_dec_cell;
-        (d.init_cell, dec_cells, from, f_src, f_dst, &net.bridge_c)
+        (d.init_cell, 0, 0, f_src, d.fmt_dec_cell, &net.bridge_c)
     } else {
         return Ok(());
     };
     let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-    let (state, last) = (&mut state[to..to + dec_cells], &last[from..]);
+    let (state, last) = (&mut state[to..to + d.dec_layers * hd], &last[from..]);
     match init {
         Init::Zeros => state.fill(P::Act::default()),
         Init::Last => {
@@ -733,12 +755,12 @@ fn two_bufs<'s, T>(bufs: &'s mut [&mut [T]; BUFS], a: usize, b: usize) -> (&'s m
 }
 
 /// Applies `layer` to every unfinished lane's input, the concatenation of its buffers
-/// `parts` (see [`Part3`]), into the lane's wide buffer
+/// `parts` (each `(buffer, start)`, to the buffer's end), into the lane's wide buffer
 /// `dst` (`rows` long), sharing the work between lanes.
 fn batch_linear<P: Precision, const L: usize>(
     lanes: &mut [Lane<'_, P>],
     layer: &Linear<'_, P>,
-    parts: &[Part3],
+    parts: &[(usize, usize)],
     dst: usize,
     rows: usize,
 ) -> Result<(), Error> {
@@ -747,10 +769,8 @@ fn batch_linear<P: Precision, const L: usize>(
     for lane in lanes.iter_mut().filter(|l| !l.done) {
         let Lane { act, wide, .. } = lane;
         let mut x: [&[P::Act]; 4] = [&[]; 4];
-        for (xi, &(buf, start, end)) in x.iter_mut().zip(parts) {
-            let b: &[P::Act] = act[buf as usize];
-            let end = if end == 0 { b.len() } else { end as usize };
-            *xi = &b[start as usize..end];
+        for (xi, &(buf, start)) in x.iter_mut().zip(parts) {
+            *xi = &act[buf][start..];
         }
         let _ = inputs.push(x);
         let _ = outs.push(&mut wide[dst][..rows]);
@@ -803,7 +823,7 @@ fn attend_lane<P: Precision>(
         tanh,
     };
     att.attend(
-        &dec_state[top_state..top_state + d.dec_hidden],
+        &dec_state[top_state..],
         key,
         mem,
         t,
