@@ -61,10 +61,10 @@ fn stack(
 /// layer's input. Each misuse is one line naming the key.
 pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
     let (enc, dec) = (&cfg.encoder, &cfg.decoder);
-    (d.enc_cell, d.enc_reset) = stack("encoder", enc.cell, enc.reset)?;
-    (d.dec_cell, d.dec_reset) = stack("decoder", dec.cell, dec.reset)?;
-    d.enc_recurrent = enc.recurrent_activation.into();
-    d.dec_recurrent = dec.recurrent_activation.into();
+    (d.cells.enc, d.enc_reset) = stack("encoder", enc.cell, enc.reset)?;
+    (d.cells.dec, d.dec_reset) = stack("decoder", dec.cell, dec.reset)?;
+    d.cells.enc_recurrent = enc.recurrent_activation.into();
+    d.cells.dec_recurrent = dec.recurrent_activation.into();
     if let Some(m) = enc.masked_output {
         if cfg.source.pad_to.is_none() {
             return Err(format!(
@@ -72,9 +72,9 @@ pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
                 masked_name(m)
             ));
         }
-        d.enc_mask = Some(m.into());
+        d.cells.enc_mask = Some(m.into());
     }
-    d.init_cell = match (dec.cell, dec.init_cell) {
+    d.cells.init_cell = match (dec.cell, dec.init_cell) {
         (CellName::Gru, Some(_)) => {
             return Err(
                 "decoder.init_cell is for an LSTM decoder: a GRU has no cell state (remove it)"
@@ -86,7 +86,7 @@ pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
         (CellName::Lstm, None) if enc.cell == CellName::Lstm => d.init,
         (CellName::Lstm, None) => Init::Zeros,
     };
-    if d.init_cell == Init::Last && enc.cell == CellName::Gru {
+    if d.cells.init_cell == Init::Last && enc.cell == CellName::Gru {
         return Err(
             "decoder.init_cell = \"last\": a GRU encoder has no cell states (use \"zeros\", or \"dense\" for a bridge of its final states)"
                 .into(),
@@ -127,8 +127,8 @@ fn masked_name(m: MaskedName) -> &'static str {
 /// The recurrent cell a layer belongs to, if it is a recurrent matrix.
 pub fn cell_of(d: &ModelDesc, role: Role) -> Option<CellKind> {
     match role {
-        Role::EncWih | Role::EncWhh => Some(d.enc_cell),
-        Role::DecWih | Role::DecWhh => Some(d.dec_cell),
+        Role::EncWih | Role::EncWhh => Some(d.cells.enc),
+        Role::DecWih | Role::DecWhh => Some(d.cells.dec),
         _ => None,
     }
 }
@@ -208,10 +208,10 @@ mod tests {
     #[test]
     fn the_keras2_example_is_an_lstm_with_keras_2_semantics() {
         let d = keras2_with(|t| t).unwrap();
-        assert_eq!((d.enc_cell, d.dec_cell), (CellKind::Lstm, CellKind::Lstm));
-        assert_eq!(d.enc_recurrent, Recurrent::HardSigmoidKeras2);
-        assert_eq!(d.enc_mask, Some(Masked::Previous));
-        assert_eq!(d.init_cell, Init::Last);
+        assert_eq!((d.cells.enc, d.cells.dec), (CellKind::Lstm, CellKind::Lstm));
+        assert_eq!(d.cells.enc_recurrent, Recurrent::HardSigmoidKeras2);
+        assert_eq!(d.cells.enc_mask, Some(Masked::Previous));
+        assert_eq!(d.cells.init_cell, Init::Last);
         assert_eq!(
             d.att_parts,
             [Some(Part::Context), Some(Part::State), None, None]
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(d.tgt_end, d.src_pad, "the model stops at <pad>");
         // init_cell defaults to init after an LSTM encoder.
         let d = keras2_with(|t| t.replace("init_cell = \"last\"\n", "")).unwrap();
-        assert_eq!(d.init_cell, Init::Last);
+        assert_eq!(d.cells.init_cell, Init::Last);
     }
 
     #[test]

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rnn_core::{Recurrent, ResetMode};
+use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
-    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+    Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
 };
 use serde::Deserialize;
 
@@ -437,15 +437,8 @@ impl Config {
                 1.0
             },
             score_scale_q: Requant::ONE,
-            enc_cell: CellKind::Gru,
-            dec_cell: CellKind::Gru,
-            enc_recurrent: Recurrent::Sigmoid,
-            dec_recurrent: Recurrent::Sigmoid,
-            enc_mask: None,
-            init_cell: Init::Zeros,
+            cells: Cells::GRU,
             att_parts: [None; MAX_OUT_PARTS],
-            fmt_enc_cell: Default::default(),
-            fmt_dec_cell: Default::default(),
         };
         // The cells, their gates' activation and reset form, masking, the LSTM
         // decoder's initial cell state and the attentional layer's input.

@@ -69,7 +69,7 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
             if bi { "bidirectional " } else { "" },
         )
     };
-    let masked = match d.enc_mask {
+    let masked = match d.cells.enc_mask {
         None => "",
         Some(Masked::Previous) => ", padding masked (previous output repeated)",
         Some(Masked::Zeros) => ", padding masked (zero outputs)",
@@ -83,7 +83,7 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 d.enc_layers,
                 d.enc_hidden,
                 d.enc_bidir,
-                cell(d.enc_cell, d.enc_reset, d.enc_recurrent)
+                cell(d.cells.enc, d.enc_reset, d.cells.enc_recurrent)
             ),
             d.memory_proj
                 .map_or(String::new(), |m| format!(", memory projection {m}"))
@@ -113,13 +113,13 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
     };
     v.push(("attention".into(), att));
     let mut init = init_name(d.init).to_string();
-    if d.dec_cell == CellKind::Lstm {
+    if d.cells.dec == CellKind::Lstm {
         init += &format!(
             ", cell state {}",
-            match d.init_cell {
+            match d.cells.init_cell {
                 Init::Zeros => "zeros",
                 Init::Last => "last encoder cell state",
-                Init::Dense if d.enc_cell == CellKind::Lstm => "tanh(W c_enc + b)",
+                Init::Dense if d.cells.enc == CellKind::Lstm => "tanh(W c_enc + b)",
                 Init::Dense => "tanh(W h_enc + b)",
             }
         );
@@ -139,7 +139,7 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 d.dec_layers,
                 d.dec_hidden,
                 false,
-                cell(d.dec_cell, d.dec_reset, d.dec_recurrent)
+                cell(d.cells.dec, d.dec_reset, d.cells.dec_recurrent)
             ),
             d.attentional.map_or(String::new(), |a| format!(
                 ", attentional {a} from [{}]",

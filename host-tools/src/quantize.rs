@@ -604,16 +604,16 @@ fn choose_formats(
     // (the decoder's also holds its initial cell states, the encoder's final ones
     // when it starts from them).
     let [enc_c, mut dec_c] = calib.cell_max;
-    if desc.init_cell == Init::Last {
+    if desc.cells.init_cell == Init::Last {
         dec_c = dec_c.max(enc_c);
     }
-    if desc.enc_cell == CellKind::Lstm {
-        desc.fmt_enc_cell = Fmt {
+    if desc.cells.enc == CellKind::Lstm {
+        desc.cells.fmt_enc = Fmt {
             frac: choose_cell_frac(enc_c),
         };
     }
-    if desc.dec_cell == CellKind::Lstm {
-        desc.fmt_dec_cell = Fmt {
+    if desc.cells.dec == CellKind::Lstm {
+        desc.cells.fmt_dec = Fmt {
             frac: choose_cell_frac(dec_c),
         };
     }
@@ -662,11 +662,11 @@ fn choose_formats(
         get(Probe::EncoderOutputs),
         "Q0.15 (recurrent states)".into(),
     );
-    if desc.enc_cell == CellKind::Lstm {
+    if desc.cells.enc == CellKind::Lstm {
         row(
             "encoder cells",
             enc_c,
-            fmt_name(desc.fmt_enc_cell) + ", every step",
+            fmt_name(desc.cells.fmt_enc) + ", every step",
         );
     }
     if desc.memory_proj.is_some() {
@@ -680,11 +680,11 @@ fn choose_formats(
         get(Probe::DecoderState),
         "Q0.15 (recurrent states)".into(),
     );
-    if desc.dec_cell == CellKind::Lstm {
+    if desc.cells.dec == CellKind::Lstm {
         row(
             "decoder cells",
             dec_c,
-            fmt_name(desc.fmt_dec_cell) + ", every step",
+            fmt_name(desc.cells.fmt_dec) + ", every step",
         );
     }
     if desc.has_attention() {

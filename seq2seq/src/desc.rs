@@ -271,10 +271,22 @@ pub struct ModelDesc {
     pub score_scale: f32,
     /// Score scale, integer precision.
     pub score_scale_q: Requant,
+    /// The recurrent cells of both stacks and their settings.
+    pub cells: Cells,
+    /// Parts of the attentional layer's input, in order (all `None` without one).
+    pub att_parts: [Option<Part>; MAX_OUT_PARTS],
+}
+
+/// The recurrent cells of a model: each stack's cell, gate activation and cell-state
+/// format, the encoder's masking of padded positions and an LSTM decoder's initial cell
+/// state. [`Cells::GRU`] is what a model without LSTMs or masking has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Cells {
     /// Encoder cell.
-    pub enc_cell: CellKind,
+    pub enc: CellKind,
     /// Decoder cell.
-    pub dec_cell: CellKind,
+    pub dec: CellKind,
     /// Activation of the encoder cells' gates.
     pub enc_recurrent: Recurrent,
     /// Activation of the decoder cells' gates.
@@ -284,12 +296,24 @@ pub struct ModelDesc {
     pub enc_mask: Option<Masked>,
     /// Initial cell state of an LSTM decoder ([`Init::Zeros`] for a GRU decoder).
     pub init_cell: Init,
-    /// Parts of the attentional layer's input, in order (all `None` without one).
-    pub att_parts: [Option<Part>; MAX_OUT_PARTS],
     /// Format of the encoder's cell states (integer path; 0 for a GRU encoder).
-    pub fmt_enc_cell: Fmt,
+    pub fmt_enc: Fmt,
     /// Format of the decoder's cell states (integer path; 0 for a GRU decoder).
-    pub fmt_dec_cell: Fmt,
+    pub fmt_dec: Fmt,
+}
+
+impl Cells {
+    /// GRUs with the logistic sigmoid in both stacks, no mask.
+    pub const GRU: Cells = Cells {
+        enc: CellKind::Gru,
+        dec: CellKind::Gru,
+        enc_recurrent: Recurrent::Sigmoid,
+        dec_recurrent: Recurrent::Sigmoid,
+        enc_mask: None,
+        init_cell: Init::Zeros,
+        fmt_enc: Fmt { frac: 0 },
+        fmt_dec: Fmt { frac: 0 },
+    };
 }
 
 /// A list of parts as stored: codes `1..=4`, then zeros.
@@ -451,19 +475,21 @@ impl ModelDesc {
             fmt_keys: Fmt { frac: r.fmts[3] },
             score_scale: f32::from_bits(r.score_scale),
             score_scale_q: r.score_scale_q,
-            enc_cell: cell_kind("enc_cell", r.enc_cell)?,
-            dec_cell: cell_kind("dec_cell", r.dec_cell)?,
-            enc_recurrent: recurrent("enc_recurrent", r.enc_recurrent)?,
-            dec_recurrent: recurrent("dec_recurrent", r.dec_recurrent)?,
-            enc_mask,
-            init_cell,
+            cells: Cells {
+                enc: cell_kind("enc_cell", r.enc_cell)?,
+                dec: cell_kind("dec_cell", r.dec_cell)?,
+                enc_recurrent: recurrent("enc_recurrent", r.enc_recurrent)?,
+                dec_recurrent: recurrent("dec_recurrent", r.dec_recurrent)?,
+                enc_mask,
+                init_cell,
+                fmt_enc: Fmt {
+                    frac: r.cell_fmts[0],
+                },
+                fmt_dec: Fmt {
+                    frac: r.cell_fmts[1],
+                },
+            },
             att_parts,
-            fmt_enc_cell: Fmt {
-                frac: r.cell_fmts[0],
-            },
-            fmt_dec_cell: Fmt {
-                frac: r.cell_fmts[1],
-            },
         };
         d.check()?;
         Ok(d)
@@ -514,14 +540,14 @@ impl ModelDesc {
             ],
             score_scale: self.score_scale.to_bits(),
             score_scale_q: self.score_scale_q,
-            enc_cell: self.enc_cell as u32,
-            dec_cell: self.dec_cell as u32,
-            enc_recurrent: self.enc_recurrent as u32,
-            dec_recurrent: self.dec_recurrent as u32,
-            enc_mask: self.enc_mask.map_or(0, |m| m as u32),
-            init_cell: self.init_cell as u32,
+            enc_cell: self.cells.enc as u32,
+            dec_cell: self.cells.dec as u32,
+            enc_recurrent: self.cells.enc_recurrent as u32,
+            dec_recurrent: self.cells.dec_recurrent as u32,
+            enc_mask: self.cells.enc_mask.map_or(0, |m| m as u32),
+            init_cell: self.cells.init_cell as u32,
             att_parts: parts_raw(&self.att_parts),
-            cell_fmts: [self.fmt_enc_cell.frac, self.fmt_dec_cell.frac, 0, 0],
+            cell_fmts: [self.cells.fmt_enc.frac, self.cells.fmt_dec.frac, 0, 0],
         })
     }
 
@@ -591,8 +617,8 @@ impl ModelDesc {
             }
         }
         for (name, f, cell) in [
-            ("fmt_enc_cell", self.fmt_enc_cell, self.enc_cell),
-            ("fmt_dec_cell", self.fmt_dec_cell, self.dec_cell),
+            ("fmt_enc_cell", self.cells.fmt_enc, self.cells.enc),
+            ("fmt_dec_cell", self.cells.fmt_dec, self.cells.dec),
         ] {
             let ok = match cell {
                 CellKind::Lstm => (0..=MAX_CELL_FRAC).contains(&f.frac),
@@ -660,17 +686,17 @@ impl ModelDesc {
                 return bad("init last: encoder state size differs from decoder hidden size");
             }
         }
-        if self.enc_cell == CellKind::Lstm && self.enc_reset != ResetMode::After {
+        if self.cells.enc == CellKind::Lstm && self.enc_reset != ResetMode::After {
             return bad("enc_reset: set for an LSTM encoder (a GRU field)");
         }
-        if self.dec_cell == CellKind::Lstm && self.dec_reset != ResetMode::After {
+        if self.cells.dec == CellKind::Lstm && self.dec_reset != ResetMode::After {
             return bad("dec_reset: set for an LSTM decoder (a GRU field)");
         }
-        if self.dec_cell == CellKind::Gru && self.init_cell != Init::Zeros {
+        if self.cells.dec == CellKind::Gru && self.cells.init_cell != Init::Zeros {
             return bad("init_cell: a cell state for a GRU decoder");
         }
-        if self.init_cell == Init::Last {
-            if self.enc_cell != CellKind::Lstm {
+        if self.cells.init_cell == Init::Last {
+            if self.cells.enc != CellKind::Lstm {
                 return bad("init_cell last: the encoder has no cell state (GRU)");
             }
             if self.dec_layers > self.enc_layers {
@@ -680,7 +706,7 @@ impl ModelDesc {
                 return bad("init_cell last: encoder state size differs from decoder hidden size");
             }
         }
-        if self.enc_mask.is_some() && self.src_pad_to == 0 {
+        if self.cells.enc_mask.is_some() && self.src_pad_to == 0 {
             return bad("enc_mask: a mask without source padding (src_pad_to)");
         }
         check_parts(&self.out_parts, OUT_PARTS_RULES, |p| match p {
@@ -702,11 +728,11 @@ impl ModelDesc {
 
     /// Gate blocks of the encoder's cells (3 GRU, 4 LSTM).
     pub fn enc_gates(&self) -> usize {
-        self.enc_cell.gates()
+        self.cells.enc.gates()
     }
     /// Gate blocks of the decoder's cells.
     pub fn dec_gates(&self) -> usize {
-        self.dec_cell.gates()
+        self.cells.dec.gates()
     }
     /// The attentional layer's input parts.
     pub fn att_parts(&self) -> impl Iterator<Item = Part> + '_ {
@@ -853,7 +879,7 @@ impl ModelDesc {
                 add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
             }
         }
-        if self.init_cell == Init::Dense {
+        if self.cells.init_cell == Init::Dense {
             for l in 0..self.dec_layers {
                 add(Role::BridgeC, l, 0, self.dec_hidden, self.enc_output(), 1);
             }
@@ -914,8 +940,8 @@ impl ModelDesc {
                 }
             }
             // The cell states of an LSTM encoder, or a GRU encoder's states.
-            Role::BridgeC => push(match self.enc_cell {
-                CellKind::Lstm => self.fmt_enc_cell,
+            Role::BridgeC => push(match self.cells.enc {
+                CellKind::Lstm => self.cells.fmt_enc,
                 CellKind::Gru => q15,
             }),
             // Recurrent states and outputs, tanh outputs: Q0.15.

@@ -54,7 +54,7 @@ pub mod plan;
 pub mod run;
 pub mod vocab;
 
-pub use desc::{CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
+pub use desc::{CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
 pub use error::Error;
 pub use format::{ModelFile, TensorId};
 pub use net::{ModelPrecision, Net};

@@ -170,8 +170,8 @@ fn bind_encoder<'a, P: ModelPrecision>(
         let dir_cell = |dir| -> Result<Cell<'a, P>, Error> {
             let w_ih = r.linear(Role::EncWih, l, dir)?;
             let w_hh = r.linear(Role::EncWhh, l, dir)?;
-            let (kind, reset, rec) = (d.enc_cell, d.enc_reset, d.enc_recurrent);
-            cell(kind, w_ih, w_hh, reset, rec, d.fmt_enc_cell)
+            let (kind, reset, rec) = (d.cells.enc, d.enc_reset, d.cells.enc_recurrent);
+            cell(kind, w_ih, w_hh, reset, rec, d.cells.fmt_enc)
         };
         let bwd = if d.enc_bidir {
             Some(dir_cell(1)?)
@@ -244,7 +244,7 @@ fn bind_decoder<'a, P: ModelPrecision>(
                 .push(r.linear(Role::Bridge, l, 0)?)
                 .map_err(too_many)?;
         }
-        if d.init_cell == Init::Dense {
+        if d.cells.init_cell == Init::Dense {
             net.bridge_c
                 .push(r.linear(Role::BridgeC, l, 0)?)
                 .map_err(too_many)?;
@@ -252,12 +252,12 @@ fn bind_decoder<'a, P: ModelPrecision>(
         let w_ih = r.linear(Role::DecWih, l, 0)?;
         let w_hh = r.linear(Role::DecWhh, l, 0)?;
         let c = cell(
-            d.dec_cell,
+            d.cells.dec,
             w_ih,
             w_hh,
             d.dec_reset,
-            d.dec_recurrent,
-            d.fmt_dec_cell,
+            d.cells.dec_recurrent,
+            d.cells.fmt_dec,
         )?;
         net.decoder.push(c).map_err(too_many)?;
     }

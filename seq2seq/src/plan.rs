@@ -116,11 +116,11 @@ impl Plan {
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
         // State vectors per unit: `h`, and `c` for an LSTM.
         let states = |c: CellKind| 1 + (c == CellKind::Lstm) as usize;
-        let (enc_states, dec_states) = (states(d.enc_cell), states(d.dec_cell));
+        let (enc_states, dec_states) = (states(d.cells.enc), states(d.cells.dec));
         let proj = [
             d.memory_proj.unwrap_or(0),
             if d.keys_stored() { d.key_dim() } else { 0 },
-            if d.init == Init::Dense || d.init_cell == Init::Dense {
+            if d.init == Init::Dense || d.cells.init_cell == Init::Dense {
                 d.dec_hidden
             } else {
                 0

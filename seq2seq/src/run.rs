@@ -405,7 +405,11 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             });
             // A masked encoder steps over the real positions only; the padded ones keep
             // the state and get their outputs below.
-            let len = if d.enc_mask.is_some() { *valid } else { *t };
+            let len = if d.cells.enc_mask.is_some() {
+                *valid
+            } else {
+                *t
+            };
             let _ = rest.push(((act, wide), len));
         }
         let mut seq: HVec<rnn_core::SeqLane<'_, P>, L> = HVec::new();
@@ -427,7 +431,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         rnn_core::run_stack_batch::<P, L>(&net.encoder, &mut seq)?
     };
     let top_buf = if top == 0 { b::ENC_A } else { b::ENC_B };
-    if let (Some(rule), Some(layer)) = (d.enc_mask, net.encoder.last()) {
+    if let (Some(rule), Some(layer)) = (d.cells.enc_mask, net.encoder.last()) {
         for lane in lanes.iter_mut() {
             fill_masked(layer, lane.act[top_buf], lane.valid, lane.t, rule)?;
         }
@@ -501,12 +505,12 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         init_states(net, lane, true)?;
         let (c, h) = lane.act[b::DEC_STATE].split_at(dec_cells);
         o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
-        if d.dec_cell == CellKind::Lstm {
-            o.probe(Probe::DecoderCells, Values::Act(c, d.fmt_dec_cell));
+        if d.cells.dec == CellKind::Lstm {
+            o.probe(Probe::DecoderCells, Values::Act(c, d.cells.fmt_dec));
         }
-        if d.enc_cell == CellKind::Lstm {
+        if d.cells.enc == CellKind::Lstm {
             let cells = &lane.act[b::ENC_LAST][..enc_cells];
-            o.probe(Probe::EncoderCells, Values::Act(cells, d.fmt_enc_cell));
+            o.probe(Probe::EncoderCells, Values::Act(cells, d.cells.fmt_enc));
         }
         o.encoded(t);
     }
@@ -583,10 +587,10 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 Probe::DecoderState,
                 Values::Act(&state[top_state..], Fmt::Q15),
             );
-            if d.dec_cell == CellKind::Lstm {
+            if d.cells.dec == CellKind::Lstm {
                 o.probe(
                     Probe::DecoderCells,
-                    Values::Act(&state[..dec_cells], d.fmt_dec_cell),
+                    Values::Act(&state[..dec_cells], d.cells.fmt_dec),
                 );
             }
             if net.attention.is_some() {
@@ -665,8 +669,8 @@ fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize
 fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
     let lstm = |c| (c == CellKind::Lstm) as usize;
     (
-        lstm(d.enc_cell) * d.enc_layers * d.enc_output(),
-        lstm(d.dec_cell) * d.dec_layers * d.dec_hidden,
+        lstm(d.cells.enc) * d.enc_layers * d.enc_output(),
+        lstm(d.cells.dec) * d.dec_layers * d.dec_hidden,
     )
 }
 
@@ -695,13 +699,20 @@ fn init_states<P: Precision>(
             Fmt::Q15,
             &net.bridge,
         )
-    } else if d.dec_cell == CellKind::Lstm {
+    } else if d.cells.dec == CellKind::Lstm {
         // A GRU encoder's final states stand in for its cell states (`enc_cells` 0).
-        let f_src = match d.enc_cell {
-            CellKind::Lstm => d.fmt_enc_cell,
+        let f_src = match d.cells.enc {
+            CellKind::Lstm => d.cells.fmt_enc,
             CellKind::Gru => Fmt::Q15,
         };
-        (d.init_cell, 0, 0, f_src, d.fmt_dec_cell, &net.bridge_c)
+        (
+            d.cells.init_cell,
+            0,
+            0,
+            f_src,
+            d.cells.fmt_dec,
+            &net.bridge_c,
+        )
     } else {
         return Ok(());
     };

@@ -7,11 +7,11 @@ mod common;
 use common::{
     find_entry, fix_crc, header, parse_bind_decode, random_model, set_header, table_entry, Rng,
 };
-use rnn_core::{Recurrent, ResetMode};
+use rnn_core::ResetMode;
 use s2s_kernels::{PrecisionKind, Requant};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Init, ModelDesc, Ordering, Part, RawDesc, ScoreKind, Split, MAX_OUT_PARTS,
+    CellKind, Cells, Init, ModelDesc, Ordering, Part, RawDesc, ScoreKind, Split, MAX_OUT_PARTS,
 };
 use seq2seq::format::{DType, RawTensor, Role, Slot, TensorId, VERSION};
 use seq2seq::{Error, ModelFile};
@@ -58,15 +58,8 @@ fn plain_desc() -> ModelDesc {
         fmt_keys: Default::default(),
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
-        enc_cell: CellKind::Gru,
-        dec_cell: CellKind::Gru,
-        enc_recurrent: Recurrent::Sigmoid,
-        dec_recurrent: Recurrent::Sigmoid,
-        enc_mask: None,
-        init_cell: Init::Zeros,
+        cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
-        fmt_enc_cell: Default::default(),
-        fmt_dec_cell: Default::default(),
     }
 }
 
@@ -444,11 +437,11 @@ fn lstm_fields_are_checked() {
 
     // An LSTM model: its own rules.
     let mut d = plain_desc();
-    d.enc_cell = CellKind::Lstm;
-    d.dec_cell = CellKind::Lstm;
-    d.init_cell = Init::Last;
-    d.fmt_enc_cell = s2s_kernels::Fmt { frac: 12 };
-    d.fmt_dec_cell = s2s_kernels::Fmt { frac: 11 };
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
+    d.cells.init_cell = Init::Last;
+    d.cells.fmt_enc = s2s_kernels::Fmt { frac: 12 };
+    d.cells.fmt_dec = s2s_kernels::Fmt { frac: 11 };
     let mut b = common::random_builder(&d, PrecisionKind::W8A16, &mut Rng::new(3));
     b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
     let lstm = b.to_bytes().expect("a valid LSTM model");

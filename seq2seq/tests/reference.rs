@@ -8,7 +8,7 @@ use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{PrecisionKind, Requant, F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, NO_TOKEN,
+    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, NO_TOKEN,
 };
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::run::{Observer, Step};
@@ -65,15 +65,8 @@ fn base_desc() -> ModelDesc {
         fmt_keys: Default::default(),
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
-        enc_cell: CellKind::Gru,
-        dec_cell: CellKind::Gru,
-        enc_recurrent: Recurrent::Sigmoid,
-        dec_recurrent: Recurrent::Sigmoid,
-        enc_mask: None,
-        init_cell: Init::Zeros,
+        cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
-        fmt_enc_cell: Default::default(),
-        fmt_dec_cell: Default::default(),
     }
 }
 
@@ -187,9 +180,9 @@ impl Ref<'_> {
         c: &[f64],
     ) -> (Vec<f64>, Vec<f64>) {
         let (kind, rec) = if enc {
-            (self.d.enc_cell, self.d.enc_recurrent)
+            (self.d.cells.enc, self.d.cells.enc_recurrent)
         } else {
-            (self.d.dec_cell, self.d.dec_recurrent)
+            (self.d.cells.dec, self.d.cells.dec_recurrent)
         };
         match kind {
             CellKind::Gru => (self.gru(enc, l, dir, x, h, rec), vec![]),
@@ -281,7 +274,7 @@ impl Ref<'_> {
         let mut xs: Vec<Vec<f64>> = src.iter().map(|&id| self.emb(Role::EncEmb, id)).collect();
         // With a mask, the layers step over the real positions only; a padded
         // position's output is the previous one (forward) or zeros.
-        let steps = if d.enc_mask.is_some() { valid } else { t };
+        let steps = if d.cells.enc_mask.is_some() { valid } else { t };
         let (mut finals, mut final_cells) = (vec![], vec![]);
         for l in 0..d.enc_layers {
             let h0 = vec![0.0; d.enc_hidden];
@@ -292,7 +285,7 @@ impl Ref<'_> {
                 fwd.push(h.clone());
             }
             for _ in steps..t {
-                fwd.push(match d.enc_mask {
+                fwd.push(match d.cells.enc_mask {
                     Some(Masked::Previous) => h.clone(),
                     _ => h0.clone(),
                 });
@@ -344,12 +337,12 @@ impl Ref<'_> {
             })
             .collect();
         // A GRU encoder's "cell states" are its final states (for a cell bridge).
-        let top_cells = match d.enc_cell {
+        let top_cells = match d.cells.enc {
             CellKind::Lstm => &final_cells[d.enc_layers - 1],
             CellKind::Gru => &finals[d.enc_layers - 1],
         };
         let mut cells: Vec<Vec<f64>> = (0..d.dec_layers)
-            .map(|l| match d.init_cell {
+            .map(|l| match d.cells.init_cell {
                 Init::Zeros => vec![0.0; d.dec_hidden],
                 Init::Last => final_cells[l + d.enc_layers - d.dec_layers].clone(),
                 Init::Dense => self
@@ -623,26 +616,32 @@ fn keras_style_luong_with_padding_attended_matches_reference() {
 
 /// `d` with LSTM cells in the encoder and the decoder.
 fn lstm(mut d: ModelDesc) -> ModelDesc {
-    d.enc_cell = CellKind::Lstm;
-    d.dec_cell = CellKind::Lstm;
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
     d
 }
 
-#[test]
-fn lstm_encoder_and_decoder_match_reference() {
-    // The Keras fixtures' layout: a bidirectional LSTM, the decoder from the encoder's
-    // final [forward; backward] states and cell states, Luong dot attention, an
-    // attentional layer over [context; state] (context first), Keras 2 hard sigmoid.
+/// The Keras fixtures' layout: a bidirectional LSTM, the decoder from the encoder's
+/// final `[forward; backward]` states and cell states, Luong dot attention, an
+/// attentional layer over `[context; state]` (context first).
+fn keras_lstm() -> ModelDesc {
     let mut d = lstm(base_desc());
     d.enc_bidir = true;
     d.dec_hidden = 12;
     d.init = Init::Last;
-    d.init_cell = Init::Last;
+    d.cells.init_cell = Init::Last;
     d.ordering = Ordering::Luong;
     d.score = ScoreKind::Dot;
     d.attentional = Some(5);
     d.att_parts = parts(&[Part::Context, Part::State]);
     d.out_parts = parts(&[Part::Attentional]);
+    d
+}
+
+#[test]
+fn lstm_encoder_and_decoder_match_reference() {
+    // The Keras layout with each recurrent activation.
+    let mut d = keras_lstm();
     for (i, rec) in [
         Recurrent::HardSigmoidKeras2,
         Recurrent::Sigmoid,
@@ -651,15 +650,15 @@ fn lstm_encoder_and_decoder_match_reference() {
     .into_iter()
     .enumerate()
     {
-        d.enc_recurrent = rec;
-        d.dec_recurrent = rec;
+        d.cells.enc_recurrent = rec;
+        d.cells.dec_recurrent = rec;
         check_against_reference(&d, 40 + i as u64);
     }
     // Two layers each, the decoder's cell states from zeros, an attentional layer over
     // [state; context; embedding].
     d.enc_layers = 2;
     d.dec_layers = 2;
-    d.init_cell = Init::Zeros;
+    d.cells.init_cell = Init::Zeros;
     d.att_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
     check_against_reference(&d, 43);
 }
@@ -673,7 +672,7 @@ fn pytorch_style_lstm_with_bridges_for_h_and_c_matches_reference() {
     d.dec_hidden = 7;
     d.ordering = Ordering::Bahdanau;
     d.init = Init::Dense;
-    d.init_cell = Init::Dense;
+    d.cells.init_cell = Init::Dense;
     d.out_parts = parts(&[Part::State, Part::Context]);
     check_against_reference(&d, 50);
     // Bridges into a two-layer decoder.
@@ -686,18 +685,18 @@ fn mixed_gru_and_lstm_stacks_match_reference() {
     // A GRU encoder feeding an LSTM decoder: h from the encoder, c from zeros or from
     // a bridge of the GRU's final state.
     let mut d = base_desc();
-    d.dec_cell = CellKind::Lstm;
-    d.dec_recurrent = Recurrent::HardSigmoidKeras3;
+    d.cells.dec = CellKind::Lstm;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras3;
     d.init = Init::Last;
-    d.init_cell = Init::Zeros;
+    d.cells.init_cell = Init::Zeros;
     check_against_reference(&d, 60);
-    d.init_cell = Init::Dense;
+    d.cells.init_cell = Init::Dense;
     check_against_reference(&d, 61);
     // An LSTM encoder feeding a GRU decoder (h only), and a GRU with a hard sigmoid.
     let mut d = base_desc();
-    d.enc_cell = CellKind::Lstm;
+    d.cells.enc = CellKind::Lstm;
     d.init = Init::Last;
-    d.dec_recurrent = Recurrent::HardSigmoidKeras2;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras2;
     check_against_reference(&d, 62);
 }
 
@@ -707,22 +706,13 @@ fn mixed_gru_and_lstm_stacks_match_reference() {
 /// the real steps; the attention covers the padding (Keras' `Dot` drops the mask).
 #[test]
 fn masked_encoders_match_reference_for_both_keras_behaviours() {
-    let mut d = lstm(base_desc());
-    d.enc_bidir = true;
-    d.dec_hidden = 12;
-    d.init = Init::Last;
-    d.init_cell = Init::Last;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::Dot;
-    d.attentional = Some(5);
-    d.att_parts = parts(&[Part::Context, Part::State]);
-    d.out_parts = parts(&[Part::Attentional]);
+    let mut d = keras_lstm();
     d.src_eos = None;
     d.src_pad_to = 9;
     d.mask_padding = true;
     let mut outputs = vec![];
     for (i, rule) in [Masked::Previous, Masked::Zeros].into_iter().enumerate() {
-        d.enc_mask = Some(rule);
+        d.cells.enc_mask = Some(rule);
         check_against_reference(&d, 70);
         let (bytes, _) = random_model(&d, 70);
         outputs.push(run_line(&bytes, "ab").unwrap().2);
@@ -734,9 +724,9 @@ fn masked_encoders_match_reference_for_both_keras_behaviours() {
     // The two behaviours compute different things on the same weights.
     assert_ne!(outputs[0], outputs[1]);
     // A GRU encoder is masked the same way.
-    d.enc_cell = CellKind::Gru;
-    d.init_cell = Init::Zeros;
-    d.enc_mask = Some(Masked::Previous);
+    d.cells.enc = CellKind::Gru;
+    d.cells.init_cell = Init::Zeros;
+    d.cells.enc_mask = Some(Masked::Previous);
     check_against_reference(&d, 73);
 }
 
@@ -746,7 +736,7 @@ fn masked_encoders_match_reference_for_both_keras_behaviours() {
 fn the_end_token_may_be_the_padding_token() {
     let mut d = lstm(base_desc());
     d.init = Init::Last;
-    d.init_cell = Init::Last;
+    d.cells.init_cell = Init::Last;
     d.tgt_end = 0; // <pad>
     check_against_reference(&d, 80);
 }
@@ -935,10 +925,10 @@ fn batched_lanes_equal_single_runs() {
             // LSTMs in lanes of different real lengths, masked padding.
             d = lstm(d);
             d.dec_reset = ResetMode::After;
-            d.init_cell = Init::Dense;
+            d.cells.init_cell = Init::Dense;
             d.src_eos = None;
             d.src_pad_to = 9;
-            d.enc_mask = Some(Masked::Previous);
+            d.cells.enc_mask = Some(Masked::Previous);
         }
         let (bytes, _) = random_model(&d, seed);
         let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();

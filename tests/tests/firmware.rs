@@ -15,6 +15,7 @@ use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
+use seq2seq::desc::Cells;
 use seq2seq::desc::{ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::{DType, Slot, TensorId};
 use seq2seq::{CellKind, Init, Ordering, ScoreKind, Split};
@@ -154,26 +155,26 @@ const SMALL_LSTM_PAD_TO: usize = 12;
 /// an attentional layer over `[context; state]`; cell states in `Q3.12` and `Q4.11`.
 fn small_lstm_desc() -> ModelDesc {
     let mut d = small_desc();
-    d.enc_cell = CellKind::Lstm;
-    d.dec_cell = CellKind::Lstm;
-    d.enc_recurrent = Recurrent::HardSigmoidKeras2;
-    d.dec_recurrent = Recurrent::HardSigmoidKeras3;
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
+    d.cells.enc_recurrent = Recurrent::HardSigmoidKeras2;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras3;
     d.enc_hidden = 8;
     d.enc_bidir = true;
     d.dec_hidden = 16;
     d.src_eos = None;
     d.src_pad_to = SMALL_LSTM_PAD_TO;
-    d.enc_mask = Some(Masked::Previous);
+    d.cells.enc_mask = Some(Masked::Previous);
     d.ordering = Ordering::Luong;
     d.score = ScoreKind::Dot;
     d.mask_padding = true;
     d.init = Init::Last;
-    d.init_cell = Init::Last;
+    d.cells.init_cell = Init::Last;
     d.attentional = Some(12);
     d.att_parts = [Some(Part::Context), Some(Part::State), None, None];
     d.out_parts = [Some(Part::Attentional), None, None, None];
-    d.fmt_enc_cell = Fmt { frac: 12 };
-    d.fmt_dec_cell = Fmt { frac: 11 };
+    d.cells.fmt_enc = Fmt { frac: 12 };
+    d.cells.fmt_dec = Fmt { frac: 11 };
     d
 }
 
@@ -247,15 +248,8 @@ fn small_desc() -> ModelDesc {
         fmt_keys: Fmt { frac: 12 },
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
-        enc_cell: CellKind::Gru,
-        dec_cell: CellKind::Gru,
-        enc_recurrent: Recurrent::Sigmoid,
-        dec_recurrent: Recurrent::Sigmoid,
-        enc_mask: None,
-        init_cell: Init::Zeros,
+        cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
-        fmt_enc_cell: Default::default(),
-        fmt_dec_cell: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@
 //! error line each.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use s2s_tests::{assert_one_error, assert_only, repo_root, s2s, s2s_ok, scratch_dir};
@@ -96,6 +97,33 @@ fn cases(f: &Fixture) -> Vec<Case> {
         .collect()
 }
 
+/// `s2s import --config CONFIG --weights WEIGHTS -o OUT`.
+fn import(config: &Path, weights: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
+/// [`import`], which must succeed.
+fn import_ok(config: &Path, weights: &Path, out: &Path) {
+    let r = import(config, weights, out);
+    assert!(
+        r.status.success(),
+        "s2s import --config {}: {}",
+        config.display(),
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
+
 /// The fixture imported with `s2s import` into a scratch directory, once per process.
 fn imported(f: &Fixture) -> &'static Path {
     static MODELS: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
@@ -106,18 +134,7 @@ fn imported(f: &Fixture) -> &'static Path {
     MODELS[i].get_or_init(|| {
         let dir = scratch_dir(&format!("lstm-{}", f.name));
         let out = dir.join(format!("{}.s2s", f.config));
-        s2s_ok(
-            &[
-                &"import",
-                &"--config",
-                &f.config(),
-                &"--weights",
-                &f.weights(),
-                &"-o",
-                &out,
-            ],
-            "",
-        );
+        import_ok(&f.config(), &f.weights(), &out);
         out
     })
 }
@@ -204,18 +221,7 @@ fn keras2_fixture_needs_its_masking() {
     )
     .expect("writing the configuration");
     let model = dir.join("zeros.s2s");
-    s2s_ok(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &f.weights(),
-            &"-o",
-            &model,
-        ],
-        "",
-    );
+    import_ok(&config, &f.weights(), &model);
     let cases = cases(f);
     let words: Vec<&str> = cases.iter().map(|c| c.word.as_str()).collect();
     let differ = run(&model, &words)
@@ -313,19 +319,7 @@ fn bad_import(f: &Fixture, test: &str, edit: impl Fn(&str) -> String, needles: &
     assert_ne!(changed, text, "{test}: the edit changed nothing");
     let config = dir.join("bad.toml");
     std::fs::write(&config, changed).expect("writing the configuration");
-    let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &f.weights(),
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&config, &f.weights(), &dir.join("model.s2s"));
     let line = assert_one_error(&r, needles);
     eprintln!("{test}: {line}");
     assert_only(&dir, &["bad.toml"]);

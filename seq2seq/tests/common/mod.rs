@@ -7,7 +7,8 @@ use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
+    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS,
+    MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, Runner};
@@ -196,15 +197,17 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             1.0 + r.f32()
         },
         score_scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
-        enc_cell,
-        dec_cell,
-        enc_recurrent: recurrent(r),
-        dec_recurrent: recurrent(r),
-        enc_mask,
-        init_cell,
+        cells: Cells {
+            enc: enc_cell,
+            dec: dec_cell,
+            enc_recurrent: recurrent(r),
+            dec_recurrent: recurrent(r),
+            enc_mask,
+            init_cell,
+            fmt_enc: cell_fmt(r, enc_cell),
+            fmt_dec: cell_fmt(r, dec_cell),
+        },
         att_parts,
-        fmt_enc_cell: cell_fmt(r, enc_cell),
-        fmt_dec_cell: cell_fmt(r, dec_cell),
     }
 }
 
