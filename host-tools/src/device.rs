@@ -188,12 +188,13 @@ pub struct QemuReport {
     pub attention_rows: usize,
     /// Instructions per encoder pass.
     pub enc: Spread,
-    /// Source positions over all decoded inputs (end token and padding included).
+    /// Source positions the encoder stepped over, all decoded inputs together (end
+    /// token and padding included, the padding of a masked encoder excepted).
     pub positions: usize,
     /// Instructions per decoder step (end-token steps included).
     pub step: Spread,
-    /// Encoder MACs per source position.
-    pub macs_per_position: usize,
+    /// Encoder MACs over all decoded inputs.
+    pub enc_macs: u128,
     /// Decoder MACs over all steps.
     pub dec_macs: u128,
     /// Wall-clock time of the QEMU run.
@@ -211,10 +212,14 @@ impl QemuReport {
         self.enc.mean * self.enc.n as f64 / self.positions.max(1) as f64
     }
 
+    /// Encoder MACs per position stepped over.
+    pub fn macs_per_position(&self) -> f64 {
+        self.enc_macs as f64 / self.positions.max(1) as f64
+    }
+
     /// Encoder instructions per MAC.
     pub fn enc_insns_per_mac(&self) -> f64 {
-        let macs = self.positions as f64 * self.macs_per_position as f64;
-        self.enc.mean * self.enc.n as f64 / macs.max(1.0)
+        self.enc.mean * self.enc.n as f64 / (self.enc_macs as f64).max(1.0)
     }
 
     /// Mean decoder MACs per step.
@@ -285,7 +290,7 @@ impl QemuReport {
             let _ = writeln!(
                 s,
                 "MACs            {} per source position, {} per step; {:.2} / {:.2} instructions per MAC (encoder / decoder)",
-                thousands(self.macs_per_position),
+                f(self.macs_per_position()),
                 f(self.macs_per_step()),
                 self.enc_insns_per_mac(),
                 self.dec_insns_per_mac()
@@ -607,7 +612,8 @@ pub fn escape_text(text: &str) -> String {
 /// The host's side: decodings at the device's number of positions, and the MACs.
 struct HostSide {
     outputs: Vec<Result<Decoded, String>>,
-    macs_per_position: usize,
+    /// Positions the encoder steps over and its MACs, per input.
+    enc_steps_macs: Vec<(usize, usize)>,
     /// Decoder MACs per step of each input (depends on its source positions).
     macs_per_step: Vec<usize>,
 }
@@ -629,9 +635,22 @@ fn host_side(
                 .iter()
                 .map(|o| o.as_ref().map_or(0, |d| net.macs_per_step(d.source.len())))
                 .collect();
+            // A masked encoder steps over the real positions only.
+            let mut ids = vec![0u16; positions];
+            let enc_steps_macs = inputs
+                .iter()
+                .zip(&outputs)
+                .map(|(l, o)| {
+                    let t = o.as_ref().map_or(0, |d| d.source.len());
+                    let valid =
+                        seq2seq::vocab::encode_source(&net.desc, &net.src_vocab, l, &mut ids)
+                            .map_or(t, |(_, valid)| valid);
+                    (net.encoder_steps(t, valid), net.encoder_macs(t, valid))
+                })
+                .collect();
             HostSide {
                 outputs,
-                macs_per_position: net.macs_per_source_position(),
+                enc_steps_macs,
                 macs_per_step,
             }
         }))
@@ -671,7 +690,8 @@ pub fn compare(
     };
     let h = host_side(host, inputs, session.model.positions, keep)?;
     let mut mismatches = Vec::new();
-    let (mut rejected, mut attention_rows, mut positions, mut dec_macs) = (0, 0, 0, 0u128);
+    let (mut rejected, mut attention_rows, mut positions) = (0, 0, 0);
+    let (mut enc_macs, mut dec_macs) = (0u128, 0u128);
     let mut enc = Vec::new();
     let mut steps = Vec::new();
     for (i, ((input, dev), hst)) in inputs
@@ -690,7 +710,9 @@ pub fn compare(
         match (dev, hst) {
             (Ok(d), Ok(hd)) => {
                 enc.push(d.enc_insns);
-                positions += hd.source.len();
+                let (enc_steps, macs) = h.enc_steps_macs[i];
+                positions += enc_steps;
+                enc_macs += macs as u128;
                 steps.extend_from_slice(&d.step_insns);
                 dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
                 if d.ids != hd.ids {
@@ -743,7 +765,7 @@ pub fn compare(
         enc: Spread::of(enc),
         positions,
         step: Spread::of(steps),
-        macs_per_position: h.macs_per_position,
+        enc_macs,
         dec_macs,
         elapsed: session.elapsed,
     })

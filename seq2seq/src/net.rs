@@ -298,6 +298,26 @@ impl<P: Precision> Net<'_, P> {
         rnn + proj + keys
     }
 
+    /// Positions the encoder's recurrent layers step over for a source of `t`
+    /// positions whose first `valid` are real: `valid` when the padding is masked,
+    /// else `t`.
+    pub fn encoder_steps(&self, t: usize, valid: usize) -> usize {
+        if self.desc.cells.enc_mask.is_some() {
+            valid
+        } else {
+            t
+        }
+    }
+
+    /// Multiply-accumulates of the encoder on such a source: the recurrent layers'
+    /// over [`Net::encoder_steps`], the memory projection's and the keys' over all `t`.
+    pub fn encoder_macs(&self, t: usize, valid: usize) -> usize {
+        let rest = self.memory_proj.map_or(0, |p| p.macs())
+            + self.attention.as_ref().map_or(0, |a| a.key_macs());
+        let rnn = self.macs_per_source_position() - rest;
+        rnn * self.encoder_steps(t, valid) + rest * t
+    }
+
     /// Multiply-accumulates of one decoder step over `t` source positions.
     pub fn macs_per_step(&self, t: usize) -> usize {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
