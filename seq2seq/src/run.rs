@@ -678,8 +678,8 @@ fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
 /// cell states (`cells` true): zeros, the encoder's final (cell) states, or `tanh` of
 /// dense bridges of the top encoder layer's final (cell) states, where a GRU encoder's
 /// final states stand in for the cell states it does not have. Cell states are
-/// converted to the decoder's cell format. Both stacks keep their cell states after
-/// their states, in the same buffer.
+/// converted to the decoder's cell format. Both stacks keep their cell states before
+/// their states, in the same buffer (see [`cell_states`]).
 fn init_states<P: Precision>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
