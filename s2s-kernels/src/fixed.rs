@@ -103,10 +103,39 @@ impl Requant {
     }
 
     /// `round(x * m)`, saturated to `i32`. One 32x32->64-bit multiply.
+    ///
+    /// Multipliers below one half (`shift >= 32`, every dense layer's in practice) take
+    /// a short path: `|x * mult| <= 2^62`, so the rounded result fits `i32` without
+    /// saturation and only the product's high word needs shifting. The same integers as
+    /// [`shift_round_i64`] of the product (`extremes::requant_apply_is_exact_and_saturated`).
     #[inline]
     pub fn apply(self, x: i32) -> i32 {
         let p = x as i64 * self.mult as i64;
-        shift_round_i64(p, self.shift)
+        let s = self.shift;
+        if s == 32 {
+            // round(p / 2^32): the high word plus the rounding bit below it.
+            ((p >> 32) as i32).wrapping_add(((p as u32) >> 31) as i32)
+        } else if (33..=62).contains(&s) {
+            // floor((floor(p / 2^(s-1)) + 1) / 2) = floor((p + 2^(s-1)) / 2^s), and
+            // p / 2^(s-1) is the high word shifted by s - 33.
+            (((p >> 32) as i32 >> (s - 33)) + 1) >> 1
+        } else if (1..=31).contains(&s) {
+            // Multipliers of one half and more (embeddings): the same rounding on the
+            // two words, then saturation. |p| <= 2^62, so adding 2^(s-1) cannot wrap.
+            let r = p + (1i64 << (s - 1));
+            let (lo, hi) = (r as u32, (r >> 32) as i32);
+            let y = (lo >> s | (hi as u32) << (32 - s)) as i32;
+            // The result fits i32 when the bits above it are all copies of its sign.
+            if hi >> s == y >> 31 {
+                y
+            } else if hi < 0 {
+                i32::MIN
+            } else {
+                i32::MAX
+            }
+        } else {
+            shift_round_i64(p, s)
+        }
     }
 
     /// True when the shift is in range (as [`Requant::from_real`] makes them).

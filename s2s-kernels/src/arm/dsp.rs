@@ -1,0 +1,260 @@
+//! Armv7E-M and Armv8-M Mainline with the DSP extension (Cortex-M4, M7, M33): two
+//! 16-bit multiply-accumulates per `SMLAD`.
+//!
+//! The input is prepared once per layer call into pairs that match what `SXTB16` makes
+//! of four int8 weights: for each group of four activations `x0 x1 x2 x3`, the words
+//! `(x0, x2)` and `(x1, x3)` (low half first). A word of weights `w0 w1 w2 w3` gives
+//! `(w0, w2)` by `SXTB16` and `(w1, w3)` by `SXTB16 ..., ROR #8`, and two `SMLAD`s add
+//! the four products. Eight columns of two rows cost 21 instructions (one `LDM` of the
+//! input shared by both rows, then per row two `LDR`, four `SXTB16`, four `SMLAD`).
+
+use core::arch::asm;
+
+/// Words of the prepared-input buffer: 512 activations (1 KiB of stack).
+pub(super) const BUF_WORDS: usize = 256;
+
+/// Words that `n` prepared activations take (groups of four, the last one padded).
+#[inline(always)]
+pub(super) const fn words(n: usize) -> usize {
+    n.div_ceil(4) * 2
+}
+
+/// Writes `x` as pairs `(x0, x2), (x1, x3)` per group of four into `dst`
+/// (`words(x.len())` long; the last group padded with zeros).
+pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
+    let u = |v: i16| v as u16 as u32;
+    let mut groups = x.chunks_exact(4);
+    let mut out = dst.chunks_exact_mut(2);
+    for (g, d) in groups.by_ref().zip(out.by_ref()) {
+        d[0] = u(g[0]) | u(g[2]) << 16;
+        d[1] = u(g[1]) | u(g[3]) << 16;
+    }
+    let rest = groups.remainder();
+    if let Some(d) = out.next() {
+        let e = |i: usize| rest.get(i).map_or(0, |&v| u(v));
+        d[0] = e(0) | e(2) << 16;
+        d[1] = e(1) | e(3) << 16;
+    }
+}
+
+/// The instruction set the templates need (`SMLAD` and `SXTB16` are DSP instructions,
+/// which the Armv8-M Mainline target does not enable by default).
+macro_rules! arch {
+    () => {
+        ".arch armv7e-m"
+    };
+}
+
+/// Eight columns of two rows: input `r0`, weights `r1` and `r2`, sums `r12` and `lr`.
+macro_rules! eight_cols_two_rows {
+    () => {
+        concat!(
+            "ldm r0!, {{r4, r5, r8, r9}}\n",
+            "ldr r10, [r1], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad r12, r11, r4, r12\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad r12, r10, r5, r12\n",
+            "ldr r10, [r1], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad r12, r11, r8, r12\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad r12, r10, r9, r12\n",
+            "ldr r10, [r2], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad lr, r11, r4, lr\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad lr, r10, r5, lr\n",
+            "ldr r10, [r2], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad lr, r11, r8, lr\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad lr, r10, r9, lr\n",
+        )
+    };
+}
+
+/// Eight columns of one row: input `r0`, weights `r1`, sum `r12`.
+macro_rules! eight_cols_one_row {
+    () => {
+        concat!(
+            "ldm r0!, {{r4, r5, r8, r9}}\n",
+            "ldr r10, [r1], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad r12, r11, r4, r12\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad r12, r10, r5, r12\n",
+            "ldr r10, [r1], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad r12, r11, r8, r12\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad r12, r10, r9, r12\n",
+        )
+    };
+}
+
+/// `(w0 . x, w1 . x)` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
+///
+/// # Safety
+/// `w0` and `w1` must be valid for reads of `n` bytes, `x` of `n` activations and `xp`
+/// of `words(n)` words.
+#[inline(always)]
+pub(super) unsafe fn dot2(
+    w0: *const i8,
+    w1: *const i8,
+    xp: *const u32,
+    x: *const i16,
+    n: usize,
+) -> (i32, i32) {
+    let u = n / 8;
+    let (mut a0, mut a1) = (0i32, 0i32);
+    if u > 0 {
+        // SAFETY: reads `8 * u <= n` bytes from each of `w0` and `w1` and `4 * u <=
+        // words(n)` words from `xp` (the caller's contract), writes no memory, and
+        // touches only the registers declared here (`lr` is saved by the compiler).
+        unsafe {
+            asm!(
+                arch!(),
+                // u = 2k + odd: one unit first if odd (LSRS moves the low bit to C,
+                // and leaves Z = (k == 0) for after it: the unit sets no flags).
+                "lsrs r3, r3, #1",
+                "bcc 2f",
+                eight_cols_two_rows!(),
+                "2:",
+                "beq 4f",
+                "3:",
+                eight_cols_two_rows!(),
+                eight_cols_two_rows!(),
+                "subs r3, r3, #1",
+                "bne 3b",
+                "4:",
+                inout("r0") xp => _,
+                inout("r1") w0 => _,
+                inout("r2") w1 => _,
+                inout("r3") u => _,
+                out("r4") _,
+                out("r5") _,
+                out("r8") _,
+                out("r9") _,
+                out("r10") _,
+                out("r11") _,
+                inout("r12") a0,
+                inout("lr") a1,
+                options(nostack, readonly),
+            );
+        }
+    }
+    for k in 8 * u..n {
+        // SAFETY: `k < n`: inside all three inputs (the caller's contract).
+        let (p, q, v) = unsafe { (*w0.add(k) as i32, *w1.add(k) as i32, *x.add(k) as i32) };
+        a0 = a0.wrapping_add(p * v);
+        a1 = a1.wrapping_add(q * v);
+    }
+    (a0, a1)
+}
+
+/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
+///
+/// # Safety
+/// As [`dot2`], for one row.
+#[inline(always)]
+pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+    let u = n / 8;
+    let mut a = 0i32;
+    if u > 0 {
+        // SAFETY: reads `8 * u <= n` bytes from `w` and `4 * u <= words(n)` words from
+        // `xp`, writes no memory, touches only the declared registers.
+        unsafe {
+            asm!(
+                arch!(),
+                "lsrs r3, r3, #1",
+                "bcc 2f",
+                eight_cols_one_row!(),
+                "2:",
+                "beq 4f",
+                "3:",
+                eight_cols_one_row!(),
+                eight_cols_one_row!(),
+                "subs r3, r3, #1",
+                "bne 3b",
+                "4:",
+                inout("r0") xp => _,
+                inout("r1") w => _,
+                inout("r3") u => _,
+                out("r4") _,
+                out("r5") _,
+                out("r8") _,
+                out("r9") _,
+                out("r10") _,
+                out("r11") _,
+                inout("r12") a,
+                options(nostack, readonly),
+            );
+        }
+    }
+    for k in 8 * u..n {
+        // SAFETY: `k < n`: inside both inputs (the caller's contract).
+        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
+        a = a.wrapping_add(p * v);
+    }
+    a
+}
+
+/// `tanh_q15` from the full-range table (`fulltable.rs`, whose safe version the host
+/// tests exhaustively against `lut.rs`): seven instructions, no branch, five registers.
+#[inline(always)]
+pub(crate) fn tanh_q15(x: i32) -> i16 {
+    let (ta, td) = crate::fulltable::middles();
+    let v: i32;
+    // SAFETY: reads the tables at the signed interval `j = clamp(x >> 9, -512, 511)`
+    // around their middles (512 entries on either side): inside both. Writes nothing.
+    unsafe {
+        asm!(
+            arch!(),
+            "ssat {j}, #10, {x}, asr #9",
+            "ldr {a}, [{ta}, {j}, lsl #2]",
+            "ldrh {j}, [{td}, {j}, lsl #1]",
+            "ubfx {x}, {x}, #0, #9",
+            "lsl {x}, {x}, #1",
+            "mla {a}, {j}, {x}, {a}",
+            "asr {a}, {a}, #10",
+            x = inout(reg) x => _,
+            ta = in(reg) ta,
+            td = in(reg) td,
+            j = out(reg) _,
+            a = out(reg) v,
+            options(pure, readonly, nostack),
+        );
+    }
+    v as i16
+}
+
+/// `sigmoid_q15` from the full-range table: seven instructions, no branch, six
+/// registers.
+#[inline(always)]
+pub(crate) fn sigmoid_q15(x: i32) -> i16 {
+    let (ta, td) = crate::fulltable::middles();
+    let v: i32;
+    // SAFETY: reads the tables at `j = clamp(x >> 10, -512, 511)` around their middles:
+    // inside both. Writes nothing.
+    unsafe {
+        asm!(
+            arch!(),
+            "ssat {j}, #10, {x}, asr #10",
+            "ldr {a}, [{ta}, {j}, lsl #2]",
+            "ldrh {j}, [{td}, {j}, lsl #1]",
+            "ubfx {x}, {x}, #0, #10",
+            "mla {a}, {j}, {x}, {a}",
+            "add {a}, {a}, {k}",
+            "usat {a}, #15, {a}, asr #11",
+            x = inout(reg) x => _,
+            ta = in(reg) ta,
+            td = in(reg) td,
+            k = in(reg) crate::fulltable::SIGMOID_BIAS,
+            j = out(reg) _,
+            a = out(reg) v,
+            options(pure, readonly, nostack),
+        );
+    }
+    v as i16
+}
