@@ -108,9 +108,11 @@ impl Requant {
     /// a short path: `|x * mult| <= 2^62`, so the rounded result fits `i32` without
     /// saturation and only the product's high word needs shifting. The same integers as
     /// [`shift_round_i64`] of the product (`extremes::requant_apply_is_exact_and_saturated`).
-    #[inline]
+    // One copy on the Cortex-M0 (flash is short there; a call costs little against it).
+    #[cfg_attr(not(s2s_isa = "v6m"), inline)]
+    #[cfg_attr(s2s_isa = "v6m", inline(never))]
     pub fn apply(self, x: i32) -> i32 {
-        let p = x as i64 * self.mult as i64;
+        let p = mul_i64(x, self.mult);
         let s = self.shift;
         if s == 32 {
             // round(p / 2^32): the high word plus the rounding bit below it.
@@ -142,6 +144,33 @@ impl Requant {
     pub fn is_valid(self) -> bool {
         (0..=62).contains(&self.shift) && self.mult >= 0
     }
+}
+
+/// `a * b` exactly, as `i64`. On Armv6-M (no 32x32->64 multiply instruction) from four
+/// 16x16->32 products instead of the library's 64x64 multiply, which costs twice as much.
+#[inline(always)]
+pub(crate) fn mul_i64(a: i32, b: i32) -> i64 {
+    #[cfg(s2s_isa = "v6m")]
+    {
+        mul_i64_halves(a, b)
+    }
+    #[cfg(not(s2s_isa = "v6m"))]
+    {
+        a as i64 * b as i64
+    }
+}
+
+/// `a * b` from 16-bit halves: `a = ah 2^16 + al` (`al` unsigned, `ah` signed), the same
+/// for `b`; every partial product fits 32 bits.
+#[cfg(any(test, s2s_isa = "v6m"))]
+#[inline(always)]
+fn mul_i64_halves(a: i32, b: i32) -> i64 {
+    let (al, ah) = ((a & 0xffff) as u32, a >> 16);
+    let (bl, bh) = ((b & 0xffff) as u32, b >> 16);
+    let low = (al * bl) as i64;
+    // |ah * bl|, |al * bh| < 2^31: each fits i32; their sum may not.
+    let mid = (ah * bl as i32) as i64 + (al as i32 * bh) as i64;
+    (((ah * bh) as i64) << 32) + (mid << 16) + low
 }
 
 /// `u * x` where `u` is a `Q0.15` value in `[0, 1)` and `x` any `i32`, rounded half up,
@@ -194,7 +223,33 @@ mod tests {
         assert_eq!(shift_round_i64(-(1i64 << 40), 70), 0);
     }
 
+    #[test]
+    fn mul_i64_halves_is_the_product() {
+        let v = [
+            i32::MIN,
+            i32::MIN + 1,
+            -65536,
+            -65535,
+            -1,
+            0,
+            1,
+            65535,
+            65536,
+            i32::MAX,
+        ];
+        for &a in &v {
+            for &b in &v {
+                assert_eq!(mul_i64_halves(a, b), a as i64 * b as i64, "{a} * {b}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn mul_i64_halves_is_the_product_anywhere(a in any::<i32>(), b in any::<i32>()) {
+            prop_assert_eq!(mul_i64_halves(a, b), a as i64 * b as i64);
+        }
+
         #[test]
         fn mul_q15_i32_equals_exact_rounding(u in 0i16..=i16::MAX, x in any::<i32>()) {
             let exact = ((u as i64 * x as i64) + (1 << 14)) >> 15;

@@ -10,8 +10,13 @@
 
 use core::arch::asm;
 
-/// Words of the prepared-input buffer: 512 activations (1 KiB of stack).
+/// Words of the prepared-input buffer: 512 activations (1024 bytes of stack).
 pub(super) const BUF_WORDS: usize = 256;
+/// The same: one size of buffer.
+pub(super) const SMALL_WORDS: usize = BUF_WORDS;
+
+/// Rows go in pairs (both share the input loads).
+pub(super) const PAIRS: bool = true;
 
 /// Words that `n` prepared activations take (groups of four, the last one padded).
 #[inline(always)]

@@ -14,10 +14,11 @@
 //! [`linear`] prepares the layer's input once per call into a buffer on its stack, in the
 //! form the instruction set consumes (pairs of int16 for `SMLAD`, int32 for `MLA` and
 //! `MULS`), then runs the rows (two at a time where the registers allow, sharing every
-//! activation load), each over runs of at most [`RUN`] columns whose sums are exact in
-//! `i32`. Per row, plane and part the work is one requantization ([`Requant::apply`]).
-//! A layer whose prepared input does not fit the buffer (more than about 512 columns
-//! on the M3/M4/M33, 256 on the M0) runs on the portable kernel.
+//! activation load) with one exact `i32` dot product and one requantization
+//! ([`Requant::apply`]) per row, plane and part. A layer with a part longer than [`RUN`]
+//! columns, or whose prepared input does not fit the buffer (more than 512 columns on
+//! the M3/M4/M33, 256 on the M0), runs in blocks of rows over runs of columns prepared
+//! once per block, their sums added in `i64`: slower, same results.
 
 use crate::fixed::Requant;
 use crate::portable;
@@ -56,10 +57,20 @@ pub(crate) use dsp::{sigmoid_q15, tanh_q15};
 /// every run starts on a group of the prepared input.
 const RUN: usize = 496;
 
-/// Most runs of columns [`linear`] prepares (more: the portable kernel).
-const MAX_SEGS: usize = 12;
+/// Longest run [`rows_general`] prepares: [`RUN`], or less when the small buffer holds
+/// less (a multiple of 16 either way).
+const CHUNK: usize = {
+    let mut n = RUN;
+    while isa::words(n) > isa::SMALL_WORDS {
+        n -= 16;
+    }
+    n
+};
 
-/// A run of at most [`RUN`] columns of one input part.
+/// Most input parts the fast path takes (more: [`rows_general`]).
+const MAX_PARTS: usize = 8;
+
+/// An input part prepared in the buffer.
 #[derive(Clone, Copy)]
 struct Seg {
     /// First column, within a plane's row.
@@ -68,14 +79,8 @@ struct Seg {
     n: usize,
     /// First word of the prepared input.
     word: usize,
-    /// The part's activations from this run on.
+    /// The part's activations.
     x: *const i16,
-    /// Which part.
-    part: usize,
-    /// Whether this run is the whole part (its sum fits `i32`: one requantization).
-    whole: bool,
-    /// Whether this run ends its part.
-    last: bool,
 }
 
 const NO_SEG: Seg = Seg {
@@ -83,13 +88,12 @@ const NO_SEG: Seg = Seg {
     n: 0,
     word: 0,
     x: core::ptr::null(),
-    part: 0,
-    whole: true,
-    last: true,
 };
 
 /// `out = W [x_0; x_1; ...] + b`, exactly as `portable::linear`. Not inlined: one copy
 /// per precision, and a symbol to find it by in the firmware.
+///
+/// Shapes that `Linear::apply` would have refused (the only caller) give zeros.
 #[inline(never)]
 pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
 where
@@ -106,105 +110,93 @@ where
         && q.len() == rows * planes * np
         && bias.is_none_or(|b| b.len() == rows);
     if !consistent {
-        return portable::linear(l, x, out);
+        out.fill(0);
+        return;
     }
-    // The input, prepared once, and its runs.
-    let mut buf = [0u32; isa::BUF_WORDS];
-    let mut segs = [NO_SEG; MAX_SEGS];
-    let (mut ns, mut words, mut col) = (0, 0, 0);
-    for (i, part) in x.iter().enumerate() {
-        let need = isa::words(part.len());
-        let Some(dst) = buf.get_mut(words..words + need) else {
-            return portable::linear(l, x, out);
-        };
-        isa::prepare(part, dst);
-        let mut k = 0;
-        loop {
-            let n = RUN.min(part.len() - k);
-            let Some(seg) = segs.get_mut(ns) else {
-                return portable::linear(l, x, out);
-            };
-            *seg = Seg {
-                col: col + k,
-                n,
-                word: words + isa::words(k),
-                x: part[k..].as_ptr(),
-                part: i,
-                whole: n == part.len(),
-                last: k + n == part.len(),
-            };
-            ns += 1;
-            k += n;
-            if k >= part.len() {
-                break;
-            }
-        }
-        words += need;
-        col += part.len();
+    match bias {
+        Some(b) => out.copy_from_slice(b),
+        None => out.fill(0),
     }
-    let segs = &segs[..ns];
-    let xp = buf.as_ptr();
-    // SAFETY: the contract of both: every row `r < rows` of every plane `p < planes` lies
-    // inside `w` (`w.len() == rows * planes * cols`), its requantizers inside `q`
-    // (`q.len() == rows * planes * np`); each run covers columns `col..col + n <= cols`
-    // of a plane's row, `n` activations of its part from `x` on, and the prepared words
-    // `word..word + words(n)` inside `buf`.
+    let dims = [cols, planes, np];
+    let words: usize = x.iter().map(|p| isa::words(p.len())).sum();
+    let whole = np <= MAX_PARTS && x.iter().all(|p| p.len() <= RUN);
+    // SAFETY: for all three, every row `r < rows` of every plane `p < planes` lies inside
+    // `w` (`w.len() == rows * planes * cols`), its requantizers inside `q` (`q.len() ==
+    // rows * planes * np`), and the parts' lengths add up to `cols`.
     unsafe {
-        if segs.iter().all(|s| s.whole) {
-            rows_whole(
-                segs,
-                xp,
-                w.as_ptr(),
-                q.as_ptr(),
-                bias,
-                out,
-                [cols, planes, np],
-            );
+        if whole && words <= isa::SMALL_WORDS {
+            prepared::<{ isa::SMALL_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
+        } else if whole && words <= isa::BUF_WORDS {
+            prepared::<{ isa::BUF_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
         } else {
-            rows_long(
-                segs,
-                xp,
-                w.as_ptr(),
-                q.as_ptr(),
-                bias,
-                out,
-                [cols, planes, np],
-            );
+            rows_general(x, w.as_ptr(), q.as_ptr(), out, dims);
         }
     }
 }
 
-/// The rows of a layer whose every part fits one run: one exact `i32` dot product and
-/// one requantization per row, plane and part. The planes and parts are the outer
-/// loops, the rows the inner one: each output accumulates its terms in the order of
-/// `portable::linear` (bias, then plane by plane, part by part), and the inner loop
-/// carries little more than three pointers.
+/// Prepares every part (at most [`MAX_PARTS`], each at most [`RUN`] columns, `W` words
+/// in all) into a buffer of `W` words on this frame's stack, then [`rows_whole`]. The
+/// buffer's size follows the layer: a Cortex-M0 running small layers never reserves
+/// the larger one.
 ///
 /// # Safety
-/// `segs`, `xp`, `w`, `q`, `bias` and `out` as [`linear`] makes them: weights of
-/// `out.len()` rows of `planes` planes of `cols` columns, `planes * np` requantizers per
-/// row, one run per part, each inside its plane's row and the prepared input.
+/// As [`rows_whole`], with `x` the layer's parts (their lengths add up to `cols`, their
+/// prepared words to at most `W`).
+#[inline(never)]
+unsafe fn prepared<const W: usize>(
+    x: &[&[i16]],
+    w: *const i8,
+    q: *const Requant,
+    out: &mut [i32],
+    dims: [usize; 3],
+) {
+    let mut buf = [0u32; W];
+    let mut segs = [NO_SEG; MAX_PARTS];
+    let (mut word, mut col) = (0, 0);
+    for (seg, part) in segs.iter_mut().zip(x.iter()) {
+        let n = isa::words(part.len());
+        isa::prepare(part, &mut buf[word..word + n]);
+        *seg = Seg {
+            col,
+            n: part.len(),
+            word,
+            x: part.as_ptr(),
+        };
+        word += n;
+        col += part.len();
+    }
+    // SAFETY: the caller's contract; part `i` covers columns `col..col + n <= cols` of a
+    // plane's row, its `n` activations, and the prepared words `word..word + words(n)`
+    // inside `buf`.
+    unsafe { rows_whole(&segs[..x.len()], buf.as_ptr(), w, q, out, dims) };
+}
+
+/// Adds to each output (its bias already there) the terms of a layer whose every part
+/// fits one run: one exact `i32` dot product and one requantization per row, plane and
+/// part. The planes and parts are the outer loops, the rows the inner one: each output
+/// accumulates its terms in the order of `portable::linear` (plane by plane, part by
+/// part), and the inner loop carries little more than three pointers.
+///
+/// # Safety
+/// `segs`, `xp`, `w`, `q` and `out` as [`linear`] makes them: weights of `out.len()`
+/// rows of `planes` planes of `cols` columns, `planes * np` requantizers per row, one
+/// prepared run per part, each inside its plane's row and the prepared input.
 #[inline(always)]
 unsafe fn rows_whole(
     segs: &[Seg],
     xp: *const u32,
     w: *const i8,
     q: *const Requant,
-    bias: Option<&[i32]>,
     out: &mut [i32],
     [cols, planes, np]: [usize; 3],
 ) {
-    match bias {
-        Some(b) => out.copy_from_slice(b),
-        None => out.fill(0),
-    }
     let rows = out.len();
     let (row_w, row_q) = (cols * planes, planes * np);
-    let pairs = rows / 2;
+    let pairs = if isa::PAIRS { rows / 2 } else { 0 };
     for p in 0..planes {
         for (i, s) in segs.iter().enumerate() {
             // SAFETY: the caller's contract (see `linear`): every row `r < rows` of
-            // plane `p`, run `s`, and its requantizer `r * row_q + p * np + i`.
+            // plane `p`, part `i`, and its requantizer `r * row_q + p * np + i`.
             unsafe {
                 let (x, n, xs) = (s.x, s.n, xp.add(s.word));
                 let mut wr = w.add(p * cols + s.col);
@@ -219,49 +211,64 @@ unsafe fn rows_whole(
                     qr = qr.add(2 * row_q);
                     o = o.add(2);
                 }
-                if rows % 2 == 1 {
+                for _ in 2 * pairs..rows {
                     let d = isa::dot1(wr, xs, x, n);
                     *o = (*o).saturating_add((*qr).apply(d));
+                    wr = wr.add(row_w);
+                    qr = qr.add(row_q);
+                    o = o.add(1);
                 }
             }
         }
     }
 }
 
-/// The rows of a layer with a part longer than one run: its runs' sums are added in
-/// `i64`, then requantized (`portable::term`).
+/// Rows per block of [`rows_general`]: each run prepared there serves this many rows.
+const BLOCK: usize = 32;
+
+/// Adds to each output (its bias already there) the terms of any layer: each part in
+/// runs of at most [`CHUNK`] columns, each run prepared once per block of [`BLOCK`] rows,
+/// their exact sums added in `i64`, then requantized (`portable::term`), plane by plane
+/// and part by part for every row.
 ///
 /// # Safety
-/// As [`rows_whole`], with one or more runs per part (in order).
+/// `w`, `q` and `out` as for [`rows_whole`], `x` the layer's parts (their lengths add
+/// up to `cols`).
 #[inline(never)]
-unsafe fn rows_long(
-    segs: &[Seg],
-    xp: *const u32,
+unsafe fn rows_general(
+    x: &[&[i16]],
     w: *const i8,
     q: *const Requant,
-    bias: Option<&[i32]>,
     out: &mut [i32],
     [cols, planes, np]: [usize; 3],
 ) {
-    let row_w = cols * planes;
-    let row_q = planes * np;
-    for (r, o) in out.iter_mut().enumerate() {
-        let mut acc = bias.map_or(0, |b| b[r]);
+    let mut buf = [0u32; isa::SMALL_WORDS];
+    let (row_w, row_q) = (cols * planes, planes * np);
+    for (b, block) in out.chunks_mut(BLOCK).enumerate() {
+        let r0 = b * BLOCK;
         for p in 0..planes {
-            let mut s = 0i64;
-            // SAFETY: the caller's contract (see `linear`).
-            unsafe {
-                let w0 = w.add(r * row_w + p * cols);
-                let q0 = q.add(r * row_q + p * np);
-                for seg in segs {
-                    s += isa::dot1(w0.add(seg.col), xp.add(seg.word), seg.x, seg.n) as i64;
-                    if seg.last {
-                        acc = acc.saturating_add(portable::term(s, *q0.add(seg.part)));
-                        s = 0;
+            let mut col = 0;
+            for (i, part) in x.iter().enumerate() {
+                let mut s = [0i64; BLOCK];
+                for (k, run) in part.chunks(CHUNK).enumerate() {
+                    isa::prepare(run, &mut buf[..isa::words(run.len())]);
+                    for (j, sj) in s.iter_mut().enumerate().take(block.len()) {
+                        // SAFETY: the run covers columns `col + k * CHUNK ..` (within
+                        // `cols`) of row `r0 + j < rows`'s plane `p`, prepared in `buf`.
+                        let d = unsafe {
+                            let wr = w.add((r0 + j) * row_w + p * cols + col + k * CHUNK);
+                            isa::dot1(wr, buf.as_ptr(), run.as_ptr(), run.len())
+                        };
+                        *sj += d as i64;
                     }
                 }
+                for (j, (o, &sj)) in block.iter_mut().zip(&s).enumerate() {
+                    // SAFETY: requantizer `(r0 + j) * row_q + p * np + i` lies in `q`.
+                    let rq = unsafe { *q.add((r0 + j) * row_q + p * np + i) };
+                    *o = o.saturating_add(portable::term(sj, rq));
+                }
+                col += part.len();
             }
         }
-        *o = acc;
     }
 }

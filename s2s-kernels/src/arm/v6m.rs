@@ -8,8 +8,15 @@
 
 use core::arch::asm;
 
-/// Words of the prepared-input buffer: 256 activations (1 KiB of stack).
+/// Words of the prepared-input buffer of layers with up to 256 input columns (1 KiB of
+/// stack, reserved only by such layers).
 pub(super) const BUF_WORDS: usize = 256;
+/// Words of the buffer of layers with up to 128 input columns (512 bytes of stack: the
+/// micro:bit's netra leaves about 550 bytes below the kernel's frame).
+pub(super) const SMALL_WORDS: usize = 128;
+
+/// Rows go one at a time (Thumb-1 has no registers to share loads between two).
+pub(super) const PAIRS: bool = false;
 
 /// Words that `n` prepared activations take: one each.
 #[inline(always)]
@@ -17,9 +24,15 @@ pub(super) const fn words(n: usize) -> usize {
     n
 }
 
-/// Writes `x` widened to `i32` into `dst` (`x.len()` long).
+/// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time.
 pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
-    for (d, &v) in dst.iter_mut().zip(x) {
+    let mut pairs = x.chunks_exact(2);
+    let mut out = dst.chunks_exact_mut(2);
+    for (p, d) in pairs.by_ref().zip(out.by_ref()) {
+        d[0] = p[0] as i32 as u32;
+        d[1] = p[1] as i32 as u32;
+    }
+    if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
         *d = v as i32 as u32;
     }
 }
@@ -49,31 +62,39 @@ macro_rules! four_cols {
     };
 }
 
-/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` widened.
+/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` widened. Rows that
+/// start on a word with a multiple of four columns (the usual shapes) run the loop
+/// inline; others go through [`dot1_any`].
 ///
 /// # Safety
 /// `w` must be valid for reads of `n` bytes, `x` of `n` activations and `xp` of `n`
 /// words.
 #[inline(always)]
 pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
-    // `LDM` needs word-aligned weights: the first columns up to the boundary go alone.
-    let head = ((4 - (w as usize & 3)) & 3).min(n);
-    let mut a = 0i32;
-    for k in 0..head {
-        // SAFETY: `k < n`: inside both inputs (the caller's contract).
-        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
-        a = a.wrapping_add(p * v);
+    if (w as usize | n) & 3 == 0 {
+        // SAFETY: the caller's contract; `w` is word-aligned and `n = 4 * (n / 4)`.
+        unsafe { dot1_aligned(w, xp, n / 4, 0) }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { dot1_any(w, xp, x, n) }
     }
-    let units = (n - head) / 4;
+}
+
+/// `a + w . x` over `4 * units` columns from word-aligned weights.
+///
+/// # Safety
+/// `w` must be word-aligned and valid for reads of `4 * units` bytes, `xp` of `4 *
+/// units` words.
+#[inline(always)]
+unsafe fn dot1_aligned(w: *const i8, xp: *const u32, units: usize, a: i32) -> i32 {
+    let mut a = a;
     if units > 0 {
-        // SAFETY: `head + 4 * units <= n`: the weights from `head` on (word-aligned) and
-        // the widened input from `head` on hold `4 * units` columns, and both end
-        // pointers stay inside (or one past) the weights. The template reads only
-        // those, writes no memory and touches only the declared registers.
+        // SAFETY: the template reads `4 * units` bytes from `w` (word-aligned) and `4 *
+        // units` words from `xp`; both end pointers stay inside (or one past) the
+        // weights. It writes no memory and touches only the declared registers.
         unsafe {
-            let wp = w.add(head);
-            let end16 = wp.add(16 * (units / 4));
-            let end4 = wp.add(4 * units);
+            let end16 = w.add(16 * (units / 4));
+            let end4 = w.add(4 * units);
             asm!(
                 // Thumb-1 takes high registers as clobbers only: the sum and the two end
                 // pointers move there (ADD and CMP can read them).
@@ -98,8 +119,8 @@ pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize)
                 "bne 4b",
                 "5:",
                 "mov r4, r8",
-                inout("r0") wp => _,
-                inout("r1") xp.add(head) => _,
+                inout("r0") w => _,
+                inout("r1") xp => _,
                 inout("r2") end16 => _,
                 inout("r3") end4 => _,
                 inout("r4") a,
@@ -111,6 +132,27 @@ pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize)
             );
         }
     }
+    a
+}
+
+/// [`dot1`] for any alignment and length: the columns before the first word boundary
+/// and after the last group of four go one by one. Not inlined (rare, and the M0
+/// boards have little flash).
+///
+/// # Safety
+/// As [`dot1`].
+#[inline(never)]
+unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+    let head = ((4 - (w as usize & 3)) & 3).min(n);
+    let mut a = 0i32;
+    for k in 0..head {
+        // SAFETY: `k < n`: inside both inputs (the caller's contract).
+        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
+        a = a.wrapping_add(p * v);
+    }
+    let units = (n - head) / 4;
+    // SAFETY: `head + 4 * units <= n`; the weights from `head` on are word-aligned.
+    a = unsafe { dot1_aligned(w.add(head), xp.add(head), units, a) };
     for k in head + 4 * units..n {
         // SAFETY: `k < n`: inside both inputs (the caller's contract).
         let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };

@@ -6,8 +6,13 @@
 
 use core::arch::asm;
 
-/// Words of the prepared-input buffer: 512 activations (2 KiB of stack).
+/// Words of the prepared-input buffer: 512 activations (2048 bytes of stack).
 pub(super) const BUF_WORDS: usize = 512;
+/// The same: one size of buffer.
+pub(super) const SMALL_WORDS: usize = BUF_WORDS;
+
+/// Rows go in pairs (both share the input loads).
+pub(super) const PAIRS: bool = true;
 
 /// Words that `n` prepared activations take: one each.
 #[inline(always)]
@@ -15,9 +20,15 @@ pub(super) const fn words(n: usize) -> usize {
     n
 }
 
-/// Writes `x` widened to `i32` into `dst` (`x.len()` long).
+/// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time.
 pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
-    for (d, &v) in dst.iter_mut().zip(x) {
+    let mut pairs = x.chunks_exact(2);
+    let mut out = dst.chunks_exact_mut(2);
+    for (p, d) in pairs.by_ref().zip(out.by_ref()) {
+        d[0] = p[0] as i32 as u32;
+        d[1] = p[1] as i32 as u32;
+    }
+    if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
         *d = v as i32 as u32;
     }
 }
