@@ -54,6 +54,7 @@ mod suite;
 
 pub use fixed::Requant;
 pub use precision::{
-    dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int, Job, Kernels, Linear, Native,
-    Portable, Precision, PrecisionKind, ShapeError, W8A16Portable, F32, W8A16, W8F32,
+    additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,
+    Job, Kernels, Linear, Native, Portable, Precision, PrecisionKind, ShapeError, W8A16Portable,
+    F32, W8A16, W8F32,
 };

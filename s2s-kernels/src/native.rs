@@ -3,7 +3,9 @@
 //! results.
 
 #[cfg(s2s_arm)]
-pub(crate) use crate::arm::{dot_f32, linear, sigmoid_q15, tanh_q15, weighted_sum};
+pub(crate) use crate::arm::{
+    additive_scores, dot_f32, linear, sigmoid_q15, tanh_q15, weighted_sum,
+};
 
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::float::dot_acc as dot_f32;
@@ -11,3 +13,5 @@ pub(crate) use crate::float::dot_acc as dot_f32;
 pub(crate) use crate::lut::{sigmoid_q15, tanh_q15};
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::portable::{linear, weighted_sum};
+#[cfg(not(s2s_arm))]
+pub(crate) use crate::precision::additive_scores_primitives as additive_scores;

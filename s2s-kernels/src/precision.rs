@@ -198,6 +198,21 @@ pub trait Precision: Sized + 'static {
     fn dot(a: &[Self::Act], fa: Fmt, b: &[Self::Act], fb: Fmt, s: Self::Scale) -> Self::Wide;
     /// Softmax of wide values into unit weights.
     fn softmax(x: &[Self::Wide], out: &mut [Self::Act]);
+    /// Additive attention scores `e_i = v . tanh(q + k_i)` (`v` with its bias) for each
+    /// of the `scores.len()` keys in `keys` (`q.len()` values each, format `fk`, widened),
+    /// using `tanh` (`q.len()` long) as scratch; `v` is one row over `q.len()` columns.
+    /// The default ([`additive_scores_primitives`]) runs the primitives one by one; an
+    /// implementation may fuse them, and must give exactly the same values.
+    fn additive_scores(
+        q: &[Self::Wide],
+        keys: &[Self::Act],
+        fk: Fmt,
+        v: &Linear<'_, Self>,
+        tanh: &mut [Self::Act],
+        scores: &mut [Self::Wide],
+    ) -> Result<(), ShapeError> {
+        additive_scores_primitives(q, keys, fk, v, tanh, scores)
+    }
     /// `out_j = sum_i w_i * rows[i * d + j]` for unit weights `w`: a convex combination
     /// of `w.len()` rows of length `d = out.len()`, in the rows' own format.
     fn weighted_sum(w: &[Self::Act], rows: &[Self::Act], out: &mut [Self::Act]);
@@ -208,6 +223,31 @@ pub trait Precision: Sized + 'static {
     fn act_to_f32(a: Self::Act, f: Fmt) -> f32;
     /// A wide value as f32 (reports only).
     fn wide_to_f32(w: Self::Wide) -> f32;
+}
+
+/// [`Precision::additive_scores`] from the primitives: per key, `tanh(add(q_j,
+/// widen(k_j)))` into `tanh`, then `v` applied to it.
+pub fn additive_scores_primitives<P: Precision>(
+    q: &[P::Wide],
+    keys: &[P::Act],
+    fk: Fmt,
+    v: &Linear<'_, P>,
+    tanh: &mut [P::Act],
+    scores: &mut [P::Wide],
+) -> Result<(), ShapeError> {
+    let a = q.len();
+    check("key scratch", a, tanh.len().min(a))?;
+    check("keys", scores.len() * a, keys.len().min(scores.len() * a))?;
+    let tanh = &mut tanh[..a];
+    for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a.max(1))) {
+        for ((t, &qj), &kj) in tanh.iter_mut().zip(q).zip(key) {
+            *t = P::tanh(P::add(qj, P::widen(kj, fk)));
+        }
+        let mut out = [P::Wide::default()];
+        v.apply(&[tanh], &mut out)?;
+        *e = out[0];
+    }
+    Ok(())
 }
 
 /// One input of a batched layer application and where its output goes.
@@ -664,14 +704,13 @@ impl<K: Kernels> Precision for Int<K> {
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
-        let row_w = table.cols * table.planes;
-        let w = &table.w[row * row_w..(row + 1) * row_w];
-        for (j, o) in out.iter_mut().enumerate() {
+        let (cols, planes) = (table.cols, table.planes);
+        let w = &table.w[row * cols * planes..][..cols * planes];
+        let q = &table.q[row * planes..][..planes];
+        for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
-            for p in 0..table.planes {
-                acc = acc.saturating_add(
-                    table.q[row * table.planes + p].apply(w[p * table.cols + j] as i32),
-                );
+            for (wp, rq) in w.chunks_exact(cols).zip(q) {
+                acc = acc.saturating_add(rq.apply(wp[j] as i32));
             }
             *o = sat_i16(acc);
         }
@@ -726,6 +765,20 @@ impl<K: Kernels> Precision for Int<K> {
     }
     fn softmax(x: &[i32], out: &mut [i16]) {
         lut::softmax_q15(x, out);
+    }
+    fn additive_scores(
+        q: &[i32],
+        keys: &[i16],
+        fk: Fmt,
+        v: &Linear<'_, Self>,
+        tanh: &mut [i16],
+        scores: &mut [i32],
+    ) -> Result<(), ShapeError> {
+        if K::NATIVE {
+            native::additive_scores(q, keys, fk, v, tanh, scores)
+        } else {
+            additive_scores_primitives(q, keys, fk, v, tanh, scores)
+        }
     }
     fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
         if K::NATIVE {

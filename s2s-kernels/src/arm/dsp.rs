@@ -9,6 +9,7 @@
 //! input shared by both rows, then per row two `LDR`, four `SXTB16`, four `SMLAD`).
 
 use core::arch::asm;
+use core::mem::MaybeUninit;
 
 /// Words of the prepared-input buffer: 512 activations (1024 bytes of stack).
 pub(super) const BUF_WORDS: usize = 256;
@@ -26,19 +27,19 @@ pub(super) const fn words(n: usize) -> usize {
 
 /// Writes `x` as pairs `(x0, x2), (x1, x3)` per group of four into `dst`
 /// (`words(x.len())` long; the last group padded with zeros).
-pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
+pub(super) fn prepare(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
     let u = |v: i16| v as u16 as u32;
     let mut groups = x.chunks_exact(4);
     let mut out = dst.chunks_exact_mut(2);
     for (g, d) in groups.by_ref().zip(out.by_ref()) {
-        d[0] = u(g[0]) | u(g[2]) << 16;
-        d[1] = u(g[1]) | u(g[3]) << 16;
+        d[0].write(u(g[0]) | u(g[2]) << 16);
+        d[1].write(u(g[1]) | u(g[3]) << 16);
     }
     let rest = groups.remainder();
     if let Some(d) = out.next() {
         let e = |i: usize| rest.get(i).map_or(0, |&v| u(v));
-        d[0] = e(0) | e(2) << 16;
-        d[1] = e(1) | e(3) << 16;
+        d[0].write(e(0) | e(2) << 16);
+        d[1].write(e(1) | e(3) << 16);
     }
 }
 

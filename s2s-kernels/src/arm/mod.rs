@@ -20,9 +20,11 @@
 //! the M3/M4/M33, 256 on the M0), runs in blocks of rows over runs of columns prepared
 //! once per block, their sums added in `i64`: slower, same results.
 
-use crate::fixed::Requant;
+use core::mem::MaybeUninit;
+
+use crate::fixed::{Requant, WIDE_FRAC};
 use crate::portable;
-use crate::precision::{Linear, Precision};
+use crate::precision::{additive_scores_primitives, Fmt, Linear, Precision, ShapeError};
 
 #[cfg(s2s_isa = "dsp")]
 mod dsp;
@@ -150,7 +152,8 @@ unsafe fn prepared<const W: usize>(
     out: &mut [i32],
     dims: [usize; 3],
 ) {
-    let mut buf = [0u32; W];
+    // Not zeroed: `prepare` writes every word that is read.
+    let mut buf = [MaybeUninit::<u32>::uninit(); W];
     let mut segs = [NO_SEG; MAX_PARTS];
     let (mut word, mut col) = (0, 0);
     for (seg, part) in segs.iter_mut().zip(x.iter()) {
@@ -168,7 +171,7 @@ unsafe fn prepared<const W: usize>(
     // SAFETY: the caller's contract; part `i` covers columns `col..col + n <= cols` of a
     // plane's row, its `n` activations, and the prepared words `word..word + words(n)`
     // inside `buf`.
-    unsafe { rows_whole(&segs[..x.len()], buf.as_ptr(), w, q, out, dims) };
+    unsafe { rows_whole(&segs[..x.len()], buf.as_ptr().cast(), w, q, out, dims) };
 }
 
 /// Adds to each output (its bias already there) the terms of a layer whose every part
@@ -242,7 +245,8 @@ unsafe fn rows_general(
     out: &mut [i32],
     [cols, planes, np]: [usize; 3],
 ) {
-    let mut buf = [0u32; isa::SMALL_WORDS];
+    // Not zeroed: `prepare` writes every word that is read.
+    let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
     let (row_w, row_q) = (cols * planes, planes * np);
     for (b, block) in out.chunks_mut(BLOCK).enumerate() {
         let r0 = b * BLOCK;
@@ -257,7 +261,7 @@ unsafe fn rows_general(
                         // `cols`) of row `r0 + j < rows`'s plane `p`, prepared in `buf`.
                         let d = unsafe {
                             let wr = w.add((r0 + j) * row_w + p * cols + col + k * CHUNK);
-                            isa::dot1(wr, buf.as_ptr(), run.as_ptr(), run.len())
+                            isa::dot1(wr, buf.as_ptr().cast(), run.as_ptr(), run.len())
                         };
                         *sj += d as i64;
                     }
@@ -271,4 +275,58 @@ unsafe fn rows_general(
             }
         }
     }
+}
+
+/// [`Precision::additive_scores`] of the integer precision, fused: per key, the row
+/// `tanh(q_j + k_j 2^(15 - f))` (an exact shift, a saturating add, a table lookup) is
+/// written once, prepared for the instruction set, and each of `v`'s planes is one dot
+/// product over it: the matrix product of `v` with the rows of all positions, one row
+/// at a time, without a layer call per position. Other shapes (a key format beyond a
+/// plain shift, `v` wider than a run or the buffer) take the primitives.
+pub(crate) fn additive_scores<P>(
+    q: &[i32],
+    keys: &[i16],
+    fk: Fmt,
+    v: &Linear<'_, P>,
+    tanh: &mut [i16],
+    scores: &mut [i32],
+) -> Result<(), ShapeError>
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    let a = q.len();
+    let shift = WIDE_FRAC - fk.frac as i32;
+    let fused = a > 0
+        && (0..=16).contains(&shift)
+        && v.rows() == 1
+        && v.parts() == 1
+        && v.cols() == a
+        && a <= RUN
+        && isa::words(a) <= isa::SMALL_WORDS
+        && tanh.len() >= a
+        && keys.len() >= scores.len() * a
+        && v.weights().len() == a * v.planes()
+        && v.row_q().len() == v.planes();
+    if !fused {
+        return additive_scores_primitives(q, keys, fk, v, tanh, scores);
+    }
+    let tanh = &mut tanh[..a];
+    let bias = v.bias().map_or(0, |b| b[0]);
+    let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
+    let buf = &mut buf[..isa::words(a)];
+    for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a)) {
+        for ((t, &qj), &kj) in tanh.iter_mut().zip(q).zip(key) {
+            *t = tanh_q15(qj.saturating_add((kj as i32) << shift));
+        }
+        isa::prepare(tanh, buf);
+        let mut acc = bias;
+        for (wp, rq) in v.weights().chunks_exact(a).zip(v.row_q()) {
+            // SAFETY: `wp` holds `a` weights, `tanh` `a` activations, and `buf` their
+            // `words(a)` prepared words, all written by `prepare`.
+            let d = unsafe { isa::dot1(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a) };
+            acc = acc.saturating_add(rq.apply(d));
+        }
+        *e = acc;
+    }
+    Ok(())
 }

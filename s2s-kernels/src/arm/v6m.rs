@@ -7,6 +7,7 @@
 //! a `MULS` and an `ADD`: 17 instructions per four columns, 70 per sixteen.
 
 use core::arch::asm;
+use core::mem::MaybeUninit;
 
 /// Words of the prepared-input buffer of layers with up to 256 input columns (1 KiB of
 /// stack, reserved only by such layers).
@@ -25,15 +26,15 @@ pub(super) const fn words(n: usize) -> usize {
 }
 
 /// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time.
-pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
+pub(super) fn prepare(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
     let mut pairs = x.chunks_exact(2);
     let mut out = dst.chunks_exact_mut(2);
     for (p, d) in pairs.by_ref().zip(out.by_ref()) {
-        d[0] = p[0] as i32 as u32;
-        d[1] = p[1] as i32 as u32;
+        d[0].write(p[0] as i32 as u32);
+        d[1].write(p[1] as i32 as u32);
     }
     if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
-        *d = v as i32 as u32;
+        d.write(v as i32 as u32);
     }
 }
 

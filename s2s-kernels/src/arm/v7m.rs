@@ -5,6 +5,7 @@
 //! row four `LDRSB` with post-increment and four `MLA`).
 
 use core::arch::asm;
+use core::mem::MaybeUninit;
 
 /// Words of the prepared-input buffer: 512 activations (2048 bytes of stack).
 pub(super) const BUF_WORDS: usize = 512;
@@ -21,15 +22,15 @@ pub(super) const fn words(n: usize) -> usize {
 }
 
 /// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time.
-pub(super) fn prepare(x: &[i16], dst: &mut [u32]) {
+pub(super) fn prepare(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
     let mut pairs = x.chunks_exact(2);
     let mut out = dst.chunks_exact_mut(2);
     for (p, d) in pairs.by_ref().zip(out.by_ref()) {
-        d[0] = p[0] as i32 as u32;
-        d[1] = p[1] as i32 as u32;
+        d[0].write(p[0] as i32 as u32);
+        d[1].write(p[1] as i32 as u32);
     }
     if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
-        *d = v as i32 as u32;
+        d.write(v as i32 as u32);
     }
 }
 
@@ -132,11 +133,12 @@ pub(super) unsafe fn dot2(
     (a0, a1)
 }
 
-/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` widened.
+/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` widened. Not inlined:
+/// the Cortex-M3 board has little flash, and single rows are the rare case.
 ///
 /// # Safety
 /// As [`dot2`], for one row.
-#[inline(always)]
+#[inline(never)]
 pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
     let u = n / 4;
     let mut a = 0i32;
