@@ -21,7 +21,7 @@
 //! `exact_over_every_input` compares both with [`crate::lut`] over every input up to beyond
 //! saturation.
 
-use crate::tables::TANH_Q15;
+use crate::tables::{EXP_FRAC_Q15, EXP_INT_Q16, TANH_Q15};
 
 /// Intervals of the table: inputs of `|x| < 8` (tanh) or `16` (sigmoid) in `Q16.15`.
 const N: usize = 1024;
@@ -96,6 +96,49 @@ pub(crate) fn middles() -> (*const i32, *const u16) {
     (A[512..].as_ptr(), D[512..].as_ptr())
 }
 
+/// `exp(-i / 256)` interpolation data for `i = 0..256`: `128 a_i + 64` and
+/// `a_(i+1) - a_i` (`a = EXP_FRAC_Q15`), so that the interpolated fraction is one
+/// multiply-add and a shift.
+static EXP_FRAC: [[i32; 2]; 256] = {
+    let mut t = [[0i32; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        let a = EXP_FRAC_Q15[i] as i32;
+        t[i] = [128 * a + 64, EXP_FRAC_Q15[i + 1] as i32 - a];
+        i += 1;
+    }
+    t
+};
+
+/// `exp(-n)` in `Q0.16` for `n = 0..32`: `EXP_INT_Q16`, then zeros, so that the integer
+/// part needs no branch (it is saturated to 31 instead).
+static EXP_INT: [u32; 32] = {
+    let mut t = [0u32; 32];
+    let mut n = 0;
+    while n < EXP_INT_Q16.len() {
+        t[n] = EXP_INT_Q16[n];
+        n += 1;
+    }
+    t
+};
+
+/// [`crate::lut::exp_neg_q16`]'s integers for `d >= 0`, without a branch: the integer
+/// part saturated to 31 (where the table is 0), the fraction from one pair of entries.
+/// The reference of the instruction-set version (`arm/dsp.rs`), tested here.
+#[cfg(test)]
+pub(crate) fn exp_neg_q16(d: i32) -> u32 {
+    let n = (d >> 15).clamp(0, 31) as usize;
+    let [a, s] = EXP_FRAC[((d >> 7) & 255) as usize];
+    let frac = ((a + s * (d & 127)) >> 7) as u32;
+    (EXP_INT[n] * frac + (1 << 14)) >> 15
+}
+
+/// The exponential's tables (`EXP_INT`, `EXP_FRAC`) for the instruction-set version.
+#[cfg(s2s_isa = "dsp")]
+pub(crate) fn exp_tables() -> (*const u32, *const [i32; 2]) {
+    (EXP_INT.as_ptr(), EXP_FRAC.as_ptr())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +152,23 @@ mod tests {
         for x in (-lim..=lim).chain([i32::MIN, i32::MIN + 1, i32::MAX - 1, i32::MAX]) {
             assert_eq!(tanh_q15(x), lut::tanh_q15(x), "tanh({x})");
             assert_eq!(sigmoid_q15(x), lut::sigmoid_q15(x), "sigmoid({x})");
+        }
+    }
+
+    #[test]
+    fn softmax_with_the_table_exponential_is_exact() {
+        for x in &lut::tests::softmax_cases() {
+            let (mut a, mut b) = (vec![0i16; x.len()], vec![0i16; x.len()]);
+            lut::softmax_with(x, &mut a, exp_neg_q16, |d| move |n| n / d);
+            lut::softmax_q15(x, &mut b);
+            assert_eq!(a, b, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn exp_exact_over_every_input() {
+        for d in (0..(1 << 21)).chain([i32::MAX - 1, i32::MAX, 1 << 30]) {
+            assert_eq!(exp_neg_q16(d), lut::exp_neg_q16(d), "exp_neg({d})");
         }
     }
 }

@@ -4,13 +4,13 @@
 
 #[cfg(s2s_arm)]
 pub(crate) use crate::arm::{
-    additive_scores, dot_f32, linear, sigmoid_q15, tanh_q15, weighted_sum,
+    additive_scores, dot_f32, linear, sigmoid_q15, softmax_q15, tanh_q15, weighted_sum,
 };
 
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::float::dot_acc as dot_f32;
 #[cfg(not(s2s_arm))]
-pub(crate) use crate::lut::{sigmoid_q15, tanh_q15};
+pub(crate) use crate::lut::{sigmoid_q15, softmax_q15, tanh_q15};
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::portable::{linear, weighted_sum};
 #[cfg(not(s2s_arm))]

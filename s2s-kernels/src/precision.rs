@@ -764,7 +764,11 @@ impl<K: Kernels> Precision for Int<K> {
         s.apply(w)
     }
     fn softmax(x: &[i32], out: &mut [i16]) {
-        lut::softmax_q15(x, out);
+        if K::NATIVE {
+            native::softmax_q15(x, out);
+        } else {
+            lut::softmax_q15(x, out);
+        }
     }
     fn additive_scores(
         q: &[i32],

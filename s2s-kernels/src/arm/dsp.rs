@@ -264,3 +264,119 @@ pub(crate) fn sigmoid_q15(x: i32) -> i16 {
     }
     v as i16
 }
+
+/// One exponential of the softmax's first pass: `r4` the score, `r9` the maximum,
+/// `r10`/`r11` the tables, `r8` 2^14; adds `e` to `r3` and stores `max(e, 1) - 1` at
+/// `r1` (post-incremented). `fulltable::exp_neg_q16`'s arithmetic, step for step.
+macro_rules! softmax_exp {
+    () => {
+        concat!(
+            "ldr r4, [r0], #4\n",
+            "qsub r4, r9, r4\n",
+            "usat r5, #5, r4, asr #15\n",
+            "ldr r5, [r10, r5, lsl #2]\n",
+            "ubfx lr, r4, #7, #8\n",
+            "add lr, r11, lr, lsl #3\n",
+            "ldrd lr, r12, [lr]\n",
+            "and r4, r4, #127\n",
+            "mla lr, r12, r4, lr\n",
+            "asr lr, lr, #7\n",
+            "mla lr, r5, lr, r8\n",
+            "lsr lr, lr, #15\n",
+            "add r3, r3, lr\n",
+            "sub lr, lr, #1\n",
+            "usat lr, #16, lr\n",
+            "strh lr, [r1], #2\n",
+        )
+    };
+}
+
+/// One weight of the softmax's second pass: `r1` the stored exponential (rewritten in
+/// place, post-incremented), `r3` the sum, `r12` the rounding term (as
+/// `lut::softmax_with` makes it).
+macro_rules! softmax_div {
+    () => {
+        concat!(
+            "ldrh r4, [r1]\n",
+            "add r4, r12, r4, lsl #15\n",
+            "udiv r4, r4, r3\n",
+            "usat r4, #15, r4\n",
+            "strh r4, [r1], #2\n",
+        )
+    };
+}
+
+/// The integer softmax (`lut::softmax_q15`'s integers): a maximum, one pass of the
+/// branch-free exponential of `fulltable.rs` (each kept in `out` as `lut::softmax_with`
+/// keeps it), one pass of `UDIV`s.
+pub(crate) fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
+    let n = x.len().min(out.len()).min(1 << 15);
+    if n == 0 {
+        return 0;
+    }
+    let max = x[..n].iter().fold(i32::MIN, |m, &v| m.max(v));
+    let (ti, tf) = crate::fulltable::exp_tables();
+    let sum: u32;
+    // SAFETY: reads `n` scores from `x` and the two tables at clamped indices (`n <= 31`,
+    // `idx <= 255`: inside both), writes `n` halfwords to `out`; touches only the
+    // declared registers.
+    unsafe {
+        asm!(
+            arch!(),
+            // n = 2k + odd: one element first if odd, Z = (k == 0) kept through it
+            // (none of its instructions sets flags).
+            "lsrs r2, r2, #1",
+            "bcc 2f",
+            softmax_exp!(),
+            "2:",
+            "beq 4f",
+            "3:",
+            softmax_exp!(),
+            softmax_exp!(),
+            "subs r2, r2, #1",
+            "bne 3b",
+            "4:",
+            inout("r0") x.as_ptr() => _,
+            inout("r1") out.as_mut_ptr() => _,
+            inout("r2") n => _,
+            inout("r3") 0u32 => sum,
+            out("r4") _,
+            out("r5") _,
+            out("lr") _,
+            in("r8") 1u32 << 14,
+            in("r9") max,
+            in("r10") ti,
+            in("r11") tf,
+            out("r12") _,
+            options(nostack),
+        );
+    }
+    // e <= 2^16, e << 15 <= 2^31; plus sum / 2 < 2^31 for n <= 2^15: fits u32. The
+    // quotients are at most 2^16, saturated to 32767.
+    // SAFETY: reads and rewrites `n` halfwords of `out`; touches only the declared
+    // registers.
+    unsafe {
+        asm!(
+            arch!(),
+            "lsrs r2, r2, #1",
+            "bcc 2f",
+            softmax_div!(),
+            "2:",
+            "beq 4f",
+            "3:",
+            softmax_div!(),
+            softmax_div!(),
+            "subs r2, r2, #1",
+            "bne 3b",
+            "4:",
+            inout("r1") out.as_mut_ptr() => _,
+            inout("r2") n => _,
+            in("r3") sum,
+            out("r4") _,
+            out("r5") _,
+            in("r12") sum / 2 + if sum > 1 << 16 { 1 << 15 } else { 0 },
+            options(nostack),
+        );
+    }
+    sum
+}

@@ -49,8 +49,15 @@ pub(crate) use fpu::dot_f32;
 
 pub(crate) use crate::portable::weighted_sum;
 
+#[cfg(s2s_isa = "v7m")]
+pub(crate) use crate::lut::softmax_q15;
 #[cfg(not(s2s_isa = "dsp"))]
 pub(crate) use crate::lut::{sigmoid_q15, tanh_q15};
+#[cfg(s2s_isa = "dsp")]
+pub(crate) use dsp::softmax_q15;
+#[cfg(s2s_isa = "v6m")]
+pub(crate) use v6m::softmax_q15;
+
 #[cfg(s2s_isa = "dsp")]
 pub(crate) use dsp::{sigmoid_q15, tanh_q15};
 

@@ -177,3 +177,12 @@ pub(super) unsafe fn dot2(
     // SAFETY: the caller's contract covers both rows.
     unsafe { (dot1(w0, xp, x, n), dot1(w1, xp, x, n)) }
 }
+
+/// The integer softmax (`lut::softmax_q15`'s integers) without a division per element:
+/// [`Divider`](crate::lut::Divider).
+pub(crate) fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
+    crate::lut::softmax_with(x, out, crate::lut::exp_neg_q16, |d| {
+        let div = crate::lut::Divider::new(d);
+        move |n| div.div(n)
+    })
+}
