@@ -47,10 +47,13 @@ mod portable;
 pub mod precision;
 mod tables;
 
+#[cfg(any(test, feature = "suite"))]
+extern crate alloc;
+
 #[cfg(test)]
 mod extremes;
-#[cfg(test)]
-mod suite;
+#[cfg(any(test, feature = "suite"))]
+pub mod suite;
 
 pub use fixed::Requant;
 pub use precision::{

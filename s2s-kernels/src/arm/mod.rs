@@ -76,8 +76,9 @@ const CHUNK: usize = {
     n
 };
 
-/// Most input parts the fast path takes (more: [`rows_general`]).
-const MAX_PARTS: usize = 8;
+/// Most input parts the fast path takes (more: [`rows_general`]); a model's layers have
+/// at most four (the output layer's).
+const MAX_PARTS: usize = 4;
 
 /// An input part prepared in the buffer.
 #[derive(Clone, Copy)]
