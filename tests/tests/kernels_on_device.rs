@@ -93,7 +93,7 @@ fn suite_passes_on(board: Board) {
         for t in SUITE_TESTS {
             let want = format!("SUITE {p} {t} ok");
             assert!(
-                lines.iter().any(|l| *l == want),
+                lines.contains(&want),
                 "{board}: no `{want}` in {lines:?}"
             );
         }
