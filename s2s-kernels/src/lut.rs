@@ -108,7 +108,7 @@ pub(crate) fn softmax_with<D: Fn(u32) -> u32>(
     for (o, &v) in out.iter_mut().zip(x) {
         let e = exp(max.saturating_sub(v));
         sum += e;
-        *o = (e as i32 - 1).clamp(0, u16::MAX as i32) as u16 as i16;
+        *o = e.saturating_sub(1) as u16 as i16;
     }
     let round = sum / 2 + if sum > 1 << 16 { 1 << 15 } else { 0 };
     let div = divider(sum);

@@ -94,19 +94,44 @@ pub(crate) const WSUM_I32_LIMIT: u32 = 1 << 16;
 /// `out_j = round(sum_i w_i * rows[i * d + j] / 2^15)`, saturated to `i16`; exact sums,
 /// in `i32` when `sum |w_i| < 2^16` (softmax weights: about `2^15`), else in `i64`.
 pub(crate) fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
+    weighted_sum_by(w, rows, out, 1)
+}
+
+/// [`weighted_sum`] computing `cols` (1 or 4) outputs at a time in the `i32` case: four
+/// share each weight's load where the registers allow it (the DSP boards').
+#[inline(always)]
+pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: usize) {
     let d = out.len();
     if d == 0 {
         return;
     }
     let mag: u32 = w.iter().map(|&v| v.unsigned_abs() as u32).sum();
     if mag < WSUM_I32_LIMIT {
-        for (j, o) in out.iter_mut().enumerate() {
+        // |acc| < 2^31 - 2^14: adding the rounding term cannot wrap.
+        let round = |acc: i32| sat_i16((acc + (1 << 14)) >> 15);
+        let mut done = 0;
+        if cols == 4 {
+            let mut quads = out.chunks_exact_mut(4);
+            for (q, o) in quads.by_ref().enumerate() {
+                let mut acc = [0i32; 4];
+                for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
+                    let (wi, r) = (wi as i32, &row[4 * q..4 * q + 4]);
+                    for (a, &v) in acc.iter_mut().zip(r) {
+                        *a += wi * v as i32;
+                    }
+                }
+                for (o, &a) in o.iter_mut().zip(&acc) {
+                    *o = round(a);
+                }
+            }
+            done = d - quads.into_remainder().len();
+        }
+        for (j, o) in out.iter_mut().enumerate().skip(done) {
             let mut acc = 0i32;
             for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
                 acc += wi as i32 * row[j] as i32;
             }
-            // |acc| < 2^31 - 2^14: adding the rounding term cannot wrap.
-            *o = sat_i16((acc + (1 << 14)) >> 15);
+            *o = round(acc);
         }
     } else {
         for (j, o) in out.iter_mut().enumerate() {

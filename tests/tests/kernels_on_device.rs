@@ -92,10 +92,7 @@ fn suite_passes_on(board: Board) {
     for p in precisions {
         for t in SUITE_TESTS {
             let want = format!("SUITE {p} {t} ok");
-            assert!(
-                lines.contains(&want),
-                "{board}: no `{want}` in {lines:?}"
-            );
+            assert!(lines.contains(&want), "{board}: no `{want}` in {lines:?}");
         }
     }
     assert_eq!(

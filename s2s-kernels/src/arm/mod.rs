@@ -47,7 +47,13 @@ pub(crate) use crate::float::dot_acc as dot_f32;
 #[cfg(s2s_fpu)]
 pub(crate) use fpu::dot_f32;
 
-pub(crate) use crate::portable::weighted_sum;
+/// The attention's context (`portable::weighted_sum`'s integers): four outputs at a time
+/// on the DSP boards, one at a time on the M0/M3 (whose registers do not hold four sums
+/// and the pointers).
+pub(crate) fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
+    let cols = if cfg!(s2s_isa = "dsp") { 4 } else { 1 };
+    portable::weighted_sum_by(w, rows, out, cols)
+}
 
 #[cfg(s2s_isa = "v7m")]
 pub(crate) use crate::lut::softmax_q15;
