@@ -51,31 +51,33 @@ macro_rules! arch {
     };
 }
 
+/// Eight columns of one row, its input words already in `r4`, `r5`, `r8`, `r9`: weights
+/// at `$w` (post-incremented), sum in `$acc`, scratch `r10`, `r11`.
+#[rustfmt::skip]
+macro_rules! eight_cols {
+    ($w:literal, $acc:literal) => {
+        concat!(
+            "ldr r10, [", $w, "], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad ", $acc, ", r11, r4, ", $acc, "\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad ", $acc, ", r10, r5, ", $acc, "\n",
+            "ldr r10, [", $w, "], #4\n",
+            "sxtb16 r11, r10\n",
+            "smlad ", $acc, ", r11, r8, ", $acc, "\n",
+            "sxtb16 r10, r10, ror #8\n",
+            "smlad ", $acc, ", r10, r9, ", $acc, "\n",
+        )
+    };
+}
+
 /// Eight columns of two rows: input `r0`, weights `r1` and `r2`, sums `r12` and `lr`.
 macro_rules! eight_cols_two_rows {
     () => {
         concat!(
             "ldm r0!, {{r4, r5, r8, r9}}\n",
-            "ldr r10, [r1], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad r12, r11, r4, r12\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad r12, r10, r5, r12\n",
-            "ldr r10, [r1], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad r12, r11, r8, r12\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad r12, r10, r9, r12\n",
-            "ldr r10, [r2], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad lr, r11, r4, lr\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad lr, r10, r5, lr\n",
-            "ldr r10, [r2], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad lr, r11, r8, lr\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad lr, r10, r9, lr\n",
+            eight_cols!("r1", "r12"),
+            eight_cols!("r2", "lr"),
         )
     };
 }
@@ -83,128 +85,18 @@ macro_rules! eight_cols_two_rows {
 /// Eight columns of one row: input `r0`, weights `r1`, sum `r12`.
 macro_rules! eight_cols_one_row {
     () => {
-        concat!(
-            "ldm r0!, {{r4, r5, r8, r9}}\n",
-            "ldr r10, [r1], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad r12, r11, r4, r12\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad r12, r10, r5, r12\n",
-            "ldr r10, [r1], #4\n",
-            "sxtb16 r11, r10\n",
-            "smlad r12, r11, r8, r12\n",
-            "sxtb16 r10, r10, ror #8\n",
-            "smlad r12, r10, r9, r12\n",
-        )
+        concat!("ldm r0!, {{r4, r5, r8, r9}}\n", eight_cols!("r1", "r12"))
     };
 }
 
-/// `(w0 . x, w1 . x)` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
-///
-/// # Safety
-/// `w0` and `w1` must be valid for reads of `n` bytes, `x` of `n` activations and `xp`
-/// of `words(n)` words.
-#[inline(always)]
-pub(super) unsafe fn dot2(
-    w0: *const i8,
-    w1: *const i8,
-    xp: *const u32,
-    x: *const i16,
-    n: usize,
-) -> (i32, i32) {
-    let u = n / 8;
-    let (mut a0, mut a1) = (0i32, 0i32);
-    if u > 0 {
-        // SAFETY: reads `8 * u <= n` bytes from each of `w0` and `w1` and `4 * u <=
-        // words(n)` words from `xp` (the caller's contract), writes no memory, and
-        // touches only the registers declared here (`lr` is saved by the compiler).
-        unsafe {
-            asm!(
-                arch!(),
-                // u = 2k + odd: one unit first if odd (LSRS moves the low bit to C,
-                // and leaves Z = (k == 0) for after it: the unit sets no flags).
-                "lsrs r3, r3, #1",
-                "bcc 2f",
-                eight_cols_two_rows!(),
-                "2:",
-                "beq 4f",
-                "3:",
-                eight_cols_two_rows!(),
-                eight_cols_two_rows!(),
-                "subs r3, r3, #1",
-                "bne 3b",
-                "4:",
-                inout("r0") xp => _,
-                inout("r1") w0 => _,
-                inout("r2") w1 => _,
-                inout("r3") u => _,
-                out("r4") _,
-                out("r5") _,
-                out("r8") _,
-                out("r9") _,
-                out("r10") _,
-                out("r11") _,
-                inout("r12") a0,
-                inout("lr") a1,
-                options(nostack, readonly),
-            );
-        }
-    }
-    for k in 8 * u..n {
-        // SAFETY: `k < n`: inside all three inputs (the caller's contract).
-        let (p, q, v) = unsafe { (*w0.add(k) as i32, *w1.add(k) as i32, *x.add(k) as i32) };
-        a0 = a0.wrapping_add(p * v);
-        a1 = a1.wrapping_add(q * v);
-    }
-    (a0, a1)
-}
-
-/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
-///
-/// # Safety
-/// As [`dot2`], for one row.
-#[inline(always)]
-pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
-    let u = n / 8;
-    let mut a = 0i32;
-    if u > 0 {
-        // SAFETY: reads `8 * u <= n` bytes from `w` and `4 * u <= words(n)` words from
-        // `xp`, writes no memory, touches only the declared registers.
-        unsafe {
-            asm!(
-                arch!(),
-                "lsrs r3, r3, #1",
-                "bcc 2f",
-                eight_cols_one_row!(),
-                "2:",
-                "beq 4f",
-                "3:",
-                eight_cols_one_row!(),
-                eight_cols_one_row!(),
-                "subs r3, r3, #1",
-                "bne 3b",
-                "4:",
-                inout("r0") xp => _,
-                inout("r1") w => _,
-                inout("r3") u => _,
-                out("r4") _,
-                out("r5") _,
-                out("r8") _,
-                out("r9") _,
-                out("r10") _,
-                out("r11") _,
-                inout("r12") a,
-                options(nostack, readonly),
-            );
-        }
-    }
-    for k in 8 * u..n {
-        // SAFETY: `k < n`: inside both inputs (the caller's contract).
-        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
-        a = a.wrapping_add(p * v);
-    }
-    a
-}
+row_dots!(
+    8,
+    eight_cols_two_rows,
+    eight_cols_one_row,
+    arch!(),
+    ["r11"],
+    #[inline(always)]
+);
 
 /// `tanh_q15` from the full-range table (`fulltable.rs`, whose safe version the host
 /// tests exhaustively against `lut.rs`): seven instructions, no branch, five registers.
@@ -325,17 +217,7 @@ pub(crate) fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
             arch!(),
             // n = 2k + odd: one element first if odd, Z = (k == 0) kept through it
             // (none of its instructions sets flags).
-            "lsrs r2, r2, #1",
-            "bcc 2f",
-            softmax_exp!(),
-            "2:",
-            "beq 4f",
-            "3:",
-            softmax_exp!(),
-            softmax_exp!(),
-            "subs r2, r2, #1",
-            "bne 3b",
-            "4:",
+            odd_then_pairs!("r2", softmax_exp!()),
             inout("r0") x.as_ptr() => _,
             inout("r1") out.as_mut_ptr() => _,
             inout("r2") n => _,
@@ -358,17 +240,7 @@ pub(crate) fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
     unsafe {
         asm!(
             arch!(),
-            "lsrs r2, r2, #1",
-            "bcc 2f",
-            softmax_div!(),
-            "2:",
-            "beq 4f",
-            "3:",
-            softmax_div!(),
-            softmax_div!(),
-            "subs r2, r2, #1",
-            "bne 3b",
-            "4:",
+            odd_then_pairs!("r2", softmax_div!()),
             inout("r1") out.as_mut_ptr() => _,
             inout("r2") n => _,
             in("r3") sum,

@@ -7,7 +7,6 @@
 //! a `MULS` and an `ADD`: 17 instructions per four columns, 70 per sixteen.
 
 use core::arch::asm;
-use core::mem::MaybeUninit;
 
 /// Words of the prepared-input buffer of layers with up to 256 input columns (1 KiB of
 /// stack, reserved only by such layers).
@@ -19,24 +18,7 @@ pub(super) const SMALL_WORDS: usize = 128;
 /// Rows go one at a time (Thumb-1 has no registers to share loads between two).
 pub(super) const PAIRS: bool = false;
 
-/// Words that `n` prepared activations take: one each.
-#[inline(always)]
-pub(super) const fn words(n: usize) -> usize {
-    n
-}
-
-/// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time.
-pub(super) fn prepare(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
-    let mut pairs = x.chunks_exact(2);
-    let mut out = dst.chunks_exact_mut(2);
-    for (p, d) in pairs.by_ref().zip(out.by_ref()) {
-        d[0].write(p[0] as i32 as u32);
-        d[1].write(p[1] as i32 as u32);
-    }
-    if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
-        d.write(v as i32 as u32);
-    }
-}
+pub(super) use super::{one_word_each as words, widen as prepare};
 
 /// Four columns: weights `r0` (word-aligned), input `r1`, sum `r8`; `r2`-`r5` scratch.
 macro_rules! four_cols {
@@ -145,21 +127,14 @@ unsafe fn dot1_aligned(w: *const i8, xp: *const u32, units: usize, a: i32) -> i3
 #[inline(never)]
 unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
     let head = ((4 - (w as usize & 3)) & 3).min(n);
-    let mut a = 0i32;
-    for k in 0..head {
-        // SAFETY: `k < n`: inside both inputs (the caller's contract).
-        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
-        a = a.wrapping_add(p * v);
-    }
     let units = (n - head) / 4;
-    // SAFETY: `head + 4 * units <= n`; the weights from `head` on are word-aligned.
-    a = unsafe { dot1_aligned(w.add(head), xp.add(head), units, a) };
-    for k in head + 4 * units..n {
-        // SAFETY: `k < n`: inside both inputs (the caller's contract).
-        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
-        a = a.wrapping_add(p * v);
+    // SAFETY: the caller's contract; `head + 4 * units <= n` and the weights from `head`
+    // on are word-aligned.
+    unsafe {
+        let a = super::tail1(w, x, 0, head, 0);
+        let a = dot1_aligned(w.add(head), xp.add(head), units, a);
+        super::tail1(w, x, head + 4 * units, n, a)
     }
-    a
 }
 
 /// `(w0 . x, w1 . x)`: one row after the other.
