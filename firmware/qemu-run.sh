@@ -14,7 +14,7 @@ board=$1
 elf=$2
 shift 2
 
-# Model regions: firmware/boards/<board>/memory.x (and host-tools/src/qemu.rs).
+# Model regions: firmware/boards/<board>/memory.x (and host-tools/src/device/qemu.rs).
 case $board in
   mps2-an386)  machine=mps2-an386;  cpu=cortex-m4;  model_addr=0x00040000; model_size=3932160 ;;
   mps2-an505)  machine=mps2-an505;  cpu=cortex-m33; model_addr=0x10040000; model_size=3932160 ;;

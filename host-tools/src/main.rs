@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use host_tools::config::Config;
-use host_tools::eval::{split_tokens, Report};
+use host_tools::eval::rates::{split_tokens, Report};
+use host_tools::import::config::Config;
 use host_tools::io::{read_lines, write_atomic};
+use host_tools::model::inspect;
 use host_tools::model::{decode_lines, Keep, LoadedModel};
-use host_tools::{formats, import, inspect};
+use host_tools::{formats, import};
 
 #[derive(Parser)]
 #[command(
@@ -364,7 +365,7 @@ fn cmd_check(model: &Path, reference: &Path, input: &Path, min: Option<f64>) -> 
                 .map_or(String::new(), |(_, t)| t.to_string())
         })
         .collect();
-    let rep = host_tools::check::check(&q, &r, &sources, tsv.then_some(&refs[..]))?;
+    let rep = host_tools::eval::check::check(&q, &r, &sources, tsv.then_some(&refs[..]))?;
     println!(
         "{} against {} on {} inputs",
         model.display(),
@@ -393,13 +394,17 @@ fn cmd_heatmap(
     let map = host_tools::attention_map(&m, source)?;
     match output {
         Some(path) => {
-            let report = host_tools::heatmap::write_image(&map, path).map_err(|e| e.to_string())?;
+            let report =
+                host_tools::plot::heatmap::write_image(&map, path).map_err(|e| e.to_string())?;
             for w in report.warnings {
                 eprintln!("note: {w}");
             }
             eprintln!("wrote {}", path.display());
         }
-        None => print!("{}", host_tools::heatmap::render_terminal(&map, color)),
+        None => print!(
+            "{}",
+            host_tools::plot::heatmap::render_terminal(&map, color)
+        ),
     }
     Ok(())
 }

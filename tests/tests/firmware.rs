@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use host_tools::device::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
 use host_tools::device::{self, EXIT_MODEL_ERROR};
-use host_tools::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
 use rnn_core::ResetMode;
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};

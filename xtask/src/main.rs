@@ -288,7 +288,7 @@ impl Ctx {
             ));
         }
 
-        // defmt-print decodes the firmware's log (host-tools/src/qemu.rs, firmware/qemu-run.sh).
+        // defmt-print decodes the firmware's log (host-tools/src/device/qemu.rs, firmware/qemu-run.sh).
         if let Some(p) = find_program("defmt-print") {
             println!("defmt-print: {} already installed", p.display());
         } else {

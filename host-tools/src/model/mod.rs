@@ -1,11 +1,15 @@
 //! Loading model files on the host and running them through the same no_std core the
 //! firmware runs.
 
+#[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
+pub mod hostf32;
+pub mod inspect;
+
 use std::path::{Path, PathBuf};
 
 use s2s_kernels::{Precision, PrecisionKind, W8A16, W8F32};
 
-use crate::hostf32::HostF32;
+use crate::model::hostf32::HostF32;
 use std::collections::BTreeMap;
 
 use seq2seq::run::{Observer, Probe, Step, Values};
@@ -93,7 +97,7 @@ macro_rules! dispatch {
     ($any:expr, |$net:ident: $p:ident| $body:expr) => {
         match $any {
             $crate::model::AnyNet::F32($net) => {
-                type $p = $crate::hostf32::HostF32;
+                type $p = $crate::model::hostf32::HostF32;
                 $body
             }
             $crate::model::AnyNet::W8F32($net) => {
@@ -178,7 +182,7 @@ impl<P: Precision> Observer<P> for Recorder<'_> {
 }
 
 /// Sources decoded together by the host runner.
-pub const HOST_LANES: usize = crate::hostf32::LANES;
+pub const HOST_LANES: usize = crate::model::hostf32::LANES;
 
 /// Each value's stored bits (an integer, or a float's bit pattern), widened to `i64`.
 fn raw_bits<T: bytemuck::Pod>(values: &[T]) -> Vec<i64> {
@@ -204,7 +208,7 @@ pub struct HostRunner<'n, 'a, P: Precision> {
 impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     /// A workspace for sources of up to `positions` positions.
     pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
-        crate::hostf32::forget_layers();
+        crate::model::hostf32::forget_layers();
         let bytes = Plan::new::<P>(&net.desc, positions).bytes();
         HostRunner {
             net,

@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use s2s_kernels::{Linear, Precision, F32};
 
-use crate::hostf32::{as_f32, F32Like, LinearImpl};
+use crate::model::hostf32::{as_f32, F32Like, LinearImpl};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Net, Observer, Runner};
 

@@ -1,6 +1,6 @@
 //! f32 precisions for the host that change how dense layers are computed but not what
 //! they compute: [`HostF32`] (fast, batched) and the calibration recorder of
-//! [`crate::gptq`]. Both are [`F32Like`]: every operation is `F32`'s except the dense
+//! [`crate::quantize::gptq`]. Both are [`F32Like`]: every operation is `F32`'s except the dense
 //! layer, which goes through a [`LinearImpl`].
 //!
 //! [`HostF32`]'s dense layer gives the same bits as `F32`'s: each output is the same

@@ -9,6 +9,8 @@
 //! part folds `s_r` and the part's format into one integer multiplier and shift that
 //! lands the result in the wide `Q16.15` domain; biases are stored there as `i32`.
 
+pub mod gptq;
+
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -41,7 +43,7 @@ pub struct Calibration {
     /// Largest logit magnitude.
     pub logits_max: f32,
     /// Input statistics of every dense layer, for error-compensating rounding.
-    pub hessians: crate::gptq::Hessians,
+    pub hessians: crate::quantize::gptq::Hessians,
     /// The sequences used.
     pub lines: Vec<String>,
 }
@@ -53,16 +55,16 @@ struct Ranges {
     sequences: usize,
 }
 
-impl Observer<crate::gptq::Recording> for Ranges {
+impl Observer<crate::quantize::gptq::Recording> for Ranges {
     fn encoded(&mut self, _positions: usize) {
         self.sequences += 1;
     }
-    fn step(&mut self, s: &Step<'_, crate::gptq::Recording>) {
+    fn step(&mut self, s: &Step<'_, crate::quantize::gptq::Recording>) {
         for v in s.logits {
             self.logits_max = self.logits_max.max(v.abs());
         }
     }
-    fn probe(&mut self, probe: Probe, values: Values<'_, crate::gptq::Recording>) {
+    fn probe(&mut self, probe: Probe, values: Values<'_, crate::quantize::gptq::Recording>) {
         let e = self.max.entry(probe).or_insert(0.0);
         let vals: &[f32] = match values {
             Values::Act(a, _) => a,
@@ -136,7 +138,7 @@ pub fn calibrate(
         logits_max: 0.0,
         sequences: 0,
     };
-    c.hessians = crate::gptq::collect(m, &usable, &mut ranges, progress)?;
+    c.hessians = crate::quantize::gptq::collect(m, &usable, &mut ranges, progress)?;
     (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
     c.lines = usable;
     Ok(c)
@@ -249,7 +251,7 @@ fn round_layers(m: &LoadedModel, calib: Option<&Calibration>) -> Result<Vec<Quan
                 let r1 = starts.get(i + 1).copied().unwrap_or(s.rows);
                 let (_, h) = &c.hessians.map[&(s.role, s.layer, s.dir, r0)];
                 let (block, bs) =
-                    crate::gptq::quantize_rows(&w[r0 * s.cols..r1 * s.cols], s.cols, h);
+                    crate::quantize::gptq::quantize_rows(&w[r0 * s.cols..r1 * s.cols], s.cols, h);
                 q[r0 * s.cols..r1 * s.cols].copy_from_slice(&block);
                 scales[r0..r1].copy_from_slice(&bs);
             }
@@ -276,7 +278,7 @@ fn round_layers(m: &LoadedModel, calib: Option<&Calibration>) -> Result<Vec<Quan
                         }
                     }
                 }
-                (q, scales) = crate::gptq::quantize_rows(w, n, &h);
+                (q, scales) = crate::quantize::gptq::quantize_rows(w, n, &h);
             }
         }
         let residual: Vec<f32> = w

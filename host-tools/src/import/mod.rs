@@ -1,5 +1,7 @@
 //! `s2s import`: a configuration plus a trained weights file into an f32 model file.
 
+pub mod config;
+
 use std::collections::BTreeMap;
 
 use s2s_kernels::PrecisionKind;
@@ -7,8 +9,8 @@ use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::LayerSpec;
 use seq2seq::format::{DType, Slot, TensorId};
 
-use crate::config::Config;
 use crate::formats::Tensor;
+use crate::import::config::Config;
 
 /// The canonical gate order of our GRU matrices.
 const OUR_GATES: [char; 3] = ['r', 'z', 'n'];

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use seq2seq::Probe;
 
-use crate::eval::{split_tokens, Report};
+use crate::eval::rates::{split_tokens, Report};
 use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
 
 /// Sums for one compared quantity.

@@ -17,14 +17,16 @@
 //! host ([`HostRunner`] at the device's number of positions, so capacity errors agree
 //! too), [`qemu_check`] does both.
 
+pub mod qemu;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::inspect::thousands;
 use crate::io::read_lines;
+use crate::model::inspect::thousands;
 use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
-use crate::qemu::{self, Board, QemuError, QemuRun};
+use qemu::{Board, QemuError, QemuRun};
 
 /// Exit status of the firmware when it cannot serve the model (after `ERR model: ...`).
 pub const EXIT_MODEL_ERROR: i32 = 3;
