@@ -5,24 +5,18 @@
 //! follows. UART0 is the PL011-style UART at 0x4000_C000 (QEMU's first `-serial`). QEMU
 //! does not model reading the general-purpose timers' counters (GPTM TAR/TBR read as 0),
 //! so the counter is SysTick on the processor clock, 24 bits, extended to 32 bits by
-//! counting wraps in the SysTick exception. Memory map: `boards/lm3s6965evb/memory.x`.
+//! counting wraps in the SysTick exception. Memory map: the board table (`s2s-device`).
 
 use core::convert::Infallible;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m_rt::exception;
 
-use super::{Ratio, Reg};
+use super::{Reg, BOARD};
 
-/// Board name, as in the `READY` line and the cargo feature.
-pub const NAME: &str = "lm3s6965evb";
-
-/// System clock after [`clock_init`].
-pub const SYSCLK_HZ: u32 = 50_000_000;
-
-/// Under `-icount shift=7` one instruction is 128 ns, i.e. 6.4 SysTick ticks at 50 MHz
-/// (measured: `probe` firmware, `loop N`; QEMU's 12.5 MHz reset clock gave 1.6).
-pub const TICKS_PER_INSN: Ratio = Ratio { num: 32, den: 5 };
+/// System clock after [`clock_init`]: the board's clock (QEMU's 12.5 MHz reset clock
+/// gave 1.6 ticks per instruction instead of 6.4).
+const SYSCLK_HZ: u32 = BOARD.clock_hz;
 
 /// An address with nothing mapped. On the real chip a load from it raises a BusFault
 /// (escalated to HardFault); QEMU 7.2's lm3s6965evb reads unmapped addresses as 0 without

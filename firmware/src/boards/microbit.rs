@@ -2,19 +2,13 @@
 //!
 //! The UART is the nRF51 UART0 at 0x4000_2000 (QEMU's first `-serial`); the counter is
 //! TIMER0 at 0x4000_8000 in 32-bit timer mode at 16 MHz, read with its CAPTURE task.
-//! Memory map: `boards/microbit/memory.x`.
+//! Memory map: the board table (`s2s-device`).
 
 use core::convert::Infallible;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Ratio, Reg};
+use super::Reg;
 
-/// Board name, as in the `READY` line and the cargo feature.
-pub const NAME: &str = "microbit";
-
-/// Under `-icount shift=7` one instruction is 128 ns, i.e. 2.048 ticks at 16 MHz
-/// (measured: `probe` firmware, `loop N`).
-pub const TICKS_PER_INSN: Ratio = Ratio { num: 256, den: 125 };
 
 /// An address with nothing mapped: a load from it raises a HardFault. Used by the
 /// `hardfault-test` firmware.

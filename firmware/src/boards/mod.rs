@@ -1,46 +1,13 @@
-//! One module per board, each with the same items: `NAME`, `Uart` (implements
-//! `embedded_io::{Read, Write}`), `Counter` (a deterministic tick counter),
-//! `TICKS_PER_INSN` and `INVALID_ADDR`. Raw register access stays in these modules.
-//!
-//! Only the selected board's module is compiled; [`board`] names it.
+//! The board: [`BOARD`], its entry in `s2s_device::BOARDS` (chosen by `build.rs` from
+//! `S2S_BOARD`), and [`board`], its driver `src/boards/<name>.rs`, which every board
+//! writes with the same items: `Uart` (implements `embedded_io::{Read, Write}`),
+//! `Counter` (a deterministic tick counter at the board's clock) and `INVALID_ADDR`.
+//! Raw register access stays in these modules; drivers that several boards share
+//! (`cmsdk`) are modules here.
 
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
-mod cmsdk;
+pub mod cmsdk;
 
-#[cfg(board = "lm3s6965evb")]
-pub mod lm3s6965evb;
-#[cfg(board = "microbit")]
-pub mod microbit;
-#[cfg(board = "mps2-an386")]
-pub mod mps2_an386;
-#[cfg(board = "mps2-an505")]
-pub mod mps2_an505;
-
-#[cfg(board = "lm3s6965evb")]
-pub use lm3s6965evb as board;
-#[cfg(board = "microbit")]
-pub use microbit as board;
-#[cfg(board = "mps2-an386")]
-pub use mps2_an386 as board;
-#[cfg(board = "mps2-an505")]
-pub use mps2_an505 as board;
-
-/// Ticks of a board's [`board::Counter`] per executed instruction under QEMU's
-/// `-icount shift=7` (one instruction = 2^7 ns of virtual time), as `num / den`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ratio {
-    /// Numerator.
-    pub num: u32,
-    /// Denominator.
-    pub den: u32,
-}
-
-impl Ratio {
-    /// Converts a tick count to instructions (rounded to nearest).
-    pub const fn ticks_to_insns(self, ticks: u64) -> u64 {
-        (ticks * self.den as u64 + self.num as u64 / 2) / self.num as u64
-    }
-}
+include!(concat!(env!("OUT_DIR"), "/board.rs"));
 
 /// A 32-bit memory-mapped register, accessed with volatile reads and writes.
 #[derive(Clone, Copy)]

@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use seq2seq::Probe;
 
+use crate::error::Result;
 use crate::eval::rates::{split_tokens, Report};
 use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
 
@@ -160,7 +161,7 @@ pub fn check(
     reference: &LoadedModel,
     sources: &[String],
     references: Option<&[String]>,
-) -> Result<CheckReport, String> {
+) -> Result<CheckReport> {
     let keep = Keep {
         weights: true,
         logits: true,

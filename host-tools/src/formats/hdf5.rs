@@ -51,17 +51,17 @@ use messages::{
 use reader::{verify_checksum, File, Reader, Sizes};
 
 /// The 8-byte HDF5 signature that starts the superblock.
-pub const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+pub(crate) const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
 /// Deepest group nesting accepted (h5py/Keras files are a few levels deep).
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// What is wrong with an HDF5 file, optionally naming the object concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hdf5Error {
+pub(crate) struct Hdf5Error {
     /// The object the problem was found in, e.g. `dataset layers/gru/cell/vars/0`.
-    pub object: Option<String>,
+    pub(crate) object: Option<String>,
     /// One line describing the problem.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl Hdf5Error {
@@ -98,12 +98,12 @@ impl std::error::Error for Hdf5Error {}
 
 /// Returns true if `bytes` holds an HDF5 signature where a superblock may start
 /// (offset 0, 512, 1024, 2048, ...).
-pub fn is_hdf5(bytes: &[u8]) -> bool {
+pub(crate) fn is_hdf5(bytes: &[u8]) -> bool {
     find_superblock(bytes).is_some()
 }
 
 /// Reads every float dataset, named by its path without the leading `/`.
-pub fn read_hdf5(bytes: &[u8]) -> Result<Vec<Tensor>, Hdf5Error> {
+pub(crate) fn read_hdf5(bytes: &[u8]) -> Result<Vec<Tensor>, Hdf5Error> {
     let at =
         find_superblock(bytes).ok_or_else(|| Hdf5Error::file("no HDF5 signature found".into()))?;
     let (file, root) = parse_superblock(bytes, at).map_err(Hdf5Error::file)?;

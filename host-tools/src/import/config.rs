@@ -3,12 +3,14 @@
 //! See `docs/MODEL_CONFIG.md` for the full reference; `models/*.toml` are examples.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS};
 use serde::Deserialize;
+
+use crate::error::{Error, Place, Result};
 
 /// A whole configuration file.
 #[derive(Debug, Deserialize)]
@@ -28,6 +30,9 @@ pub struct Config {
     pub decoder: DecoderSection,
     /// Our layer name -> tensors of the weights file.
     pub weights: BTreeMap<String, Mapping>,
+    /// The file it was read from (names it in errors).
+    #[serde(skip)]
+    pub path: PathBuf,
 }
 
 /// `[model]`.
@@ -267,28 +272,37 @@ impl From<ResetName> for ResetMode {
 
 impl Config {
     /// Reads and parses a configuration file; errors name the file and position.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
-            let msg = e.message().to_string();
-            match e.span() {
-                Some(span) => {
-                    let line = text[..span.start].matches('\n').count() + 1;
-                    format!("{}:{line}: {msg}", path.display())
-                }
-                None => format!("{}: {msg}", path.display()),
-            }
-        })
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
+            let place = match e.span() {
+                Some(span) => Place::Line(text[..span.start].matches('\n').count() + 1),
+                None => Place::File,
+            };
+            Error::invalid(path.display(), place, e.message())
+        })?;
+        config.path = path.to_path_buf();
+        Ok(config)
+    }
+
+    /// An error about this configuration.
+    pub fn error(&self, place: Place, message: impl Into<String>) -> Error {
+        Error::invalid(self.path.display(), place, message)
     }
 
     /// The model description, checked.
-    pub fn desc(&self) -> Result<ModelDesc, String> {
-        let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16, String> {
+    pub fn desc(&self) -> Result<ModelDesc> {
+        let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16> {
             vocab
                 .iter()
                 .position(|t| t == name)
                 .map(|i| i as u16)
-                .ok_or_else(|| format!("{what} token {name:?} is not in the vocabulary"))
+                .ok_or_else(|| {
+                    self.error(
+                        Place::File,
+                        format!("{what} token {name:?} is not in the vocabulary"),
+                    )
+                })
         };
         let (s, t) = (&self.source, &self.target);
         let att = self.attention.as_ref();
@@ -304,7 +318,10 @@ impl Config {
             Some(ScoreName::General) => ScoreKind::General,
         };
         if self.decoder.output.len() > MAX_OUT_PARTS {
-            return Err(format!("decoder.output: at most {MAX_OUT_PARTS} parts"));
+            return Err(self.error(
+                Place::File,
+                format!("decoder.output: at most {MAX_OUT_PARTS} parts"),
+            ));
         }
         let mut out_parts = [None; MAX_OUT_PARTS];
         for (o, p) in out_parts.iter_mut().zip(&self.decoder.output) {
@@ -373,6 +390,6 @@ impl Config {
             score_scale_q: Requant::ONE,
         };
         // Round-trip through the stored form so every field gets the file's checks.
-        ModelDesc::from_raw(&d.to_raw()).map_err(|e| e.to_string())
+        ModelDesc::from_raw(&d.to_raw()).map_err(Error::model(&self.path))
     }
 }

@@ -3,14 +3,18 @@
 pub mod config;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use s2s_kernels::PrecisionKind;
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::LayerSpec;
 use seq2seq::format::{DType, Slot, TensorId};
 
-use crate::formats::Tensor;
+use crate::error::{Place, Result};
+use crate::formats::{read_weights, Tensor};
 use crate::import::config::Config;
+use crate::io::write_atomic;
+use crate::model::LoadedModel;
 
 /// The canonical gate order of our GRU matrices.
 const OUR_GATES: [char; 3] = ['r', 'z', 'n'];
@@ -113,17 +117,49 @@ fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
-/// Builds the f32 model file of `cfg` from the tensors of a weights file.
-pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder, String> {
+/// `s2s import`: reads the configuration and the weights, and writes the f32 model file
+/// (checked as a reader will read it, written atomically). Returns its size in bytes and
+/// its number of tensors.
+pub fn import_file(config: &Path, weights: &Path, output: &Path) -> Result<(usize, usize)> {
+    let cfg = Config::load(config)?;
+    let tensors = read_weights(weights)?;
+    let builder = import(&cfg, &tensors)?;
+    let bytes = builder.to_bytes();
+    LoadedModel::from_bytes(output, &bytes)?;
+    write_atomic(output, &bytes)?;
+    Ok((bytes.len(), builder.tensors.len()))
+}
+
+/// Builds the f32 model file of `cfg` from the tensors of a weights file; errors name
+/// the configuration and the layer.
+pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
     let desc = cfg.desc()?;
+    import_desc(cfg, desc, tensors).map_err(|(layer, message)| {
+        let place = match layer {
+            Some(name) => Place::Inside(format!("layer {name}")),
+            None => Place::File,
+        };
+        cfg.error(place, message)
+    })
+}
+
+/// [`import`] once the description is checked; errors are (layer, message).
+fn import_desc(
+    cfg: &Config,
+    desc: seq2seq::ModelDesc,
+    tensors: &[Tensor],
+) -> Result<ModelBuilder, (Option<String>, String)> {
     let by_name: BTreeMap<&str, &Tensor> = tensors.iter().map(|t| (t.name.as_str(), t)).collect();
     let specs = desc.layer_specs();
     let names: Vec<String> = specs.iter().map(layer_name).collect();
     for key in cfg.weights.keys() {
         if !names.contains(key) {
-            return Err(format!(
-                "[weights] {key:?} is not a layer of this model (its layers: {})",
-                names.join(", ")
+            return Err((
+                None,
+                format!(
+                    "[weights] {key:?} is not a layer of this model (its layers: {})",
+                    names.join(", ")
+                ),
             ));
         }
     }
@@ -135,9 +171,10 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder, String> 
         let m = cfg
             .weights
             .get(name)
-            .ok_or_else(|| format!("[weights] has no entry for layer {name:?}"))?
+            .ok_or_else(|| (None, format!("[weights] has no entry for layer {name:?}")))?
             .full();
-        let perm = m.gates.as_deref().map(gate_perm).transpose()?;
+        let ctx = |e: String| (Some(name.clone()), e);
+        let perm = m.gates.as_deref().map(gate_perm).transpose().map_err(ctx)?;
         let is_gru = spec.rows % 3 == 0
             && matches!(
                 spec.role,
@@ -147,11 +184,8 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder, String> 
                     | seq2seq::format::Role::DecWhh
             );
         if perm.is_some() && !is_gru {
-            return Err(format!(
-                "[weights] {name}: gates only apply to GRU matrices"
-            ));
+            return Err(ctx("gates only apply to GRU matrices".into()));
         }
-        let ctx = |e: String| format!("layer {name}: {e}");
 
         let (shape, data) = resolve(&by_name, &m.weight).map_err(ctx)?;
         let (mut r, mut c) = as_matrix(&shape).ok_or_else(|| {
@@ -203,7 +237,7 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder, String> 
         b.linear_f32((spec.role, spec.layer, spec.dir), r, c, &w, bias.as_deref());
     }
     if let Some(t) = b.tensors.iter().find(|t| t.dtype != DType::F32) {
-        return Err(format!("internal: tensor {} is not f32", t.id));
+        return Err((None, format!("internal: tensor {} is not f32", t.id)));
     }
     Ok(b)
 }

@@ -7,6 +7,7 @@ use seq2seq::plan::{Buf, Plan};
 use seq2seq::Split;
 
 use crate::dispatch;
+use crate::error::Result;
 use crate::model::LoadedModel;
 
 /// Source positions `inspect` sizes the workspace for when the model has no fixed length.
@@ -102,8 +103,20 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
     v
 }
 
+/// `s2s inspect`: the report on the model file at `path`, written to `out`.
+pub fn inspect_file(
+    path: &std::path::Path,
+    positions: Option<usize>,
+    tensors: bool,
+    out: &mut dyn std::io::Write,
+) -> Result {
+    let text = render(&LoadedModel::load(path)?, positions, tensors)?;
+    out.write_all(text.as_bytes())
+        .map_err(crate::error::Error::io("<stdout>"))
+}
+
 /// The report of `s2s inspect`.
-pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Result<String, String> {
+pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Result<String> {
     let file = m.file();
     let d = file.desc();
     let t = positions.unwrap_or(match d.src_pad_to {

@@ -4,17 +4,19 @@
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostf32;
 pub mod inspect;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 
 use s2s_kernels::{Precision, PrecisionKind, W8A16, W8F32};
 
+use crate::error::{Error, Result};
 use crate::model::hostf32::HostF32;
 use std::collections::BTreeMap;
 
 use seq2seq::run::{Observer, Probe, Step, Values};
 use seq2seq::vocab::encode_source;
-use seq2seq::{Error, ModelFile, Net, Plan, Runner};
+use seq2seq::{ModelFile, Net, Plan, Runner};
 
 /// Longest source (in positions, end token included) the host runner accepts.
 pub const HOST_MAX_POSITIONS: usize = 512;
@@ -29,19 +31,19 @@ pub struct LoadedModel {
 
 impl LoadedModel {
     /// Reads and checks a model file; errors name the file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(Error::io(path))?;
         Self::from_bytes(path, &bytes)
     }
 
     /// Checks model bytes (`path` only names them in errors).
-    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Self, String> {
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Self> {
         let m = LoadedModel {
             path: path.to_path_buf(),
             words: seq2seq::builder::aligned(bytes),
             len: bytes.len(),
         };
-        ModelFile::parse(m.bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+        ModelFile::parse(m.bytes()).map_err(Error::model(path))?;
         m.with_net(|_| Ok(()))?;
         Ok(m)
     }
@@ -57,16 +59,17 @@ impl LoadedModel {
     }
 
     /// Binds the model at its precision and hands it to `f`.
-    pub fn with_net<R>(
-        &self,
-        f: impl FnOnce(AnyNet<'_>) -> Result<R, String>,
-    ) -> Result<R, String> {
+    pub fn with_net<R>(&self, f: impl FnOnce(AnyNet<'_>) -> Result<R>) -> Result<R> {
         let file = self.file();
-        let ctx = |e: Error| format!("{}: {e}", self.path.display());
+        let ctx = Error::model(&self.path);
         let net = match file.precision() {
             PrecisionKind::F32 => AnyNet::F32(Net::bind(&file).map_err(ctx)?),
-            PrecisionKind::W8F32 => AnyNet::W8F32(Net::bind(&file).map_err(ctx)?),
-            PrecisionKind::W8A16 => AnyNet::W8A16(Net::bind(&file).map_err(ctx)?),
+            PrecisionKind::W8F32 => {
+                AnyNet::W8F32(Net::bind(&file).map_err(Error::model(&self.path))?)
+            }
+            PrecisionKind::W8A16 => {
+                AnyNet::W8A16(Net::bind(&file).map_err(Error::model(&self.path))?)
+            }
         };
         f(net)
     }
@@ -218,12 +221,16 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     }
 
     /// Decodes one source line.
-    pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, Error> {
+    pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, seq2seq::Error> {
         self.decode_all(&[line], keep).remove(0)
     }
 
     /// Decodes source lines, [`HOST_LANES`] at a time.
-    pub fn decode_all(&mut self, lines: &[&str], keep: Keep) -> Vec<Result<Decoded, Error>> {
+    pub fn decode_all(
+        &mut self,
+        lines: &[&str],
+        keep: Keep,
+    ) -> Vec<Result<Decoded, seq2seq::Error>> {
         let net = self.net;
         let runner = Runner::<P, HOST_LANES>::with_lanes(net, &mut self.arena, self.positions);
         let mut runner = match runner {
@@ -267,7 +274,7 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
                 }));
             }
         }
-        let mut back: Vec<Option<Result<Decoded, Error>>> =
+        let mut back: Vec<Option<Result<Decoded, seq2seq::Error>>> =
             (0..lines.len()).map(|_| None).collect();
         for (r, &i) in results.into_iter().zip(&order) {
             back[i] = Some(r);
@@ -280,11 +287,7 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
 
 /// Decodes every line with a model of any precision; stops at the first error, naming
 /// the line (1-based).
-pub fn decode_lines(
-    model: &LoadedModel,
-    lines: &[String],
-    keep: Keep,
-) -> Result<Vec<Decoded>, String> {
+pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result<Vec<Decoded>> {
     let positions = model.positions();
     model.with_net(|any| {
         dispatch!(any, |net: P| {
@@ -293,7 +296,12 @@ pub fn decode_lines(
             r.decode_all(&refs, keep)
                 .into_iter()
                 .enumerate()
-                .map(|(i, d)| d.map_err(|e| format!("input line {}: {e}", i + 1)))
+                .map(|(i, d)| {
+                    d.map_err(|source| Error::Input {
+                        line: i + 1,
+                        source,
+                    })
+                })
                 .collect()
         })
     })

@@ -22,6 +22,7 @@ use crate::model::hostf32::{as_f32, F32Like, LinearImpl};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Net, Observer, Runner};
 
+use crate::error::{Error, Result};
 use crate::model::LoadedModel;
 
 /// Identifies the inputs of (part of) a dense layer: layer and first row.
@@ -97,7 +98,7 @@ pub fn collect(
     lines: &[String],
     obs: &mut impl Observer<Recording>,
     mut progress: impl FnMut(usize),
-) -> Result<Hessians, String> {
+) -> Result<Hessians> {
     let file = m.file();
     let mut layers = vec![];
     for s in file.desc().layer_specs() {
@@ -115,12 +116,11 @@ pub fn collect(
         })
     });
     let result = (|| {
-        let net =
-            Net::<Recording>::bind(&file).map_err(|e| format!("{}: {e}", m.path.display()))?;
+        let net = Net::<Recording>::bind(&file).map_err(Error::model(&m.path))?;
         let positions = m.positions();
         let bytes = seq2seq::Plan::new::<Recording>(&net.desc, positions).bytes();
         let mut arena = vec![0u32; bytes.div_ceil(4)];
-        let mut runner = Runner::new(&net, &mut arena, positions).map_err(|e| e.to_string())?;
+        let mut runner = Runner::new(&net, &mut arena, positions).map_err(Error::model(&m.path))?;
         let mut out = vec![0u16; net.desc.max_steps];
         for (i, l) in lines.iter().enumerate() {
             // Lines the model cannot read are simply not calibration data.
