@@ -20,4 +20,4 @@ pub const MAX_LINE: usize = BOARD.capacities.max_line;
 /// The arena in 32-bit words.
 pub const ARENA_WORDS: usize = ARENA_BYTES / 4;
 
-const _: () = assert!(ARENA_BYTES % 4 == 0);
+const _: () = assert!(ARENA_BYTES.is_multiple_of(4));

@@ -3,10 +3,10 @@
 //! UART0 is the CMSDK APB UART at 0x4000_4000 (QEMU's first `-serial`); the counter is CMSDK
 //! APB TIMER0 at 0x4000_0000, clocked at SYSCLK. Memory map: the board table (`s2s-device`).
 
-use super::{cmsdk, BOARD};
+use super::{cmsdk, Polled, BOARD};
 
 /// The console UART (UART0), clocked by SYSCLK (the board's clock).
-pub type Uart = cmsdk::Uart<0x4000_4000, { BOARD.clock_hz }>;
+pub type Uart = Polled<cmsdk::Uart<0x4000_4000, { BOARD.clock_hz }>>;
 /// Deterministic tick counter: CMSDK TIMER0, a 32-bit down-counter at SYSCLK.
 pub type Counter = cmsdk::Counter<0x4000_0000>;
 
