@@ -71,102 +71,85 @@ pub struct Board {
 
 const KIB: u32 = 1024;
 const MIB: u32 = 1024 * KIB;
-const fn region(origin: u32, length: u32) -> Region {
+
+const fn region((origin, length): (u32, u32)) -> Region {
     Region { origin, length }
 }
 
-/// The boards, the default one for each Rust target first.
+/// A memory map: (origin, length) of the runtime flash, the model region and RAM.
+const fn map(flash: (u32, u32), model: (u32, u32), ram: (u32, u32)) -> MemoryMap {
+    MemoryMap {
+        flash: region(flash),
+        model: region(model),
+        ram: region(ram),
+    }
+}
+
+/// Capacities: arena bytes, positions, steps, line bytes.
+const fn caps(
+    arena_bytes: usize,
+    max_positions: usize,
+    max_steps: usize,
+    max_line: usize,
+) -> Capacities {
+    Capacities {
+        arena_bytes,
+        max_positions,
+        max_steps,
+        max_line,
+    }
+}
+
+/// The QEMU machine and CPU.
+const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
+    Some(Qemu { machine, cpu })
+}
+
+/// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
+/// no FPU and 64 KiB of runtime flash: they compile w8a16 only (the float code would fill
+/// their flash); the micro:bit's arena is sized for netra w8a16 (10,064 bytes of
+/// workspace at its 25 positions). The mps2-an505 model region is at the Secure alias:
+/// QEMU's `-device loader` writes through the CPU's view.
 pub const BOARDS: &[Board] = &[
     Board {
         name: "mps2-an386",
         summary: "ARM MPS2 + AN386, Cortex-M4F at 25 MHz; 4 MiB code SSRAM1 (runtime, then the model), 4 MiB data SSRAM2/3",
         target: "thumbv7em-none-eabihf",
         clock_hz: 25_000_000,
-        memory: MemoryMap {
-            flash: region(0x0000_0000, 256 * KIB),
-            model: region(0x0004_0000, 3840 * KIB),
-            ram: region(0x2000_0000, 4 * MIB),
-        },
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
         precisions: &["f32", "w8f32", "w8a16"],
-        capacities: Capacities {
-            arena_bytes: 1024 * 1024,
-            max_positions: 256,
-            max_steps: 256,
-            max_line: 1024,
-        },
-        qemu: Some(Qemu {
-            machine: "mps2-an386",
-            cpu: "cortex-m4",
-        }),
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an386", "cortex-m4"),
     },
     Board {
         name: "lm3s6965evb",
         summary: "TI Stellaris LM3S6965 EVB, Cortex-M3 at 50 MHz; 256 KiB flash, 64 KiB SRAM",
         target: "thumbv7m-none-eabi",
         clock_hz: 50_000_000,
-        memory: MemoryMap {
-            flash: region(0x0000_0000, 64 * KIB),
-            model: region(0x0001_0000, 192 * KIB),
-            ram: region(0x2000_0000, 64 * KIB),
-        },
-        // No FPU: the float code would fill the 64 KiB of runtime flash.
+        memory: map((0x0000_0000, 64 * KIB), (0x0001_0000, 192 * KIB), (0x2000_0000, 64 * KIB)),
         precisions: &["w8a16"],
-        capacities: Capacities {
-            arena_bytes: 40 * 1024,
-            max_positions: 64,
-            max_steps: 64,
-            max_line: 1024,
-        },
-        qemu: Some(Qemu {
-            machine: "lm3s6965evb",
-            cpu: "cortex-m3",
-        }),
+        capacities: caps(40 * 1024, 64, 64, 1024),
+        qemu: qemu("lm3s6965evb", "cortex-m3"),
     },
     Board {
         name: "microbit",
         summary: "BBC micro:bit v1, nRF51822, Cortex-M0 at 16 MHz; 256 KiB flash, 16 KiB SRAM",
         target: "thumbv6m-none-eabi",
         clock_hz: 16_000_000,
-        memory: MemoryMap {
-            flash: region(0x0000_0000, 64 * KIB),
-            model: region(0x0001_0000, 192 * KIB),
-            ram: region(0x2000_0000, 16 * KIB),
-        },
+        memory: map((0x0000_0000, 64 * KIB), (0x0001_0000, 192 * KIB), (0x2000_0000, 16 * KIB)),
         precisions: &["w8a16"],
-        // Sized for netra w8a16 (10,064 bytes of workspace at its 25 positions).
-        capacities: Capacities {
-            arena_bytes: 10 * 1024,
-            max_positions: 25,
-            max_steps: 32,
-            max_line: 256,
-        },
-        qemu: Some(Qemu {
-            machine: "microbit",
-            cpu: "cortex-m0",
-        }),
+        capacities: caps(10 * 1024, 25, 32, 256),
+        qemu: qemu("microbit", "cortex-m0"),
     },
     Board {
         name: "mps2-an505",
         summary: "ARM MPS2 + AN505 (SSE-200), Cortex-M33 with FPU at 20 MHz, Secure state: SSRAM1 at its Secure alias 0x1000_0000, SSRAM2/3 at 0x3800_0000",
         target: "thumbv8m.main-none-eabihf",
         clock_hz: 20_000_000,
-        memory: MemoryMap {
-            flash: region(0x1000_0000, 256 * KIB),
-            // The Secure alias: QEMU's `-device loader` writes through the CPU's view.
-            model: region(0x1004_0000, 3840 * KIB),
-            ram: region(0x3800_0000, 4 * MIB),
-        },
+        memory: map((0x1000_0000, 256 * KIB), (0x1004_0000, 3840 * KIB), (0x3800_0000, 4 * MIB)),
         precisions: &["f32", "w8f32", "w8a16"],
-        capacities: Capacities {
-            arena_bytes: 1024 * 1024,
-            max_positions: 256,
-            max_steps: 256,
-            max_line: 1024,
-        },
-        qemu: Some(Qemu {
-            machine: "mps2-an505",
-            cpu: "cortex-m33",
-        }),
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an505", "cortex-m33"),
     },
 ];
 
