@@ -167,7 +167,8 @@ pub enum Cmd {
 /// The board and timeout of a QEMU run.
 #[derive(clap::Args)]
 pub struct BoardArgs {
-    /// Board: one of the board table's (mps2-an386, lm3s6965evb, microbit, mps2-an505).
+    /// Board: a name from the board table (s2s-device), e.g. mps2-an386, lm3s6965evb,
+    /// microbit, mps2-an505.
     #[arg(long, default_value = "mps2-an386")]
     pub board: String,
     /// Seconds before QEMU is killed.

@@ -4,7 +4,7 @@
 //! The firmware ([`firmware`], built for the board) loads the model from its model
 //! region and answers each input line on the UART (the protocol of
 //! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
-//! [`compare`] checks them against the host (at the device's number of positions, so
+//! [`mod@compare`] checks them against the host (at the device's number of positions, so
 //! capacity errors agree too) and [`report`] sums them up.
 
 pub mod compare;
