@@ -3,10 +3,19 @@
 
 use core::fmt::{self, Write};
 
-/// Writes `v` in decimal.
-pub(crate) fn put_u64<W: Write + ?Sized>(out: &mut W, mut v: u64) -> fmt::Result {
+/// Writes `v` in decimal. Out of line and in 32-bit arithmetic where the value allows:
+/// it is called for every number the firmware writes.
+#[inline(never)]
+pub(crate) fn put_u64(out: &mut dyn Write, v: u64) -> fmt::Result {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
+    let mut wide = v;
+    while wide > u64::from(u32::MAX) {
+        i -= 1;
+        buf[i] = b'0' + (wide % 10) as u8;
+        wide /= 10;
+    }
+    let mut v = wide as u32;
     loop {
         i -= 1;
         buf[i] = b'0' + (v % 10) as u8;
@@ -20,7 +29,7 @@ pub(crate) fn put_u64<W: Write + ?Sized>(out: &mut W, mut v: u64) -> fmt::Result
 }
 
 /// Writes `v` in decimal, with a `-` when negative.
-pub(crate) fn put_i64<W: Write + ?Sized>(out: &mut W, v: i64) -> fmt::Result {
+pub(crate) fn put_i64(out: &mut dyn Write, v: i64) -> fmt::Result {
     if v < 0 {
         out.write_char('-')?;
     }
@@ -28,7 +37,8 @@ pub(crate) fn put_i64<W: Write + ?Sized>(out: &mut W, v: i64) -> fmt::Result {
 }
 
 /// Writes `v` as eight lower-case hex digits, without `0x`.
-pub(crate) fn put_hex32<W: Write + ?Sized>(out: &mut W, v: u32) -> fmt::Result {
+#[inline(never)]
+pub(crate) fn put_hex32(out: &mut dyn Write, v: u32) -> fmt::Result {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for shift in (0..8).rev() {
         out.write_char(DIGITS[(v >> (shift * 4)) as usize & 0xf] as char)?;
@@ -37,7 +47,8 @@ pub(crate) fn put_hex32<W: Write + ?Sized>(out: &mut W, v: u32) -> fmt::Result {
 }
 
 /// Writes ` key=v`.
-pub(crate) fn put_field<W: Write + ?Sized>(out: &mut W, key: &str, v: u64) -> fmt::Result {
+#[inline(never)]
+pub(crate) fn put_field(out: &mut dyn Write, key: &str, v: u64) -> fmt::Result {
     out.write_char(' ')?;
     out.write_str(key)?;
     out.write_char('=')?;
@@ -63,9 +74,9 @@ pub(crate) fn hex(s: &str) -> Option<u32> {
 
 /// A writer that escapes `\`, newline and carriage return (as `\\`, `\n`, `\r`), so that
 /// any text stays on one line.
-pub struct Escape<'w, W: Write + ?Sized>(pub &'w mut W);
+pub struct Escape<'w>(pub &'w mut dyn Write);
 
-impl<W: Write + ?Sized> Write for Escape<'_, W> {
+impl Write for Escape<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let mut rest = s;
         while let Some(i) = rest.find(['\\', '\n', '\r']) {

@@ -179,14 +179,14 @@ impl core::error::Error for ParseError {}
 const MODEL_ERROR: &str = "ERR model: ";
 
 /// `READY <board>`.
-pub fn write_ready<W: Write + ?Sized>(out: &mut W, board: &str) -> fmt::Result {
+pub fn write_ready(out: &mut dyn Write, board: &str) -> fmt::Result {
     out.write_str("READY ")?;
     out.write_str(board)?;
     out.write_char('\n')
 }
 
 /// `MODEL <precision> params=.. bytes=.. arena=../.. positions=..`.
-pub fn write_model<W: Write + ?Sized>(out: &mut W, m: &ModelInfo<'_>) -> fmt::Result {
+pub fn write_model(out: &mut dyn Write, m: &ModelInfo<'_>) -> fmt::Result {
     out.write_str("MODEL ")?;
     out.write_str(m.precision)?;
     put_field(out, "params", m.params)?;
@@ -199,14 +199,14 @@ pub fn write_model<W: Write + ?Sized>(out: &mut W, m: &ModelInfo<'_>) -> fmt::Re
 }
 
 /// `ERR model: <reason>`.
-pub fn write_model_error<W: Write + ?Sized>(out: &mut W, reason: impl Display) -> fmt::Result {
+pub fn write_model_error(out: &mut dyn Write, reason: impl Display) -> fmt::Result {
     out.write_str(MODEL_ERROR)?;
     write!(out, "{reason}")?;
     out.write_char('\n')
 }
 
 /// `OUT <id> <id> ...` (`OUT` alone for no ids).
-pub fn write_out<W: Write + ?Sized>(out: &mut W, ids: &[u16]) -> fmt::Result {
+pub fn write_out(out: &mut dyn Write, ids: &[u16]) -> fmt::Result {
     out.write_str("OUT")?;
     for &id in ids {
         out.write_char(' ')?;
@@ -216,9 +216,9 @@ pub fn write_out<W: Write + ?Sized>(out: &mut W, ids: &[u16]) -> fmt::Result {
 }
 
 /// `TXT <text>`: `text` writes the output through the [`Escape`] writer it is given.
-pub fn write_txt<W: Write + ?Sized>(
-    out: &mut W,
-    text: impl FnOnce(&mut Escape<'_, W>) -> fmt::Result,
+pub fn write_txt(
+    out: &mut dyn Write,
+    text: impl FnOnce(&mut Escape<'_>) -> fmt::Result,
 ) -> fmt::Result {
     out.write_str("TXT ")?;
     text(&mut Escape(&mut *out))?;
@@ -226,8 +226,8 @@ pub fn write_txt<W: Write + ?Sized>(
 }
 
 /// `CNT enc=<n> tok=<n>,<n>,...`.
-pub fn write_cnt<W: Write + ?Sized>(
-    out: &mut W,
+pub fn write_cnt(
+    out: &mut dyn Write,
     enc: u64,
     steps: impl IntoIterator<Item = u64>,
 ) -> fmt::Result {
@@ -244,8 +244,8 @@ pub fn write_cnt<W: Write + ?Sized>(
 }
 
 /// `ATT <step> <w0> <w1> ...`.
-pub fn write_att<W: Write + ?Sized>(
-    out: &mut W,
+pub fn write_att(
+    out: &mut dyn Write,
     step: u64,
     weights: impl IntoIterator<Item = AttWeight>,
 ) -> fmt::Result {
@@ -262,20 +262,20 @@ pub fn write_att<W: Write + ?Sized>(
 }
 
 /// `OK <command>`.
-pub fn write_ok<W: Write + ?Sized>(out: &mut W, cmd: Command) -> fmt::Result {
+pub fn write_ok(out: &mut dyn Write, cmd: Command) -> fmt::Result {
     out.write_str("OK ")?;
     out.write_str(cmd.text())?;
     out.write_char('\n')
 }
 
 /// `ERR <reason>`.
-pub fn write_err<W: Write + ?Sized>(out: &mut W, reason: impl Display) -> fmt::Result {
+pub fn write_err(out: &mut dyn Write, reason: impl Display) -> fmt::Result {
     write!(out, "ERR {reason}")?;
     out.write_char('\n')
 }
 
 /// `DONE lines=.. errors=.. handler_ticks=.. handler_insns=..`.
-pub fn write_done<W: Write + ?Sized>(out: &mut W, d: &Done) -> fmt::Result {
+pub fn write_done(out: &mut dyn Write, d: &Done) -> fmt::Result {
     out.write_str("DONE")?;
     put_field(out, "lines", d.lines)?;
     put_field(out, "errors", d.errors)?;
@@ -286,7 +286,7 @@ pub fn write_done<W: Write + ?Sized>(out: &mut W, d: &Done) -> fmt::Result {
 
 /// `STATS ram_static=.. stack_peak=.. stack_size=.. flash_runtime=..
 /// model_region=0x<start>+<size> model_bytes=..`.
-pub fn write_stats<W: Write + ?Sized>(out: &mut W, s: &Stats) -> fmt::Result {
+pub fn write_stats(out: &mut dyn Write, s: &Stats) -> fmt::Result {
     out.write_str("STATS")?;
     put_field(out, "ram_static", s.ram_static)?;
     put_field(out, "stack_peak", s.stack_peak)?;
@@ -301,8 +301,8 @@ pub fn write_stats<W: Write + ?Sized>(out: &mut W, s: &Stats) -> fmt::Result {
 }
 
 /// `PANIC <message> at <file>:<line>`.
-pub fn write_panic<W: Write + ?Sized>(
-    out: &mut W,
+pub fn write_panic(
+    out: &mut dyn Write,
     message: impl Display,
     file: &str,
     line: u32,
@@ -313,7 +313,7 @@ pub fn write_panic<W: Write + ?Sized>(
 }
 
 /// `HARDFAULT pc=0x.. lr=0x.. xpsr=0x..`.
-pub fn write_hardfault<W: Write + ?Sized>(out: &mut W, f: &Fault) -> fmt::Result {
+pub fn write_hardfault(out: &mut dyn Write, f: &Fault) -> fmt::Result {
     out.write_str("HARDFAULT")?;
     for (key, v) in [(" pc=0x", f.pc), (" lr=0x", f.lr), (" xpsr=0x", f.xpsr)] {
         out.write_str(key)?;

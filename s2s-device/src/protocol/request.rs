@@ -60,7 +60,7 @@ pub fn check_source(source: &str) -> Result<(), &'static str> {
 }
 
 /// Writes a request line (a source must pass [`check_source`]).
-pub fn write_request<W: Write + ?Sized>(out: &mut W, r: &Request<'_>) -> fmt::Result {
+pub fn write_request(out: &mut dyn Write, r: &Request<'_>) -> fmt::Result {
     match *r {
         Request::Source(s) => {
             let s = core::str::from_utf8(s).map_err(|_| fmt::Error)?;
