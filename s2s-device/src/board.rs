@@ -132,6 +132,16 @@ pub const BOARDS: &[Board] = &[
         qemu: qemu("lm3s6965evb", "cortex-m3"),
     },
     Board {
+        name: "mps2-an385",
+        summary: "ARM MPS2 + AN385, Cortex-M3 at 25 MHz; the AN386 without its FPU",
+        target: "thumbv7m-none-eabi",
+        clock_hz: 25_000_000,
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
+        precisions: &["w8a16"],
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an385", "cortex-m3"),
+    },
+    Board {
         name: "microbit",
         summary: "BBC micro:bit v1, nRF51822, Cortex-M0 at 16 MHz; 256 KiB flash, 16 KiB SRAM",
         target: "thumbv6m-none-eabi",
