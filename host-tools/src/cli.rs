@@ -168,7 +168,7 @@ pub enum Cmd {
 #[derive(clap::Args)]
 pub struct BoardArgs {
     /// Board: a name from the board table (s2s-device), e.g. mps2-an386, lm3s6965evb,
-    /// microbit, mps2-an505.
+    /// microbit, mps2-an505, mps2-an385.
     #[arg(long, default_value = "mps2-an386")]
     pub board: String,
     /// Seconds before QEMU is killed.
