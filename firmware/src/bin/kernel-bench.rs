@@ -26,10 +26,11 @@ use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use embedded_io::Write as _;
 use firmware::{app, board, fault, measure};
+use s2s_device::exit::Exit;
 use s2s_kernels::{Linear, Precision, Requant, W8A16Portable, W8A16};
 
 /// Where the f32 weights start in the model region (FPU boards).
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+#[cfg(precision = "f32")]
 const F32_OFFSET: usize = 256 * 1024;
 /// The layer shapes of the real models: g2p-en's GRU matrices and netra's.
 const SHAPES: [(usize, usize); 2] = [(768, 256), (192, 64)];
@@ -114,7 +115,7 @@ fn linear_w8a16(b: &mut Bench<'_>, s: &mut Scratch, region: &[u8], rows: usize, 
     assert!(native == digest(out), "linear_w8a16 {rows}x{cols}: native differs");
 }
 
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+#[cfg(precision = "f32")]
 #[inline(never)]
 fn linear_f32(b: &mut Bench<'_>, s: &mut Scratch, region: &[u8], rows: usize, cols: usize) {
     use s2s_kernels::{F32Portable, F32};
@@ -152,14 +153,14 @@ fn bytemuck_i8(b: &[u8]) -> &[i8] {
 }
 
 /// i32 storage seen as f32 (same size and alignment, any bit pattern valid).
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+#[cfg(precision = "f32")]
 fn bytemuck_f32(x: &mut [i32]) -> &mut [f32] {
     // SAFETY: i32 and f32 have the same size and alignment; every bit pattern is valid.
     unsafe { core::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), x.len()) }
 }
 
 /// f32 seen as i32 (same size and alignment, any bit pattern valid).
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+#[cfg(precision = "f32")]
 fn bytemuck_i32(x: &[f32]) -> &[i32] {
     // SAFETY: f32 and i32 have the same size and alignment; every bit pattern is valid.
     unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<i32>(), x.len()) }
@@ -256,12 +257,12 @@ fn main() -> ! {
     };
     for (rows, cols) in SHAPES {
         linear_w8a16(&mut b, &mut scratch, region, rows, cols);
-        #[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+        #[cfg(precision = "f32")]
         linear_f32(&mut b, &mut scratch, region, rows, cols);
     }
     nonlinear::<W8A16, W8A16Portable>(&mut b);
     if writeln!(b.uart, "DONE").is_err() {
         panic!("UART write failed");
     }
-    fault::exit(fault::EXIT_SUCCESS)
+    fault::exit(Exit::Success)
 }

@@ -20,33 +20,43 @@ use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use embedded_io::Write as _;
 use firmware::{app, board, fault, heap};
+use s2s_device::exit::Exit;
 use s2s_kernels::suite::{self, IntFixture, Scale, Tolerances, W8A16_TOL};
 use s2s_kernels::{Precision, W8A16Portable, W8A16};
 
-/// Bytes of the heap and the cases' sizes: what the board's RAM holds next to the
-/// stack (the kernels' buffers and the suite's frames).
-#[cfg(board = "microbit")]
-const HEAP_BYTES: usize = 11 * 1024;
-#[cfg(board = "microbit")]
-const SCALE: Scale = Scale {
-    rows: 2,
-    long_rows: 1,
-    long_cols: 140,
-    embed_rows: 4,
+/// Bytes of RAM of the board (its table entry).
+const RAM: usize = firmware::BOARD.memory.ram.length as usize;
+
+/// Bytes of the heap: what the board's RAM holds next to the stack (the kernels'
+/// buffers and the suite's frames).
+const HEAP_BYTES: usize = if RAM >= 1024 * 1024 {
+    2 * 1024 * 1024
+} else if RAM >= 64 * 1024 {
+    44 * 1024
+} else {
+    11 * 1024
 };
-#[cfg(board = "lm3s6965evb")]
-const HEAP_BYTES: usize = 44 * 1024;
-#[cfg(board = "lm3s6965evb")]
-const SCALE: Scale = Scale {
-    rows: 8,
-    long_rows: 1,
-    long_cols: 560,
-    embed_rows: 20,
+
+/// The cases' sizes: the host's on the boards with megabytes of RAM; on the 64 KiB and
+/// 16 KiB boards the test layers capped (long parts still beyond the kernels'
+/// buffers: 560 columns on the former, beyond `RUN` too; two parts of 140 on the latter).
+const SCALE: Scale = if RAM >= 1024 * 1024 {
+    Scale::FULL
+} else if RAM >= 64 * 1024 {
+    Scale {
+        rows: 8,
+        long_rows: 1,
+        long_cols: 560,
+        embed_rows: 20,
+    }
+} else {
+    Scale {
+        rows: 2,
+        long_rows: 1,
+        long_cols: 140,
+        embed_rows: 4,
+    }
 };
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
-const HEAP_BYTES: usize = 2 * 1024 * 1024;
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
-const SCALE: Scale = Scale::FULL;
 
 /// One suite test: its name and how to run it.
 type Test = (&'static str, fn(&Tolerances, bool, &Scale));
@@ -93,7 +103,7 @@ fn main() -> ! {
         &W8A16_TOL,
         &tests::<IntFixture<W8A16>, W8A16Portable>(),
     );
-    #[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
+    #[cfg(precision = "f32")]
     {
         use s2s_kernels::suite::{FloatFixture, F32_TOL};
         use s2s_kernels::{F32Portable, F32};
@@ -107,5 +117,5 @@ fn main() -> ! {
     if writeln!(uart, "SUITE PASS").is_err() {
         panic!("UART write failed");
     }
-    fault::exit(fault::EXIT_SUCCESS)
+    fault::exit(Exit::Success)
 }

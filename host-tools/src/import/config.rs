@@ -1,0 +1,395 @@
+//! Model configuration files (`MODEL.toml`): the architecture, the variant of each
+//! part, the vocabularies, and where each of our layers comes from in the weights file.
+//! See `docs/MODEL_CONFIG.md` for the full reference; `models/*.toml` are examples.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rnn_core::ResetMode;
+use s2s_kernels::Requant;
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS};
+use serde::Deserialize;
+
+use crate::error::{Error, Place, Result};
+
+/// A whole configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Name and notes.
+    pub model: ModelSection,
+    /// Source side.
+    pub source: SourceSection,
+    /// Target side.
+    pub target: TargetSection,
+    /// Encoder sizes.
+    pub encoder: EncoderSection,
+    /// Attention, absent for a decoder without attention.
+    pub attention: Option<AttentionSection>,
+    /// Decoder sizes and variant.
+    pub decoder: DecoderSection,
+    /// Our layer name -> tensors of the weights file.
+    pub weights: BTreeMap<String, Mapping>,
+    /// The file it was read from (names it in errors).
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// `[model]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Short name.
+    pub name: String,
+}
+
+/// `[source]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSection {
+    /// Token strings; the index is the id.
+    pub tokens: Vec<String>,
+    /// `chars` or `whitespace`.
+    #[serde(default = "chars")]
+    pub split: SplitName,
+    /// ASCII-lowercase inputs first.
+    #[serde(default)]
+    pub lowercase: bool,
+    /// Padding token.
+    pub pad: String,
+    /// Unknown token (absent: unknown symbols are errors).
+    pub unk: Option<String>,
+    /// Token appended to every source.
+    pub eos: Option<String>,
+    /// Fixed length the source is padded to (absent: no padding).
+    pub pad_to: Option<usize>,
+}
+
+/// `[target]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    /// Token strings; the index is the id.
+    pub tokens: Vec<String>,
+    /// First decoder input.
+    pub start: String,
+    /// Token that ends the output.
+    pub end: String,
+    /// Written between output tokens.
+    #[serde(default)]
+    pub separator: String,
+    /// Most decoder steps.
+    pub max_steps: usize,
+}
+
+/// `[encoder]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncoderSection {
+    /// Embedding size.
+    pub embedding: usize,
+    /// Hidden size per direction.
+    pub hidden: usize,
+    /// Stacked layers.
+    #[serde(default = "one")]
+    pub layers: usize,
+    /// Bidirectional layers.
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// Candidate-gate form.
+    pub reset: ResetName,
+}
+
+/// `[attention]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionSection {
+    /// `bahdanau` or `luong`.
+    pub ordering: OrderingName,
+    /// The score.
+    pub score: ScoreName,
+    /// Additive attention size (defaults to the query size).
+    pub dim: Option<usize>,
+    /// Additive score has a query matrix.
+    #[serde(default = "yes")]
+    pub query_proj: bool,
+    /// Additive score has a key matrix.
+    #[serde(default = "yes")]
+    pub key_proj: bool,
+    /// `length` (mask padding) or `none` (attend to every position).
+    #[serde(default = "length")]
+    pub mask: MaskName,
+    /// Dense projection of the encoder outputs into the memory.
+    pub memory_proj: Option<usize>,
+    /// Luong's attentional layer size.
+    pub attentional: Option<usize>,
+}
+
+/// `[decoder]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecoderSection {
+    /// Embedding size.
+    pub embedding: usize,
+    /// Hidden size.
+    pub hidden: usize,
+    /// Stacked layers.
+    #[serde(default = "one")]
+    pub layers: usize,
+    /// Candidate-gate form.
+    pub reset: ResetName,
+    /// Initial state.
+    pub init: InitName,
+    /// Parts of the output layer's input, in order.
+    pub output: Vec<PartName>,
+}
+
+/// Where one of our layers comes from.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Mapping {
+    /// Just the weight tensor, as stored.
+    Name(String),
+    /// Weight, optional bias and transforms.
+    Full(FullMapping),
+}
+
+/// A layer's tensors and transforms.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FullMapping {
+    /// Weight tensor; `name[i]` selects index `i` of its first dimension.
+    pub weight: String,
+    /// Bias tensor, same syntax.
+    pub bias: Option<String>,
+    /// The stored matrix is `(in, out)` (Keras kernels): transpose it.
+    #[serde(default)]
+    pub transpose: bool,
+    /// Gate order of a GRU matrix as stored, e.g. `zrh` for Keras; ours is `rzn`
+    /// (`h` and `n` both name the candidate).
+    pub gates: Option<String>,
+}
+
+impl Mapping {
+    /// As a full mapping.
+    pub fn full(&self) -> FullMapping {
+        match self {
+            Mapping::Name(w) => FullMapping {
+                weight: w.clone(),
+                bias: None,
+                transpose: false,
+                gates: None,
+            },
+            Mapping::Full(f) => FullMapping {
+                weight: f.weight.clone(),
+                bias: f.bias.clone(),
+                transpose: f.transpose,
+                gates: f.gates.clone(),
+            },
+        }
+    }
+}
+
+macro_rules! names {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $v),*
+        }
+    };
+}
+
+names!(
+    /// Source split.
+    SplitName { /// Characters.
+    Chars = "chars", /// White-space separated words.
+    Whitespace = "whitespace" }
+);
+names!(
+    /// Candidate-gate form.
+    ResetName { /// Reset after the recurrent matmul.
+    After = "after", /// Reset before it.
+    Before = "before" }
+);
+names!(
+    /// Decoder ordering.
+    OrderingName { /// Score with the previous state.
+    Bahdanau = "bahdanau", /// Score with the new state.
+    Luong = "luong" }
+);
+names!(
+    /// Attention score.
+    ScoreName { /// `v^T tanh(W q + U k)`.
+    Additive = "additive", /// `q . k`.
+    Dot = "dot", /// `q . k / sqrt(d)`.
+    ScaledDot = "scaled-dot", /// `q^T W k`.
+    General = "general" }
+);
+names!(
+    /// Masking.
+    MaskName { /// Mask positions past the source length.
+    Length = "length", /// Attend to every position, padding included.
+    None = "none" }
+);
+names!(
+    /// Initial decoder state.
+    InitName { /// Zeros.
+    Zeros = "zeros", /// The encoder's last state.
+    Last = "last", /// `tanh(W x + b)` of the encoder's last state.
+    Dense = "dense" }
+);
+names!(
+    /// Output layer input part.
+    PartName { /// Decoder state.
+    State = "state", /// Context.
+    Context = "context", /// Input embedding.
+    Embedding = "embedding", /// Attentional vector.
+    Attentional = "attentional" }
+);
+
+fn chars() -> SplitName {
+    SplitName::Chars
+}
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn length() -> MaskName {
+    MaskName::Length
+}
+
+impl From<ResetName> for ResetMode {
+    fn from(r: ResetName) -> Self {
+        match r {
+            ResetName::After => ResetMode::After,
+            ResetName::Before => ResetMode::Before,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and parses a configuration file; errors name the file and position.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
+            let place = match e.span() {
+                Some(span) => Place::Line(text[..span.start].matches('\n').count() + 1),
+                None => Place::File,
+            };
+            Error::invalid(path.display(), place, e.message())
+        })?;
+        config.path = path.to_path_buf();
+        Ok(config)
+    }
+
+    /// An error about this configuration.
+    pub fn error(&self, place: Place, message: impl Into<String>) -> Error {
+        Error::invalid(self.path.display(), place, message)
+    }
+
+    /// The model description, checked.
+    pub fn desc(&self) -> Result<ModelDesc> {
+        let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16> {
+            vocab
+                .iter()
+                .position(|t| t == name)
+                .map(|i| i as u16)
+                .ok_or_else(|| {
+                    self.error(
+                        Place::File,
+                        format!("{what} token {name:?} is not in the vocabulary"),
+                    )
+                })
+        };
+        let (s, t) = (&self.source, &self.target);
+        let att = self.attention.as_ref();
+        let ordering = match att.map(|a| a.ordering) {
+            None => Ordering::None,
+            Some(OrderingName::Bahdanau) => Ordering::Bahdanau,
+            Some(OrderingName::Luong) => Ordering::Luong,
+        };
+        let score = match att.map(|a| a.score) {
+            None | Some(ScoreName::Additive) => ScoreKind::Additive,
+            Some(ScoreName::Dot) => ScoreKind::Dot,
+            Some(ScoreName::ScaledDot) => ScoreKind::ScaledDot,
+            Some(ScoreName::General) => ScoreKind::General,
+        };
+        if self.decoder.output.len() > MAX_OUT_PARTS {
+            return Err(self.error(
+                Place::File,
+                format!("decoder.output: at most {MAX_OUT_PARTS} parts"),
+            ));
+        }
+        let mut out_parts = [None; MAX_OUT_PARTS];
+        for (o, p) in out_parts.iter_mut().zip(&self.decoder.output) {
+            *o = Some(match p {
+                PartName::State => Part::State,
+                PartName::Context => Part::Context,
+                PartName::Embedding => Part::Embedding,
+                PartName::Attentional => Part::Attentional,
+            });
+        }
+        let d = ModelDesc {
+            src_vocab: s.tokens.len(),
+            tgt_vocab: t.tokens.len(),
+            enc_emb: self.encoder.embedding,
+            dec_emb: self.decoder.embedding,
+            enc_layers: self.encoder.layers,
+            enc_hidden: self.encoder.hidden,
+            enc_bidir: self.encoder.bidirectional,
+            enc_reset: self.encoder.reset.into(),
+            memory_proj: att.and_then(|a| a.memory_proj),
+            ordering,
+            score,
+            attn_dim: att.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+            attn_query_proj: att.is_some_and(|a| a.query_proj),
+            attn_key_proj: att.is_some_and(|a| a.key_proj),
+            mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
+            src_pad_to: s.pad_to.unwrap_or(0),
+            init: match self.decoder.init {
+                InitName::Zeros => Init::Zeros,
+                InitName::Last => Init::Last,
+                InitName::Dense => Init::Dense,
+            },
+            dec_layers: self.decoder.layers,
+            dec_hidden: self.decoder.hidden,
+            dec_reset: self.decoder.reset.into(),
+            attentional: att.and_then(|a| a.attentional),
+            out_parts,
+            src_pad: tok(&s.tokens, &s.pad, "source pad")?,
+            src_unk: s
+                .unk
+                .as_deref()
+                .map(|u| tok(&s.tokens, u, "source unk"))
+                .transpose()?,
+            src_eos: s
+                .eos
+                .as_deref()
+                .map(|u| tok(&s.tokens, u, "source eos"))
+                .transpose()?,
+            tgt_start: tok(&t.tokens, &t.start, "target start")?,
+            tgt_end: tok(&t.tokens, &t.end, "target end")?,
+            max_steps: t.max_steps,
+            split: match s.split {
+                SplitName::Chars => Split::Chars,
+                SplitName::Whitespace => Split::Whitespace,
+            },
+            lowercase: s.lowercase,
+            fmt_src_emb: Default::default(),
+            fmt_dec_emb: Default::default(),
+            fmt_memory: Default::default(),
+            fmt_keys: Default::default(),
+            score_scale: if score == ScoreKind::ScaledDot {
+                1.0 / (self.decoder.hidden as f32).sqrt()
+            } else {
+                1.0
+            },
+            score_scale_q: Requant::ONE,
+        };
+        // Round-trip through the stored form so every field gets the file's checks.
+        ModelDesc::from_raw(&d.to_raw()).map_err(Error::model(&self.path))
+    }
+}
