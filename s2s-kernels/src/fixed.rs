@@ -140,6 +140,14 @@ impl Requant {
         }
     }
 
+    /// [`Requant::apply`] as a call, for the callers that are not hot (embedding rows,
+    /// parts longer than one run): one copy of its code instead of one per caller (the
+    /// small boards' flash is short).
+    #[inline(never)]
+    pub(crate) fn apply_cold(self, x: i32) -> i32 {
+        self.apply(x)
+    }
+
     /// True when the shift is in range (as [`Requant::from_real`] makes them).
     pub fn is_valid(self) -> bool {
         (0..=62).contains(&self.shift) && self.mult >= 0

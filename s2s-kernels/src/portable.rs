@@ -31,11 +31,13 @@ pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
 }
 
 /// One (row, plane, part) term of a layer: the part's exact dot product `d`,
-/// requantized. `d` fits `i32` for every part of up to [`I32_EXACT_RUN`] columns.
-#[inline]
+/// requantized. `d` fits `i32` for every part of up to [`I32_EXACT_RUN`] columns. Not
+/// inlined: the kernels call it for long parts only (and the small boards' flash is
+/// short).
+#[inline(never)]
 pub(crate) fn term(d: i64, q: Requant) -> i32 {
     match i32::try_from(d) {
-        Ok(d) => q.apply(d),
+        Ok(d) => q.apply_cold(d),
         Err(_) => requant_i64(d, q),
     }
 }
@@ -51,7 +53,7 @@ pub(crate) fn requant_i64(d: i64, q: Requant) -> i32 {
         mult: q.mult,
         shift: q.shift - pre,
     }
-    .apply(d)
+    .apply_cold(d)
 }
 
 /// `out = W [x_0; x_1; ...] + b`: per row, the bias, then for each plane and each part

@@ -710,7 +710,7 @@ impl<K: Kernels> Precision for Int<K> {
         for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
             for (wp, rq) in w.chunks_exact(cols).zip(q) {
-                acc = acc.saturating_add(rq.apply(wp[j] as i32));
+                acc = acc.saturating_add(rq.apply_cold(wp[j] as i32));
             }
             *o = sat_i16(acc);
         }

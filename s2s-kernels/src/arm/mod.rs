@@ -17,8 +17,8 @@
 //! activation load) with one exact `i32` dot product and one requantization
 //! ([`Requant::apply`]) per row, plane and part. A layer with a part longer than [`RUN`]
 //! columns, or whose prepared input does not fit the buffer (more than 512 columns on
-//! the M3/M4/M33, 256 on the M0), runs in blocks of rows over runs of columns prepared
-//! once per block, their sums added in `i64`: slower, same results.
+//! the M3/M4/M33, 256 on the M0), runs row by row over runs of columns prepared for each
+//! row, their sums added in `i64`: slower, same results, little code.
 
 use core::mem::MaybeUninit;
 
@@ -410,13 +410,11 @@ unsafe fn rows_whole(
     }
 }
 
-/// Rows per block of [`rows_general`]: each run prepared there serves this many rows.
-const BLOCK: usize = 32;
-
-/// Adds to each output (its bias already there) the terms of any layer: each part in
-/// runs of at most [`CHUNK`] columns, each run prepared once per block of [`BLOCK`] rows,
+/// Adds to each output (its bias already there) the terms of any layer, row by row:
+/// each part in runs of at most [`CHUNK`] columns, prepared for each row (compact rather
+/// than fast: these are the layers beyond the buffer, which the small boards do not run),
 /// their exact sums added in `i64`, then requantized (`portable::term`), plane by plane
-/// and part by part for every row.
+/// and part by part.
 ///
 /// # Safety
 /// `w`, `q` and `out` as for [`rows_whole`], `x` the layer's parts (their lengths add
@@ -432,29 +430,24 @@ unsafe fn rows_general(
     // Not zeroed: `prepare` writes every word that is read.
     let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
     let (row_w, row_q) = (cols * planes, planes * np);
-    for (b, block) in out.chunks_mut(BLOCK).enumerate() {
-        let r0 = b * BLOCK;
+    for (r, o) in out.iter_mut().enumerate() {
         for p in 0..planes {
             let mut col = 0;
             for (i, part) in x.iter().enumerate() {
-                let mut s = [0i64; BLOCK];
+                let mut s = 0i64;
                 for (k, run) in part.chunks(CHUNK).enumerate() {
                     isa::prepare(run, &mut buf[..isa::words(run.len())]);
-                    for (j, sj) in s.iter_mut().enumerate().take(block.len()) {
-                        // SAFETY: the run covers columns `col + k * CHUNK ..` (within
-                        // `cols`) of row `r0 + j < rows`'s plane `p`, prepared in `buf`.
-                        let d = unsafe {
-                            let wr = w.add((r0 + j) * row_w + p * cols + col + k * CHUNK);
-                            isa::dot1(wr, buf.as_ptr().cast(), run.as_ptr(), run.len())
-                        };
-                        *sj += d as i64;
-                    }
+                    // SAFETY: the run covers columns `col + k * CHUNK ..` (within `cols`)
+                    // of row `r`'s plane `p`, prepared in `buf`.
+                    let d = unsafe {
+                        let wr = w.add(r * row_w + p * cols + col + k * CHUNK);
+                        isa::dot1(wr, buf.as_ptr().cast(), run.as_ptr(), run.len())
+                    };
+                    s += d as i64;
                 }
-                for (j, (o, &sj)) in block.iter_mut().zip(&s).enumerate() {
-                    // SAFETY: requantizer `(r0 + j) * row_q + p * np + i` lies in `q`.
-                    let rq = unsafe { *q.add((r0 + j) * row_q + p * np + i) };
-                    *o = o.saturating_add(portable::term(sj, rq));
-                }
+                // SAFETY: requantizer `r * row_q + p * np + i` lies in `q`.
+                let rq = unsafe { *q.add(r * row_q + p * np + i) };
+                *o = o.saturating_add(portable::term(s, rq));
                 col += part.len();
             }
         }
