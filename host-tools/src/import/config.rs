@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE};
 use serde::Deserialize;
 
 use crate::error::{Error, Place, Result};
@@ -293,16 +293,18 @@ impl Config {
     /// The model description, checked.
     pub fn desc(&self) -> Result<ModelDesc> {
         let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16> {
-            vocab
-                .iter()
-                .position(|t| t == name)
-                .map(|i| i as u16)
-                .ok_or_else(|| {
-                    self.error(
-                        Place::File,
-                        format!("{what} token {name:?} is not in the vocabulary"),
-                    )
-                })
+            let i = vocab.iter().position(|t| t == name).ok_or_else(|| {
+                self.error(
+                    Place::File,
+                    format!("{what} token {name:?} is not in the vocabulary"),
+                )
+            })?;
+            u16::try_from(i).map_err(|_| {
+                self.error(
+                    Place::File,
+                    format!("{what} token {name:?} has id {i}, above 65535"),
+                )
+            })
         };
         let (s, t) = (&self.source, &self.target);
         let att = self.attention.as_ref();
@@ -317,6 +319,7 @@ impl Config {
             Some(ScoreName::ScaledDot) => ScoreKind::ScaledDot,
             Some(ScoreName::General) => ScoreKind::General,
         };
+        let additive = att.filter(|_| score == ScoreKind::Additive);
         if self.decoder.output.len() > MAX_OUT_PARTS {
             return Err(self.error(
                 Place::File,
@@ -344,9 +347,10 @@ impl Config {
             memory_proj: att.and_then(|a| a.memory_proj),
             ordering,
             score,
-            attn_dim: att.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
-            attn_query_proj: att.is_some_and(|a| a.query_proj),
-            attn_key_proj: att.is_some_and(|a| a.key_proj),
+            // The additive score's own fields; zero for the others, as the file wants.
+            attn_dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+            attn_query_proj: additive.is_some_and(|a| a.query_proj),
+            attn_key_proj: additive.is_some_and(|a| a.key_proj),
             mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
             src_pad_to: s.pad_to.unwrap_or(0),
             init: match self.decoder.init {
@@ -390,6 +394,43 @@ impl Config {
             score_scale_q: Requant::ONE,
         };
         // Round-trip through the stored form so every field gets the file's checks.
-        ModelDesc::from_raw(&d.to_raw()).map_err(Error::model(&self.path))
+        d.to_raw()
+            .and_then(|raw| ModelDesc::from_raw(&raw))
+            .map_err(|e| match config_message(e) {
+                Some(message) => self.error(Place::File, message),
+                None => Error::model(&self.path)(e),
+            })
+    }
+}
+
+/// The configuration key a description field comes from.
+fn config_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "src_vocab" => "source.tokens (count)",
+        "tgt_vocab" => "target.tokens (count)",
+        "src_pad_to" => "source.pad_to",
+        "max_steps" => "target.max_steps",
+        "enc_emb" => "encoder.embedding",
+        "enc_hidden" => "encoder.hidden",
+        "enc_layers" => "encoder.layers",
+        "memory_proj" => "attention.memory_proj",
+        "attn_dim" => "attention.dim",
+        "attentional" => "attention.attentional",
+        "dec_emb" => "decoder.embedding",
+        "dec_hidden" => "decoder.hidden",
+        "dec_layers" => "decoder.layers",
+        _ => return None,
+    })
+}
+
+/// A size out of range, in the configuration's terms: the message names its key.
+fn config_message(e: seq2seq::Error) -> Option<String> {
+    match e {
+        seq2seq::Error::FieldOverflow { field, value } => config_key(field)
+            .map(|key| format!("{key} = {value} is too large (at most {MAX_SIZE})")),
+        seq2seq::Error::BadField(field) => {
+            config_key(field).map(|key| format!("{key} is out of range (1 to {MAX_SIZE})"))
+        }
+        _ => None,
     }
 }
