@@ -274,14 +274,19 @@ impl Config {
     /// Reads and parses a configuration file; errors name the file and position.
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| {
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of a configuration file; errors name `origin` and the line.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config> {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let place = match e.span() {
                 Some(span) => Place::Line(text[..span.start].matches('\n').count() + 1),
                 None => Place::File,
             };
-            Error::invalid(path.display(), place, e.message())
+            Error::invalid(origin.display(), place, e.message())
         })?;
-        config.path = path.to_path_buf();
+        config.path = origin.to_path_buf();
         Ok(config)
     }
 
@@ -432,5 +437,62 @@ fn config_message(e: seq2seq::Error) -> Option<String> {
             config_key(field).map(|key| format!("{key} is out of range (1 to {MAX_SIZE})"))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The netra configuration with `key = value` replaced in its section.
+    fn netra_with(section: &str, key: &str, value: &str) -> Config {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/netra.toml");
+        let text = std::fs::read_to_string(&path).expect("models/netra.toml");
+        let head = format!("[{section}]");
+        let start = text.find(&head).expect("section") + head.len();
+        let at = start + text[start..].find(&format!("\n{key} = ")).expect("key") + 1;
+        let end = at + text[at..].find('\n').expect("line end");
+        let text = format!("{}{key} = {value}{}", &text[..at], &text[end..]);
+        Config::parse(&text, &path).expect("parses")
+    }
+
+    #[test]
+    fn sizes_beyond_32_bits_name_their_key() {
+        let message = |section, key, value| {
+            let e = netra_with(section, key, value).desc().unwrap_err();
+            let line = e.to_string();
+            assert!(line.contains("netra.toml: "), "{line}");
+            line.split("netra.toml: ").nth(1).unwrap_or("").to_string()
+        };
+        // 2^32 + 31 was stored as 31.
+        assert_eq!(
+            message("target", "max_steps", "4294967327"),
+            "target.max_steps = 4294967327 is too large (at most 65535)"
+        );
+        for (section, key, name) in [
+            ("encoder", "hidden", "encoder.hidden"),
+            ("decoder", "embedding", "decoder.embedding"),
+            ("attention", "memory_proj", "attention.memory_proj"),
+            ("attention", "dim", "attention.dim"),
+            ("source", "pad_to", "source.pad_to"),
+        ] {
+            assert_eq!(
+                message(section, key, "4294967296"),
+                format!("{name} = 4294967296 is too large (at most 65535)")
+            );
+            assert_eq!(
+                message(section, key, "65536"),
+                format!("{name} is out of range (1 to 65535)")
+            );
+        }
+    }
+
+    #[test]
+    fn the_example_configurations_give_valid_descriptions() {
+        for name in ["netra", "g2p-en", "examples/pytorch-bahdanau"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
+            let d = Config::load(&path).unwrap().desc().unwrap();
+            assert_eq!(ModelDesc::from_raw(&d.to_raw().unwrap()), Ok(d));
+        }
     }
 }
