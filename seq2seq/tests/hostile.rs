@@ -400,8 +400,9 @@ fn attention_fields_on_a_model_without_attention_are_refused() {
 fn duplicate_or_empty_tokens_are_refused() {
     let bytes = plain();
     let h = header(&bytes);
-    // The strings follow the (count, index) head: "<pad><unk></s>abcd<pad>...".
-    let strings = h.vocab[0] as usize + 4 + 8 * (SRC.len() + TGT.len() + 1);
+    // The strings follow the count, the index and the two orders:
+    // "<pad><unk></s>abcd<pad>...".
+    let strings = h.vocab[0] as usize + 4 + 8 * (SRC.len() + TGT.len() + 1) + 2 * 15;
     let b_at = strings + "<pad><unk></s>a".len();
     assert_eq!(bytes[b_at], b'b');
     let e = damaged(&bytes, |b| b[b_at] = b'a');
@@ -449,6 +450,14 @@ fn duplicate_or_empty_tokens_are_refused() {
         b[at] += 1;
     });
     assert_eq!(e, Error::VocabIndex);
+    // An order that is not sorted, or repeats an id, or names one beyond the vocabulary.
+    let order = h.vocab[0] as usize + 4 + 8 * 16;
+    let e = damaged(&bytes, |b| b.swap(order, order + 2));
+    assert_eq!(e, Error::VocabOrder { vocab: "source" });
+    let e = damaged(&bytes, |b| b.copy_within(order..order + 2, order + 2));
+    assert_eq!(e, Error::VocabOrder { vocab: "source" });
+    let e = damaged(&bytes, |b| b[order + 2 * 7] = 8);
+    assert_eq!(e, Error::VocabOrder { vocab: "target" });
 }
 
 #[test]
@@ -557,7 +566,7 @@ fn every_bit_flip_and_truncation_is_refused_or_harmless() {
     // model.
     let h = header(&bytes);
     let sec = |[off, n]: [u32; 2]| off as usize..(off + n) as usize;
-    let vocab_head = h.vocab[0] as usize..h.vocab[0] as usize + 4 + 8 * 16;
+    let vocab_head = h.vocab[0] as usize..h.vocab[0] as usize + 4 + 8 * 16 + 2 * 15;
     let (desc, vocab, data) = (sec(h.desc), sec(h.vocab), sec(h.data));
     let table = h.table[0] as usize..h.table[0] as usize + 24 * h.table[1] as usize;
     let tensors: Vec<_> = (0..h.table[1] as usize)
