@@ -5,58 +5,20 @@
 mod common;
 
 use common::{
-    find_entry, fix_crc, header, parse_bind_decode, random_model, set_header, table_entry, Rng,
+    find_entry, fix_crc, header, parse_bind_decode, random_model, set_header, small_desc,
+    table_entry, Rng, SRC, TGT,
 };
-use rnn_core::ResetMode;
-use s2s_kernels::{PrecisionKind, Requant};
+use s2s_kernels::PrecisionKind;
 use seq2seq::builder::{aligned, ModelBuilder};
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, RawDesc, ScoreKind, Split};
+use seq2seq::desc::{Init, ModelDesc, RawDesc};
 use seq2seq::format::{DType, RawTensor, Role, Slot, TensorId, VERSION};
 use seq2seq::{Error, ModelFile};
 
-const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
-const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
-
-/// A small model without attention.
+/// A small model without attention, starting from the encoder's last state.
 fn plain_desc() -> ModelDesc {
-    ModelDesc {
-        src_vocab: SRC.len(),
-        tgt_vocab: TGT.len(),
-        enc_emb: 5,
-        dec_emb: 4,
-        enc_layers: 1,
-        enc_hidden: 6,
-        enc_bidir: false,
-        enc_reset: ResetMode::After,
-        memory_proj: None,
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        attn_dim: 0,
-        attn_query_proj: false,
-        attn_key_proj: false,
-        mask_padding: false,
-        src_pad_to: 0,
-        init: Init::Last,
-        dec_layers: 1,
-        dec_hidden: 6,
-        dec_reset: ResetMode::After,
-        attentional: None,
-        out_parts: [Some(Part::State), None, None, None],
-        src_pad: 0,
-        src_unk: Some(1),
-        src_eos: Some(2),
-        tgt_start: 1,
-        tgt_end: 2,
-        max_steps: 12,
-        split: Split::Chars,
-        lowercase: true,
-        fmt_src_emb: Default::default(),
-        fmt_dec_emb: Default::default(),
-        fmt_memory: Default::default(),
-        fmt_keys: Default::default(),
-        score_scale: 1.0,
-        score_scale_q: Requant::ONE,
-    }
+    let mut d = small_desc();
+    d.init = Init::Last;
+    d
 }
 
 /// The plain model in f32, a bias on every layer but the embeddings, unless `bias`
