@@ -329,6 +329,8 @@ fn a_model_beyond_the_arena_is_refused() {
     d.memory_proj = Some(400);
     d.ordering = Ordering::Luong;
     d.attn_dim = 8;
+    d.attn_query_proj = true;
+    d.attn_key_proj = true;
     d.out_parts[1] = Some(Part::Context);
     let wide = synthetic(&dir, "wide-memory-w8a16.s2s", &d, PrecisionKind::W8A16);
     let line = refused(board("lm3s6965evb"), Some(&wide), "workspace needs ");
