@@ -787,12 +787,10 @@ impl<'a> ModelFile<'a> {
     /// Parameters of the model: the weights of every layer the description calls for
     /// (once, however many planes store them) and every bias.
     pub fn parameters(&self) -> usize {
-        let weights: usize = self
-            .desc
-            .layer_specs()
-            .iter()
-            .map(|s| s.rows * s.cols)
-            .sum();
+        // Without the list of layers: the firmware calls this with its session on the
+        // stack.
+        let mut weights = 0;
+        self.desc.for_each_layer(|s| weights += s.rows * s.cols);
         let biases: usize = self
             .tensors()
             .filter(|t| t.id.slot == Slot::Bias)
