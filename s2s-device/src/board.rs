@@ -107,9 +107,9 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 
 /// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
 /// no FPU and 72 KiB of runtime flash (64 KiB until the model parser's full validation
-/// took 6.7 KB more; their model regions keep 184 KiB, netra w8a16 takes 129 KB): they
-/// compile w8a16 only (the float code would fill their flash); the micro:bit's arena is sized for netra w8a16 (10,064 bytes of
-/// workspace at its 25 positions). The mps2-an505 model region is at the Secure alias:
+/// took 6 KB more; their model regions keep 184 KiB, netra w8a16 takes 129 KB): they
+/// compile w8a16 only (the float code would fill their flash); the micro:bit's arena is
+/// sized for netra w8a16 (10,064 bytes of workspace at its 25 positions). The mps2-an505 model region is at the Secure alias:
 /// QEMU's `-device loader` writes through the CPU's view.
 pub const BOARDS: &[Board] = &[
     Board {
