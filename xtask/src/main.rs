@@ -12,7 +12,8 @@
 //!   docs, the workspace tests, the firmware's clippy for each board); stops at the
 //!   first failure;
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
-//!   instruction counts, flash and RAM, and an attention heatmap in the terminal.
+//!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
+//! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
 //!
 //! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
 //! the crates themselves; it only automates what the README describes.
@@ -23,6 +24,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
+
+mod fuzz;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -90,6 +93,8 @@ commands:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
+  fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
+          minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
 ";
 
 fn main() -> ExitCode {
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
         ["help" | "-h" | "--help"] => {
             print!("{USAGE}");
             Ok(())
