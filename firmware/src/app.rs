@@ -1,23 +1,15 @@
-//! The line protocol over the UART, generic over `embedded_io::{Read, Write}`.
-//!
-//! ```text
-//! firmware -> READY <board>
-//! firmware -> <what the firmware prints before the session, e.g. the MODEL line>
-//! host     -> <line>                 (`\n`-terminated, `\r` ignored, at most MAX_LINE bytes)
-//! firmware -> <the handler's output lines>, or `ERR <reason>`
-//! ...
-//! host     -> .                      (or an empty line, or end of input: ends the session)
-//! firmware -> DONE lines=<n> errors=<n> handler_ticks=<n> handler_insns=<n>
-//! firmware -> STATS ram_static=<bytes> stack_peak=<bytes> stack_size=<bytes>
-//!             flash_runtime=<bytes> model_region=0x<start>+<bytes> model_bytes=<bytes>
-//! (QEMU exits with status 0)
-//! ```
+//! The session of the line protocol (`s2s_device::protocol`) over the UART, generic over
+//! `embedded_io::{Read, Write}`: `READY`, then each request line handed to a
+//! [`LineHandler`] (`ERR <reason>` when it fails), then `DONE` and `STATS` at the end of
+//! the session, and QEMU exits with status 0.
 
-use core::fmt::{self, Write as _};
+use core::fmt;
 
 use embedded_io::{Read, Write};
+use s2s_device::exit::Exit;
+use s2s_device::protocol::{self, Command, Request};
 
-use crate::{board, fault, measure};
+use crate::{board, fault, measure, BOARD};
 
 /// Longest accepted input line in bytes, without the `\n` (per board, see
 /// [`crate::capacity`]). A longer line gets `ERR line too long` (the whole line is
@@ -34,21 +26,37 @@ impl fmt::Display for HandlerError {
     }
 }
 
-/// Handles one input line (without `\n` and `\r`), writing zero or more output lines
-/// to `out` (each ends with `\n`; `writeln!` does it). An error makes the session answer
-/// `ERR <error>` and go on with the next line.
+/// Handles one request line, writing zero or more output lines to `out` (each ends with
+/// `\n`; the protocol's writers do it). An error makes the session answer `ERR <error>`
+/// and go on with the next line.
 pub trait LineHandler {
     /// Why a line failed: shown as `ERR <Display>` on the UART and logged with defmt.
-    type Error: fmt::Display + defmt::Format;
+    type Error: fmt::Display + defmt::Format + From<HandlerError>;
 
-    /// Handles `line`.
+    /// Handles a source line (without `\n` and `\r`).
     fn handle(&mut self, line: &[u8], out: &mut dyn fmt::Write) -> Result<(), Self::Error>;
+
+    /// Handles a command; by default none is known.
+    fn command(&mut self, cmd: Command, out: &mut dyn fmt::Write) -> Result<(), Self::Error> {
+        let _ = (cmd, out);
+        Err(HandlerError(UNKNOWN_COMMAND).into())
+    }
 }
 
+/// The reason given for a command the handler does not know.
+pub const UNKNOWN_COMMAND: &str = "unknown command";
+
 /// `core::fmt::Write` over an `embedded_io::Write`: keeps the first I/O error.
-struct FmtOut<'a, IO: Write> {
+pub struct FmtOut<'a, IO: Write> {
     io: &'a mut IO,
     failed: Option<IO::Error>,
+}
+
+impl<'a, IO: Write> FmtOut<'a, IO> {
+    /// Writes text to `io`.
+    pub fn new(io: &'a mut IO) -> Self {
+        FmtOut { io, failed: None }
+    }
 }
 
 impl<IO: Write> fmt::Write for FmtOut<'_, IO> {
@@ -100,35 +108,33 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
             match byte {
                 b'\r' => {}
                 b'\n' => {
-                    let text = &line[..len];
-                    if !too_long && (text.is_empty() || text == b".") {
+                    let request = protocol::parse_request(&line[..len]);
+                    if !too_long && request == Request::End {
                         return Ok(summary);
                     }
                     summary.lines += 1;
-                    if too_long {
+                    let mut out = FmtOut::new(&mut *io);
+                    counter.start();
+                    let result = match request {
+                        _ if too_long => Err(HandlerError("line too long").into()),
+                        Request::Source(text) => handler.handle(text, &mut out),
+                        Request::Command(cmd) => handler.command(cmd, &mut out),
+                        Request::Unknown(_) | Request::End => {
+                            Err(HandlerError(UNKNOWN_COMMAND).into())
+                        }
+                    };
+                    let ticks = counter.read();
+                    summary.handler_ticks += u64::from(ticks);
+                    defmt::debug!("line {=u32}: {=u32} ticks", summary.lines, ticks);
+                    if let Err(e) = result {
                         summary.errors += 1;
-                        defmt::warn!("line {=u32}: too long", summary.lines);
-                        io.write_all(b"ERR line too long\n")?;
-                    } else {
-                        let mut out = FmtOut {
-                            io: &mut *io,
-                            failed: None,
-                        };
-                        counter.start();
-                        let result = handler.handle(text, &mut out);
-                        let ticks = counter.read();
-                        summary.handler_ticks += u64::from(ticks);
-                        defmt::debug!("line {=u32}: {=u32} ticks", summary.lines, ticks);
-                        if let Err(e) = result {
-                            summary.errors += 1;
-                            defmt::warn!("line {=u32}: ERR {}", summary.lines, e);
-                            if out.failed.is_none() {
-                                let _ = writeln!(out, "ERR {e}");
-                            }
+                        defmt::warn!("line {=u32}: ERR {}", summary.lines, e);
+                        if out.failed.is_none() {
+                            let _ = protocol::write_err(&mut out, &e);
                         }
-                        if let Some(e) = out.failed {
-                            return Err(e);
-                        }
+                    }
+                    if let Some(e) = out.failed {
+                        return Err(e);
                     }
                     len = 0;
                     too_long = false;
@@ -148,11 +154,16 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
 pub fn start() -> board::Uart {
     measure::paint_stack();
     let mut uart = board::Uart::new();
-    defmt::info!("READY {=str}", board::NAME);
-    if writeln!(uart, "READY {}", board::NAME).is_err() {
+    ready(&mut uart);
+    uart
+}
+
+/// Prints (and logs) `READY <board>`; panics if the UART fails.
+pub fn ready(uart: &mut board::Uart) {
+    defmt::info!("READY {=str}", BOARD.name);
+    if protocol::write_ready(&mut FmtOut::new(uart), BOARD.name).is_err() {
         panic!("UART write failed");
     }
-    uart
 }
 
 /// The rest of a firmware run after [`start`]: runs the [`session`] with `handler`,
@@ -169,7 +180,7 @@ pub fn finish<H: LineHandler + ?Sized>(
         Err(_) => panic!("UART I/O failed"),
     };
     report(uart, &summary, model_bytes);
-    fault::exit(fault::EXIT_SUCCESS)
+    fault::exit(Exit::Success)
 }
 
 /// The whole firmware run of a handler that needs no set-up: [`start`], then
@@ -192,18 +203,24 @@ pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
         stack_peak,
         model_bytes
     );
-    let written = writeln!(
-        out,
-        "DONE lines={} errors={} handler_ticks={} handler_insns={}",
-        summary.lines, summary.errors, summary.handler_ticks, insns
-    )
-    .and_then(|()| {
-        writeln!(
-            out,
-            "STATS ram_static={} stack_peak={} stack_size={} flash_runtime={} model_region=0x{:08x}+{} model_bytes={}",
-            mem.ram_static, stack_peak, mem.stack_size, mem.flash_runtime, mem.model_start, mem.model_size, model_bytes
-        )
-    });
+    let done = protocol::Done {
+        lines: summary.lines.into(),
+        errors: summary.errors.into(),
+        handler_ticks: summary.handler_ticks,
+        handler_insns: insns,
+    };
+    let stats = protocol::Stats {
+        ram_static: mem.ram_static as u64,
+        stack_peak: stack_peak as u64,
+        stack_size: mem.stack_size as u64,
+        flash_runtime: mem.flash_runtime as u64,
+        model_start: mem.model_start as u32,
+        model_size: mem.model_size as u64,
+        model_bytes: model_bytes as u64,
+    };
+    let mut text = FmtOut::new(&mut *out);
+    let written = protocol::write_done(&mut text, &done)
+        .and_then(|()| protocol::write_stats(&mut text, &stats));
     if written.is_err() || out.flush().is_err() {
         panic!("UART write failed");
     }

@@ -2,34 +2,26 @@
 //!
 //! Both handlers print what they can (a defmt error and a `PANIC ...` / `HARDFAULT ...` line
 //! on the UART) and then exit QEMU with a non-zero status, so a test sees a failure instead
-//! of a hang. Exit statuses: [`EXIT_SUCCESS`], [`EXIT_MODEL_ERROR`], [`EXIT_PANIC`],
-//! [`EXIT_HARDFAULT`].
+//! of a hang. Exit statuses: `s2s_device::exit::Exit`.
 
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use cortex_m_rt::{exception, ExceptionFrame};
 use embedded_io::Write as _;
+use s2s_device::exit::Exit;
+use s2s_device::protocol::{self, Fault};
 
+use crate::app::FmtOut;
 use crate::board;
 
-/// Exit status of a session that ended normally.
-pub const EXIT_SUCCESS: i32 = 0;
-/// Exit status when the model cannot be served (none loaded, corrupted, unsupported
-/// precision, beyond the board's capacities): the firmware prints `ERR model: <reason>`.
-pub const EXIT_MODEL_ERROR: i32 = 3;
-/// Exit status after a panic.
-pub const EXIT_PANIC: i32 = 101;
-/// Exit status after a HardFault (including escalated Bus/Usage/MemManage faults).
-pub const EXIT_HARDFAULT: i32 = 102;
-
-/// Ends the QEMU run with `code` as the exit status of `qemu-system-arm`.
+/// Ends the QEMU run with `exit`'s code as the exit status of `qemu-system-arm`.
 ///
 /// Uses semihosting SYS_EXIT_EXTENDED (QEMU passes the code through), falling back to
 /// SYS_EXIT (status 0 or 1) on hosts without it. Without a debugger/semihosting host (a
 /// real board running stand-alone) the `bkpt` faults instead: it still stops.
-pub fn exit(code: i32) -> ! {
-    semihosting::process::exit(code)
+pub fn exit(exit: Exit) -> ! {
+    semihosting::process::exit(exit.code())
 }
 
 /// Set on the first panic: a panic while panicking (e.g. inside the defmt logger) skips
@@ -45,7 +37,7 @@ fn panic(info: &PanicInfo) -> ! {
     // The UART first: should the logger panic (its state corrupted, e.g. by a stack
     // overflow), this message is already out.
     let mut uart = board::Uart::new();
-    let _ = writeln!(uart, "PANIC {} at {}:{}", info.message(), file, line);
+    let _ = protocol::write_panic(&mut FmtOut::new(&mut uart), info.message(), file, line);
     let _ = uart.flush();
     if first {
         defmt::error!(
@@ -55,7 +47,7 @@ fn panic(info: &PanicInfo) -> ! {
             line
         );
     }
-    exit(EXIT_PANIC)
+    exit(Exit::Panic)
 }
 
 #[exception]
@@ -70,12 +62,9 @@ unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
         );
     }
     let mut uart = board::Uart::new();
-    let _ = writeln!(
-        uart,
-        "HARDFAULT pc=0x{pc:08x} lr=0x{lr:08x} xpsr=0x{xpsr:08x}"
-    );
+    let _ = protocol::write_hardfault(&mut FmtOut::new(&mut uart), &Fault { pc, lr, xpsr });
     let _ = uart.flush();
-    exit(EXIT_HARDFAULT)
+    exit(Exit::HardFault)
 }
 
 /// Loads from the board's [`board::INVALID_ADDR`], which faults (a bus error, escalated to

@@ -1,10 +1,11 @@
 //! Board layer and line-protocol application for running seq2seq models on Cortex-M
 //! microcontrollers (under QEMU or on the real boards).
 //!
-//! The board is chosen at build time by exactly one board feature (see `build.rs`), which
-//! sets `cfg(board = "...")`; [`board`] is then that board's module. Everything outside
+//! The board is chosen at build time by `S2S_BOARD` (see `build.rs`): [`BOARD`] is its
+//! entry in the board table of `s2s-device` and [`board`] its driver. Everything outside
 //! `boards/` is generic: the application talks to the UART through `embedded_io::{Read,
-//! Write}` and never touches registers.
+//! Write}` and never touches registers, and writes the protocol's lines with
+//! `s2s_device::protocol`.
 #![no_std]
 #![warn(missing_docs)]
 
@@ -12,10 +13,12 @@ pub mod app;
 pub mod boards;
 pub mod capacity;
 pub mod fault;
+#[cfg(feature = "kernel-suite")]
+pub mod heap;
 pub mod measure;
 pub mod model;
 
-pub use boards::board;
+pub use boards::{board, BOARD};
 
 // Links the `defmt` global logger (frames go out over semihosting; decode them with
 // `defmt-print -e <elf>`).

@@ -3,15 +3,18 @@
 //! `firmware::model` and `README.md`) and exits QEMU with status 0 at the end of the
 //! session. A model that cannot be served (none loaded, corrupted, a precision this build
 //! leaves out, beyond the board's capacities) gives `ERR model: <reason>` and exit
-//! status 3 (`firmware::fault::EXIT_MODEL_ERROR`).
+//! status 3 (`s2s_device::exit::Exit::ModelError`).
 #![no_std]
 #![no_main]
 
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use embedded_io::Write as _;
+use firmware::app::{self, FmtOut};
 use firmware::capacity::ARENA_WORDS;
-use firmware::{app, fault, measure, model};
+use firmware::{fault, measure, model};
+use s2s_device::exit::Exit;
+use s2s_device::protocol;
 
 #[entry]
 fn main() -> ! {
@@ -24,11 +27,11 @@ fn main() -> ! {
         Ok(never) => match never {},
         Err(e) => e,
     };
-    let _ = writeln!(uart, "ERR model: {e}");
+    let _ = protocol::write_model_error(&mut FmtOut::new(&mut uart), e);
     let _ = uart.flush();
     // After a stack overflow the logger's state may be corrupted: UART only.
     if !matches!(e, model::ServeError::StackOverflow { .. }) {
         defmt::error!("ERR model: {}", e);
     }
-    fault::exit(fault::EXIT_MODEL_ERROR)
+    fault::exit(Exit::ModelError)
 }

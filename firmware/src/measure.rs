@@ -1,10 +1,11 @@
-//! Measurements: deterministic tick counts (see each board's `Counter` and
-//! `TICKS_PER_INSN`), peak stack use by stack painting, static RAM and flash use from
-//! linker symbols, and the model region reserved in `memory.x`.
+//! Measurements: deterministic tick counts (see each board's `Counter`), converted to
+//! instructions under QEMU's `-icount` ([`ticks_to_insns`]), peak stack use by stack
+//! painting, static RAM and flash use from linker symbols, and the model region reserved
+//! in `memory.x`.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use crate::board;
+use crate::BOARD;
 
 // Linker symbols: `cortex-m-rt`'s link.x and the board's memory.x. Only their addresses
 // are used.
@@ -136,7 +137,9 @@ pub fn model_region() -> &'static [u8] {
     unsafe { core::slice::from_raw_parts(core::ptr::with_exposed_provenance::<u8>(start), len) }
 }
 
-/// Converts ticks of the board's `Counter` to instructions (`-icount shift=7` only).
+/// Converts ticks of the board's `Counter` to instructions (exact under QEMU's
+/// `-icount shift=7`; the counter clock is the board's clock).
 pub fn ticks_to_insns(ticks: u64) -> u64 {
-    board::TICKS_PER_INSN.ticks_to_insns(ticks)
+    const RATIO: s2s_device::qemu::Ratio = s2s_device::qemu::ticks_per_insn(BOARD.clock_hz);
+    RATIO.ticks_to_insns(ticks)
 }

@@ -1,5 +1,5 @@
 //! The model handler: serves the model in the board's model region over the line
-//! protocol (see `README.md`).
+//! protocol (`s2s_device::protocol`).
 //!
 //! At boot [`serve`] parses the model region, checks that this build runs the model's
 //! precision (`cfg(precision = ...)`, see `build.rs`) and that the model fits the board's
@@ -19,24 +19,24 @@
 use core::convert::Infallible;
 use core::fmt;
 
-use embedded_io::Write as _;
+use s2s_device::protocol::{self, AttWeight, Command};
 
 use s2s_kernels::{Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Runner};
 
-use crate::app::{self, LineHandler};
+use crate::app::{self, FmtOut, HandlerError, LineHandler};
 use crate::capacity::{ARENA_BYTES, MAX_POSITIONS, MAX_STEPS};
-use crate::{board, measure};
+use crate::{board, measure, BOARD};
 
 /// Why an input line failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LineError {
     /// The line is not UTF-8.
     NotUtf8,
-    /// A 0x01 line that is not a known command.
-    UnknownCommand,
+    /// A line the session refuses (too long, an unknown command).
+    Session(HandlerError),
     /// Writing the output failed.
     Output,
     /// The model rejected the input (unknown symbol, too long, empty, ...).
@@ -47,9 +47,7 @@ impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LineError::NotUtf8 => f.write_str("input is not UTF-8"),
-            LineError::UnknownCommand => {
-                f.write_str("unknown command (\\x01attention on | \\x01attention off)")
-            }
+            LineError::Session(e) => write!(f, "{e}"),
             LineError::Output => f.write_str("output failed"),
             LineError::Model(e) => write!(f, "{e}"),
         }
@@ -65,6 +63,12 @@ impl defmt::Format for LineError {
 impl From<Error> for LineError {
     fn from(e: Error) -> Self {
         LineError::Model(e)
+    }
+}
+
+impl From<HandlerError> for LineError {
+    fn from(e: HandlerError) -> Self {
+        LineError::Session(e)
     }
 }
 
@@ -96,12 +100,12 @@ impl fmt::Display for ServeError {
             ServeError::Capacity(e) => write!(
                 f,
                 "{e} (capacities of {}: arena {ARENA_BYTES} bytes, {MAX_POSITIONS} positions, {MAX_STEPS} steps)",
-                board::NAME
+                BOARD.name
             ),
             ServeError::StackOverflow { stack } => write!(
                 f,
                 "binding the model exhausted the {stack}-byte stack of {} (statics may be corrupted)",
-                board::NAME
+                BOARD.name
             ),
         }
     }
@@ -119,22 +123,22 @@ impl From<Error> for ServeError {
     }
 }
 
-/// Activation values as the `ATT` lines print them: exact, and without float
-/// formatting code (f32 as its bit pattern in hex, Q0.15 as a decimal integer).
+/// Activation values as the `ATT` lines carry them: exact (f32 as its bit pattern,
+/// Q0.15 as the integer).
 pub trait RawAct: Copy {
-    /// Writes the value.
-    fn write_raw(self, out: &mut dyn fmt::Write) -> fmt::Result;
+    /// The value as an attention weight of the protocol.
+    fn raw(self) -> AttWeight;
 }
 
 impl RawAct for f32 {
-    fn write_raw(self, out: &mut dyn fmt::Write) -> fmt::Result {
-        write!(out, "{:08x}", self.to_bits())
+    fn raw(self) -> AttWeight {
+        AttWeight::F32Bits(self.to_bits())
     }
 }
 
 impl RawAct for i16 {
-    fn write_raw(self, out: &mut dyn fmt::Write) -> fmt::Result {
-        write!(out, "{self}")
+    fn raw(self) -> AttWeight {
+        AttWeight::Q15(self)
     }
 }
 
@@ -269,12 +273,15 @@ fn model_line(
         ARENA_BYTES,
         positions
     );
-    if writeln!(
-        uart,
-        "MODEL {precision} params={params} bytes={bytes} arena={plan_bytes}/{ARENA_BYTES} positions={positions}"
-    )
-    .is_err()
-    {
+    let info = protocol::ModelInfo {
+        precision,
+        params: params as u64,
+        bytes: bytes as u64,
+        arena: plan_bytes as u64,
+        arena_capacity: ARENA_BYTES as u64,
+        positions: positions as u64,
+    };
+    if protocol::write_model(&mut FmtOut::new(uart), &info).is_err() {
         panic!("UART write failed");
     }
 }
@@ -329,34 +336,14 @@ where
         let Some(weights) = step.weights else {
             return;
         };
-        let mut line = || -> fmt::Result {
-            write!(self.out, "ATT {}", step.index)?;
-            for &w in weights {
-                self.out.write_char(' ')?;
-                w.write_raw(self.out)?;
-            }
-            self.out.write_char('\n')
+        let mut line = || {
+            let step = step.index as u64;
+            protocol::write_att(self.out, step, weights.iter().map(|w| w.raw()))
         };
         if !self.failed && line().is_err() {
             self.failed = true;
         }
     }
-}
-
-/// Writes `s` with `\`, newline and carriage return escaped (`\\`, `\n`, `\r`), so that
-/// the text stays on one line.
-fn write_escaped(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
-    let mut rest = s;
-    while let Some(i) = rest.find(['\\', '\n', '\r']) {
-        out.write_str(&rest[..i])?;
-        out.write_str(match rest.as_bytes()[i] {
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            _ => "\\\\",
-        })?;
-        rest = &rest[i + 1..];
-    }
-    out.write_str(rest)
 }
 
 impl<'n, 'w, P: Precision> ModelHandler<'n, 'w, P>
@@ -378,18 +365,6 @@ where
             counter: board::Counter::new(),
         })
     }
-
-    fn command(&mut self, cmd: &[u8], out: &mut dyn fmt::Write) -> Result<(), LineError> {
-        self.attention = match cmd {
-            b"attention on" => true,
-            b"attention off" => false,
-            _ => return Err(LineError::UnknownCommand),
-        };
-        let state = if self.attention { "on" } else { "off" };
-        defmt::info!("attention {=str}", state);
-        writeln!(out, "OK attention {state}")?;
-        Ok(())
-    }
 }
 
 impl<P: Precision> LineHandler for ModelHandler<'_, '_, P>
@@ -398,10 +373,17 @@ where
 {
     type Error = LineError;
 
+    fn command(&mut self, cmd: Command, out: &mut dyn fmt::Write) -> Result<(), LineError> {
+        let Command::Attention(on) = cmd else {
+            return Err(HandlerError(app::UNKNOWN_COMMAND).into());
+        };
+        self.attention = on;
+        defmt::info!("attention {=bool}", on);
+        protocol::write_ok(out, cmd)?;
+        Ok(())
+    }
+
     fn handle(&mut self, line: &[u8], out: &mut dyn fmt::Write) -> Result<(), LineError> {
-        if let Some(cmd) = line.strip_prefix(&[0x01]) {
-            return self.command(cmd, out);
-        }
         let text = core::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
 
         let mut meter = Meter {
@@ -416,26 +398,14 @@ where
             .translate_line::<Error>(text, &mut self.ids, &mut meter, |_| Ok(()))?;
         let (enc, steps) = (meter.enc, meter.steps);
 
-        out.write_str("OUT")?;
-        for id in &self.ids[..n] {
-            write!(out, " {id}")?;
-        }
-        out.write_str("\nTXT ")?;
-        decode_target(
-            &self.net.tgt_vocab,
-            self.net.separator,
-            &self.ids[..n],
-            |s| write_escaped(out, s),
-        )?;
-        let insns = |ticks: u32| measure::ticks_to_insns(u64::from(ticks));
-        write!(out, "\nCNT enc={} tok=", insns(enc))?;
-        for (i, &t) in self.ticks[..steps].iter().enumerate() {
-            if i > 0 {
-                out.write_char(',')?;
-            }
-            write!(out, "{}", insns(t))?;
-        }
-        out.write_char('\n')?;
+        let ids = &self.ids[..n];
+        protocol::write_out(out, ids)?;
+        let (vocab, separator) = (&self.net.tgt_vocab, self.net.separator);
+        protocol::write_txt(out, |text| {
+            decode_target(vocab, separator, ids, |s| fmt::Write::write_str(text, s))
+        })?;
+        let insns = |ticks: &u32| measure::ticks_to_insns(u64::from(*ticks));
+        protocol::write_cnt(out, insns(&enc), self.ticks[..steps].iter().map(insns))?;
 
         // The attention rows come from a second run of the same line: the decoder is
         // deterministic, the counts above stay those of an unobserved run, and no RAM

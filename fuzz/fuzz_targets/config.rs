@@ -9,7 +9,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = host_tools::config::Config::parse(text, std::path::Path::new("fuzz.toml"))
+    if let Ok(config) =
+        host_tools::import::config::Config::parse(text, std::path::Path::new("fuzz.toml"))
     {
         let _ = config.desc();
     }

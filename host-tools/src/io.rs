@@ -1,18 +1,23 @@
 //! File helpers: atomic writes and line input.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
 /// so a failure never leaves a half-written file behind. Errors name the path.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file path", path.display()))?;
+    let name = path.file_name().ok_or_else(|| {
+        Error::io(path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a file path",
+        ))
+    })?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
         name.to_string_lossy(),
@@ -26,22 +31,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
+        Error::io(path)(e)
     })
 }
 
 /// Reads the lines of a file, or of standard input when `path` is `None` or `-`
 /// (trailing `\r` removed).
-pub fn read_lines(path: Option<&Path>) -> Result<Vec<String>, String> {
-    let lines: std::io::Result<Vec<String>> = match path {
+pub fn read_lines(path: Option<&Path>) -> Result<Vec<String>> {
+    let (name, lines): (PathBuf, std::io::Result<Vec<String>>) = match path {
         Some(p) if p != Path::new("-") => {
-            let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            std::io::BufReader::new(f).lines().collect()
+            let f = std::fs::File::open(p).map_err(Error::io(p))?;
+            (
+                p.to_path_buf(),
+                std::io::BufReader::new(f).lines().collect(),
+            )
         }
-        _ => std::io::stdin().lock().lines().collect(),
+        _ => ("<stdin>".into(), std::io::stdin().lock().lines().collect()),
     };
-    let name = path.map_or("<stdin>".into(), |p| p.display().to_string());
-    let lines = lines.map_err(|e| format!("{name}: {e}"))?;
+    let lines = lines.map_err(Error::io(name))?;
     Ok(lines
         .into_iter()
         .map(|l| l.strip_suffix('\r').map(String::from).unwrap_or(l))
@@ -62,6 +69,7 @@ mod tests {
         let bad = dir.join("missing-dir").join("b.bin");
         assert!(write_atomic(&bad, b"x")
             .unwrap_err()
+            .to_string()
             .contains("missing-dir"));
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1);

@@ -137,10 +137,7 @@ impl ModelBuilder {
     /// The bytes, unchecked.
     fn assemble(&self) -> Result<Vec<u8>, Error> {
         let u32_of = |field: &'static str, v: usize| {
-            u32::try_from(v).map_err(|_| Error::FieldOverflow {
-                field,
-                value: v as u64,
-            })
+            u32::try_from(v).map_err(|_| Error::FieldOverflow { field, value: v })
         };
         let mut out = alloc::vec![0u8; HEADER_LEN];
         let section = |out: &mut Vec<u8>, bytes: &[u8]| -> Result<[u32; 2], Error> {
@@ -167,6 +164,22 @@ impl ModelBuilder {
             vocab.extend_from_slice(&u32_of("vocabulary strings", off)?.to_le_bytes());
             vocab.extend_from_slice(&u32_of("token length", s.len())?.to_le_bytes());
             off += s.len();
+        }
+        // Each vocabulary's ids sorted by their bytes (see `Vocab::parse_section`).
+        for tokens in [&self.src_vocab, &self.tgt_vocab] {
+            let n = u16::try_from(tokens.len()).map_err(|_| Error::FieldOverflow {
+                field: "vocabulary size",
+                value: tokens.len(),
+            })?;
+            let mut ids: Vec<u16> = (0..n).collect();
+            ids.sort_by(|&a, &b| {
+                tokens[a as usize]
+                    .as_bytes()
+                    .cmp(tokens[b as usize].as_bytes())
+            });
+            for id in ids {
+                vocab.extend_from_slice(&id.to_le_bytes());
+            }
         }
         for s in &strings {
             vocab.extend_from_slice(s.as_bytes());

@@ -397,10 +397,7 @@ fn reset(name: &'static str, v: u32) -> Result<ResetMode, Error> {
 
 /// A size as its stored `u32`, refused (not truncated) when it does not fit.
 fn stored(field: &'static str, v: usize) -> Result<u32, Error> {
-    u32::try_from(v).map_err(|_| Error::FieldOverflow {
-        field,
-        value: v as u64,
-    })
+    u32::try_from(v).map_err(|_| Error::FieldOverflow { field, value: v })
 }
 
 impl ModelDesc {

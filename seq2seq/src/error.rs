@@ -65,7 +65,7 @@ pub enum Error {
         /// The field.
         field: &'static str,
         /// The value given.
-        value: u64,
+        value: usize,
     },
     /// Description fields disagree with each other (names the rule broken).
     Inconsistent(&'static str),
@@ -93,6 +93,12 @@ pub enum Error {
     VocabIndex,
     /// A vocabulary string is not UTF-8.
     VocabNotUtf8,
+    /// A vocabulary's stored order is not its ids sorted by their strings (names the
+    /// vocabulary).
+    VocabOrder {
+        /// `"source"` or `"target"`.
+        vocab: &'static str,
+    },
     /// A token is the empty string (names the vocabulary).
     EmptyToken {
         /// `"source"` or `"target"`.
@@ -237,6 +243,7 @@ impl Error {
             Error::VocabCount { .. } => "wrong number of vocabulary strings",
             Error::VocabIndex => "bad vocabulary index",
             Error::VocabNotUtf8 => "vocabulary string not UTF-8",
+            Error::VocabOrder { .. } => "vocabulary order not sorted",
             Error::EmptyToken { .. } => "empty token",
             Error::DuplicateToken { .. } => "duplicate token",
             Error::TooManyTensors(_) => "too many tensors",
@@ -278,6 +285,7 @@ impl Error {
             | Error::FieldOverflow { field: s, .. }
             | Error::Inconsistent(s)
             | Error::TokenOutOfRange { what: s, .. }
+            | Error::VocabOrder { vocab: s }
             | Error::EmptyToken { vocab: s, .. }
             | Error::DuplicateToken { vocab: s, .. } => Some(s),
             _ => None,
@@ -377,6 +385,10 @@ impl core::fmt::Display for Error {
             ),
             Error::VocabIndex => f.write_str(
                 "bad vocabulary index: a string outside the section, out of order, or bytes left over",
+            ),
+            Error::VocabOrder { vocab } => write!(
+                f,
+                "the {vocab} vocabulary's stored order is not its ids sorted by their strings"
             ),
             Error::EmptyToken { vocab, id } => write!(f, "{vocab} token {id} is empty"),
             Error::DuplicateToken {

@@ -18,9 +18,10 @@
 //! ```
 //!
 //! All integers are little-endian. The description is a [`RawDesc`]; the vocabularies
-//! are a string table (count, then `(offset, length)` pairs, then the UTF-8 strings one
-//! after the another) holding the source tokens, the target tokens and the output
-//! separator; the tensor table is an array of [`RawTensor`], the tensors stored in
+//! are a string table (count, then `(offset, length)` pairs, then each vocabulary's ids
+//! sorted by their strings as `u16`, then the UTF-8 strings one after another; see
+//! [`Vocab`]) holding the source tokens, the target tokens and the output separator;
+//! the tensor table is an array of [`RawTensor`], the tensors stored in
 //! table order, each at the first 8-byte boundary after the previous one, so they can
 //! be read in place from flash.
 //!
@@ -32,7 +33,7 @@
 //! values themselves are left to [`ModelFile::check_finite`], which the host tools and
 //! the writer run and the firmware skips (a scan of every weight at boot).
 //!
-//! Version 1 files (no bias mask) are refused with [`Error::UnsupportedVersion`]; the
+//! Version 1 files (no bias mask, no sorted orders) are refused with [`Error::UnsupportedVersion`]; the
 //! host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
@@ -45,7 +46,8 @@ use crate::Error;
 
 /// The first four bytes of every model file.
 pub const MAGIC: [u8; 4] = *b"S2SM";
-/// The format version this crate reads and writes (2: the bias mask in the header).
+/// The format version this crate reads and writes (2: the bias mask in the header, the
+/// vocabularies' sorted orders).
 pub const VERSION: u16 = 2;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
@@ -796,7 +798,8 @@ impl<'a> ModelFile<'a> {
     /// Parameters of the model: the weights of every layer the description calls for
     /// (once, however many planes store them) and every bias.
     pub fn parameters(&self) -> usize {
-        // Layer by layer, without the list (which is large on a small stack).
+        // Without the list of layers: the firmware calls this with its session on the
+        // stack.
         let mut weights = 0;
         self.desc.for_each_layer(|s| weights += s.rows * s.cols);
         let biases: usize = self

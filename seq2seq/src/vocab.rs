@@ -19,15 +19,21 @@ fn u32_at(b: &[u8], i: usize) -> Option<usize> {
 }
 
 impl<'a> Vocab<'a> {
-    /// Parses the vocabulary section: `count`, `count` pairs `(offset, length)` into the
-    /// bytes that follow; the strings are the source tokens, the target tokens, then
-    /// the output separator, stored one after another with nothing left over. Every
-    /// string must be UTF-8, every token non-empty and distinct from the others of its
-    /// vocabulary (the separator may be empty).
+    /// Parses the vocabulary section (see [`crate::format`]):
     ///
-    /// The distinctness check compares every pair of a vocabulary's tokens: quadratic,
-    /// about 2 million length comparisons for 2,000 tokens, and cheap for the character
-    /// vocabularies these models use.
+    /// ```text
+    /// count                       u32: source tokens + target tokens + 1
+    /// (offset, length) x count    u32 pairs into the strings below
+    /// source order                u16 x source tokens: the ids sorted by their bytes
+    /// target order                u16 x target tokens: likewise
+    /// strings                     UTF-8: source tokens, target tokens, separator
+    /// ```
+    ///
+    /// The strings follow one another with nothing left over. Every token must be
+    /// non-empty and distinct from the others of its vocabulary (the separator may be
+    /// empty): the stored orders make that one comparison per token, since strings in
+    /// strictly increasing order are distinct and `n` distinct ids below `n` are all of
+    /// them, so a device checks a vocabulary of 30,000 words as fast as one of 30.
     pub(crate) fn parse_section(
         b: &'a [u8],
         src: usize,
@@ -43,12 +49,13 @@ impl<'a> Vocab<'a> {
         }
         // `count` is at most 2 * 65535 + 1: no overflow.
         let index_end = 4 + 8 * count;
-        if index_end > b.len() {
+        let order_end = index_end + 2 * (src + tgt);
+        if order_end > b.len() {
             return Err(Error::VocabIndex);
         }
         let all = Vocab {
             index: &b[4..index_end],
-            strings: &b[index_end..],
+            strings: &b[order_end..],
         };
         let mut next = 0;
         for i in 0..count {
@@ -70,8 +77,9 @@ impl<'a> Vocab<'a> {
             strings: all.strings,
         };
         let (src_v, tgt_v) = (split(0, src), split(src, tgt));
-        src_v.check_tokens("source")?;
-        tgt_v.check_tokens("target")?;
+        let (src_order, tgt_order) = b[index_end..order_end].split_at(2 * src);
+        src_v.check_tokens("source", src_order)?;
+        tgt_v.check_tokens("target", tgt_order)?;
         let sep = all.checked(src + tgt)?;
         Ok((src_v, tgt_v, sep))
     }
@@ -88,22 +96,32 @@ impl<'a> Vocab<'a> {
             .unwrap_or(&[])
     }
 
-    /// Every token non-empty and distinct.
-    fn check_tokens(&self, vocab: &'static str) -> Result<(), Error> {
-        for i in 0..self.len() {
-            let s = self.bytes(i);
-            // Ids fit u16: the description's vocabulary sizes are at most 65535.
-            let id = i as u16;
+    /// Every token non-empty and distinct, walking `order` (the ids sorted by their
+    /// bytes, `u16` little-endian): each string must be above the one before.
+    fn check_tokens(&self, vocab: &'static str, order: &[u8]) -> Result<(), Error> {
+        let mut prev: Option<(u16, &[u8])> = None;
+        for pair in order.chunks_exact(2) {
+            let id = u16::from_le_bytes([pair[0], pair[1]]);
+            if id as usize >= self.len() {
+                return Err(Error::VocabOrder { vocab });
+            }
+            let s = self.bytes(id as usize);
             if s.is_empty() {
                 return Err(Error::EmptyToken { vocab, id });
             }
-            if let Some(j) = (0..i).find(|&j| self.bytes(j) == s) {
-                return Err(Error::DuplicateToken {
-                    vocab,
-                    first: j as u16,
-                    second: id,
-                });
+            if let Some((p, ps)) = prev {
+                if p == id || s < ps {
+                    return Err(Error::VocabOrder { vocab });
+                }
+                if s == ps {
+                    return Err(Error::DuplicateToken {
+                        vocab,
+                        first: p.min(id),
+                        second: p.max(id),
+                    });
+                }
             }
+            prev = Some((id, s));
         }
         Ok(())
     }

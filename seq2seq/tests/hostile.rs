@@ -5,62 +5,20 @@
 mod common;
 
 use common::{
-    find_entry, fix_crc, header, parse_bind_decode, random_model, set_header, table_entry, Rng,
+    find_entry, fix_crc, header, parse_bind_decode, random_model, set_header, small_desc,
+    table_entry, Rng, SRC, TGT,
 };
-use rnn_core::ResetMode;
-use s2s_kernels::{PrecisionKind, Requant};
+use s2s_kernels::PrecisionKind;
 use seq2seq::builder::{aligned, ModelBuilder};
-use seq2seq::desc::{
-    CellKind, Cells, Init, ModelDesc, Ordering, Part, RawDesc, ScoreKind, Split, MAX_OUT_PARTS,
-};
+use seq2seq::desc::{CellKind, Init, ModelDesc, RawDesc};
 use seq2seq::format::{DType, RawTensor, Role, Slot, TensorId, VERSION};
 use seq2seq::{Error, ModelFile};
 
-const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
-const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
-
-/// A small model without attention.
+/// A small model without attention, starting from the encoder's last state.
 fn plain_desc() -> ModelDesc {
-    ModelDesc {
-        src_vocab: SRC.len(),
-        tgt_vocab: TGT.len(),
-        enc_emb: 5,
-        dec_emb: 4,
-        enc_layers: 1,
-        enc_hidden: 6,
-        enc_bidir: false,
-        enc_reset: ResetMode::After,
-        memory_proj: None,
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        attn_dim: 0,
-        attn_query_proj: false,
-        attn_key_proj: false,
-        mask_padding: false,
-        src_pad_to: 0,
-        init: Init::Last,
-        dec_layers: 1,
-        dec_hidden: 6,
-        dec_reset: ResetMode::After,
-        attentional: None,
-        out_parts: [Some(Part::State), None, None, None],
-        src_pad: 0,
-        src_unk: Some(1),
-        src_eos: Some(2),
-        tgt_start: 1,
-        tgt_end: 2,
-        max_steps: 12,
-        split: Split::Chars,
-        lowercase: true,
-        fmt_src_emb: Default::default(),
-        fmt_dec_emb: Default::default(),
-        fmt_memory: Default::default(),
-        fmt_keys: Default::default(),
-        score_scale: 1.0,
-        score_scale_q: Requant::ONE,
-        cells: Cells::GRU,
-        att_parts: [None; MAX_OUT_PARTS],
-    }
+    let mut d = small_desc();
+    d.init = Init::Last;
+    d
 }
 
 /// The plain model in f32, a bias on every layer but the embeddings, unless `bias`
@@ -492,8 +450,9 @@ fn attention_fields_on_a_model_without_attention_are_refused() {
 fn duplicate_or_empty_tokens_are_refused() {
     let bytes = plain();
     let h = header(&bytes);
-    // The strings follow the (count, index) head: "<pad><unk></s>abcd<pad>...".
-    let strings = h.vocab[0] as usize + 4 + 8 * (SRC.len() + TGT.len() + 1);
+    // The strings follow the count, the index and the two orders:
+    // "<pad><unk></s>abcd<pad>...".
+    let strings = h.vocab[0] as usize + 4 + 8 * (SRC.len() + TGT.len() + 1) + 2 * 15;
     let b_at = strings + "<pad><unk></s>a".len();
     assert_eq!(bytes[b_at], b'b');
     let e = damaged(&bytes, |b| b[b_at] = b'a');
@@ -541,6 +500,14 @@ fn duplicate_or_empty_tokens_are_refused() {
         b[at] += 1;
     });
     assert_eq!(e, Error::VocabIndex);
+    // An order that is not sorted, or repeats an id, or names one beyond the vocabulary.
+    let order = h.vocab[0] as usize + 4 + 8 * 16;
+    let e = damaged(&bytes, |b| b.swap(order, order + 2));
+    assert_eq!(e, Error::VocabOrder { vocab: "source" });
+    let e = damaged(&bytes, |b| b.copy_within(order..order + 2, order + 2));
+    assert_eq!(e, Error::VocabOrder { vocab: "source" });
+    let e = damaged(&bytes, |b| b[order + 2 * 7] = 8);
+    assert_eq!(e, Error::VocabOrder { vocab: "target" });
 }
 
 #[test]
@@ -649,7 +616,7 @@ fn every_bit_flip_and_truncation_is_refused_or_harmless() {
     // model.
     let h = header(&bytes);
     let sec = |[off, n]: [u32; 2]| off as usize..(off + n) as usize;
-    let vocab_head = h.vocab[0] as usize..h.vocab[0] as usize + 4 + 8 * 16;
+    let vocab_head = h.vocab[0] as usize..h.vocab[0] as usize + 4 + 8 * 16 + 2 * 15;
     let (desc, vocab, data) = (sec(h.desc), sec(h.vocab), sec(h.data));
     let table = h.table[0] as usize..h.table[0] as usize + 24 * h.table[1] as usize;
     let tensors: Vec<_> = (0..h.table[1] as usize)

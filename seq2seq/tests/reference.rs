@@ -2,13 +2,17 @@
 //! every ordering and most variants, on small models with random weights; plus
 //! hand-built models whose greedy output is known by construction, and the error paths.
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::{small_desc, SRC, TGT};
+
 use rnn_core::{Masked, Recurrent, ResetMode};
-use s2s_kernels::{PrecisionKind, Requant, F32};
+use s2s_kernels::{PrecisionKind, F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, NO_TOKEN,
+    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, MAX_OUT_PARTS, NO_TOKEN,
 };
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::run::{Observer, Step};
@@ -24,50 +28,14 @@ impl Rng {
     }
 }
 
-const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
-const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
-
+/// The small model of `common`, with additive attention's fields set for the tests
+/// that switch attention on.
 fn base_desc() -> ModelDesc {
-    ModelDesc {
-        src_vocab: SRC.len(),
-        tgt_vocab: TGT.len(),
-        enc_emb: 5,
-        dec_emb: 4,
-        enc_layers: 1,
-        enc_hidden: 6,
-        enc_bidir: false,
-        enc_reset: ResetMode::After,
-        memory_proj: None,
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        attn_dim: 5,
-        attn_query_proj: true,
-        attn_key_proj: true,
-        mask_padding: false,
-        src_pad_to: 0,
-        init: Init::Zeros,
-        dec_layers: 1,
-        dec_hidden: 6,
-        dec_reset: ResetMode::After,
-        attentional: None,
-        out_parts: [Some(Part::State), None, None, None],
-        src_pad: 0,
-        src_unk: Some(1),
-        src_eos: Some(2),
-        tgt_start: 1,
-        tgt_end: 2,
-        max_steps: 12,
-        split: Split::Chars,
-        lowercase: true,
-        fmt_src_emb: Default::default(),
-        fmt_dec_emb: Default::default(),
-        fmt_memory: Default::default(),
-        fmt_keys: Default::default(),
-        score_scale: 1.0,
-        score_scale_q: Requant::ONE,
-        cells: Cells::GRU,
-        att_parts: [None; MAX_OUT_PARTS],
-    }
+    let mut d = small_desc();
+    d.attn_dim = 5;
+    d.attn_query_proj = true;
+    d.attn_key_proj = true;
+    d
 }
 
 /// `d` with the attention fields its variant does not use at zero, as the model file

@@ -60,6 +60,22 @@ fn model_file_with_one_corrupted_byte() {
     assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "CRC"]);
 }
 
+/// `s2s import --config config --weights weights -o out`.
+fn import(config: &Path, weights: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
 /// Runs `s2s import` of the example configuration with changed tensors into `dir` and
 /// checks that no output was written.
 fn import_with(dir: &Path, change: impl FnOnce(&mut Vec<Tensor>)) -> Output {
@@ -68,18 +84,7 @@ fn import_with(dir: &Path, change: impl FnOnce(&mut Vec<Tensor>)) -> Output {
     let weights = dir.join("weights.safetensors");
     pytorch::write_safetensors(&weights, &tensors);
     let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &pytorch::config(),
-            &"--weights",
-            &weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&pytorch::config(), &weights, &out);
     assert!(!out.exists(), "{} was written", out.display());
     assert_only(dir, &["weights.safetensors"]);
     r
@@ -128,18 +133,7 @@ fn config_with_an_unknown_variant() {
     std::fs::write(&config, bad).unwrap();
     let (weights, _) = example();
     let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&config, weights, &out);
     let at = format!("{}:{reset_line}:", config.display());
     let line = assert_one_error(&r, &[&at, "sideways"]);
     eprintln!("{line}");
@@ -372,18 +366,7 @@ fn config_size_beyond_32_bits() {
     std::fs::write(&config, bad).unwrap();
     let (weights, _) = example();
     let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&config, weights, &out);
     assert_one_error(&r, &["target.max_steps = 4294967327", "too large"]);
     assert_only(&dir, &["wrap.toml"]);
 }

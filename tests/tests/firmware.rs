@@ -9,9 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use host_tools::device::{self, EXIT_MODEL_ERROR};
-use host_tools::qemu::{self, Board, EXIT_HARDFAULT, EXIT_PANIC};
+use host_tools::device::{self, qemu, Firmware, QemuOptions};
 use rnn_core::{Masked, Recurrent, ResetMode};
+use s2s_device::board::{find, Board, BOARDS};
+use s2s_device::exit::Exit;
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
@@ -46,18 +47,28 @@ fn eval_words(max_len: usize) -> Vec<String> {
 /// Runs the first 200 evaluation words through `model` (of `target/models/`) on `board`
 /// and on the host, and requires every output (and, with `attention`, every attention
 /// weight) to be equal.
-fn device_matches_host(model: &str, board: Board, max_len: usize, attention: bool) {
+fn device_matches_host(model: &str, board: &'static Board, max_len: usize, attention: bool) {
     device_matches_host_at(&model_file(model), board, max_len, attention);
 }
 
 /// [`device_matches_host`] for the model file at `path`.
-fn device_matches_host_at(path: &Path, board: Board, max_len: usize, attention: bool) {
+fn device_matches_host_at(path: &Path, board: &'static Board, max_len: usize, attention: bool) {
     let model = path.display();
     let words = eval_words(max_len);
-    let report = device::qemu_check(path, board, &words, attention, PAIR_TIMEOUT, true)
-        .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
+    let options = QemuOptions {
+        attention,
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board)
+    };
+    let report = device::qemu_check(path, &words, &options)
+        .unwrap_or_else(|e| panic!("{model} on {}: {e}", board.name));
     println!("{}", report.render());
-    assert!(report.agrees(), "{model} on {board}:\n{}", report.render());
+    assert!(
+        report.agrees(),
+        "{model} on {}:\n{}",
+        board.name,
+        report.render()
+    );
     assert_eq!(report.inputs, INPUTS);
     assert_eq!(report.rejected, 0, "{}", report.render());
     assert_eq!(report.enc.n, INPUTS, "every word decoded");
@@ -69,49 +80,62 @@ fn device_matches_host_at(path: &Path, board: Board, max_len: usize, attention: 
     }
     assert!(
         report.stats.stack_peak < report.stats.stack_size,
-        "{model} on {board}: the stack reached the statics: {:?}",
+        "{model} on {}: the stack reached the statics: {:?}",
+        board.name,
         report.stats
     );
 }
 
 #[test]
 fn netra_f32_on_mps2_an386_matches_the_host() {
-    device_matches_host("netra.s2s", Board::Mps2An386, NETRA_MAX_LEN, true);
+    device_matches_host("netra.s2s", board("mps2-an386"), NETRA_MAX_LEN, true);
 }
 
 #[test]
 fn netra_f32_on_mps2_an505_matches_the_host() {
-    device_matches_host("netra.s2s", Board::Mps2An505, NETRA_MAX_LEN, true);
+    device_matches_host("netra.s2s", board("mps2-an505"), NETRA_MAX_LEN, true);
 }
 
 #[test]
 fn g2p_en_f32_on_mps2_an386_matches_the_host() {
-    device_matches_host("g2p-en.s2s", Board::Mps2An386, usize::MAX, false);
+    device_matches_host("g2p-en.s2s", board("mps2-an386"), usize::MAX, false);
 }
 
 #[test]
 fn g2p_en_f32_on_mps2_an505_matches_the_host() {
-    device_matches_host("g2p-en.s2s", Board::Mps2An505, usize::MAX, false);
+    device_matches_host("g2p-en.s2s", board("mps2-an505"), usize::MAX, false);
 }
 
 #[test]
 fn netra_w8a16_on_lm3s6965evb_matches_the_host() {
-    device_matches_host("netra-w8a16.s2s", Board::Lm3s6965evb, NETRA_MAX_LEN, true);
+    device_matches_host("netra-w8a16.s2s", board("lm3s6965evb"), NETRA_MAX_LEN, true);
 }
 
 #[test]
 fn netra_w8a16_on_microbit_matches_the_host() {
-    device_matches_host("netra-w8a16.s2s", Board::Microbit, NETRA_MAX_LEN, true);
+    device_matches_host("netra-w8a16.s2s", board("microbit"), NETRA_MAX_LEN, true);
 }
 
 #[test]
 fn netra_w8a16_on_mps2_an386_matches_the_host() {
-    device_matches_host("netra-w8a16.s2s", Board::Mps2An386, NETRA_MAX_LEN, true);
+    device_matches_host("netra-w8a16.s2s", board("mps2-an386"), NETRA_MAX_LEN, true);
 }
 
 #[test]
 fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
-    device_matches_host("g2p-en-w8a16.s2s", Board::Mps2An386, usize::MAX, false);
+    device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
+}
+
+/// The board table's entry for `name`.
+fn board(name: &str) -> &'static Board {
+    find(name).unwrap_or_else(|| panic!("{name} is not in the board table"))
+}
+
+/// Builds one firmware binary for `board`.
+fn build(board: &Board, bin: &str) -> std::path::PathBuf {
+    Firmware::locate(None)
+        .and_then(|f| f.build(board, bin, true))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 // ------------------------------------------------------------------ LSTM models
@@ -123,7 +147,7 @@ const KERAS_LSTM_MAX_LEN: usize = 16;
 fn keras2_lstm_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host(
         "keras2-lstm-g2p-w8a16.s2s",
-        Board::Mps2An386,
+        board("mps2-an386"),
         KERAS_LSTM_MAX_LEN,
         true,
     );
@@ -133,7 +157,7 @@ fn keras2_lstm_w8a16_on_mps2_an386_matches_the_host() {
 fn keras3_lstm_f32_on_mps2_an386_matches_the_host() {
     device_matches_host(
         "keras3-lstm-g2p.s2s",
-        Board::Mps2An386,
+        board("mps2-an386"),
         KERAS_LSTM_MAX_LEN,
         true,
     );
@@ -141,7 +165,12 @@ fn keras3_lstm_f32_on_mps2_an386_matches_the_host() {
 
 #[test]
 fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
-    device_matches_host("pytorch-lstm-g2p.s2s", Board::Mps2An386, usize::MAX, false);
+    device_matches_host(
+        "pytorch-lstm-g2p.s2s",
+        board("mps2-an386"),
+        usize::MAX,
+        false,
+    );
 }
 
 /// Fixed source length of the small LSTM model.
@@ -187,7 +216,7 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
         &small_lstm_desc(),
         PrecisionKind::W8A16,
     );
-    device_matches_host_at(&model, Board::Microbit, SMALL_LSTM_PAD_TO, true);
+    device_matches_host_at(&model, board("microbit"), SMALL_LSTM_PAD_TO, true);
 }
 
 #[test]
@@ -199,7 +228,7 @@ fn small_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
         &small_lstm_desc(),
         PrecisionKind::W8A16,
     );
-    device_matches_host_at(&model, Board::Lm3s6965evb, SMALL_LSTM_PAD_TO, true);
+    device_matches_host_at(&model, board("lm3s6965evb"), SMALL_LSTM_PAD_TO, true);
 }
 
 // ------------------------------------------------------------------ bad models
@@ -314,28 +343,29 @@ fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) ->
 
 /// Boots the release firmware on `board` with `model` and one input line; returns the
 /// UART lines and the exit status.
-fn boot(board: Board, model: Option<&Path>) -> (Vec<String>, Option<i32>) {
-    let elf = qemu::build_firmware(board, true).unwrap_or_else(|e| panic!("{e}"));
+fn boot(board: &Board, model: Option<&Path>) -> (Vec<String>, Option<i32>) {
+    let elf = build(board, "firmware");
     let run = qemu::run(board, &elf, model, &["abc".to_string()], SHORT_TIMEOUT)
-        .unwrap_or_else(|e| panic!("{board}: {e}"));
+        .unwrap_or_else(|e| panic!("{}: {e}", board.name));
     (run.uart_lines, run.exit_code)
 }
 
 /// Boots `board` with `model` and requires `ERR model: <prefix>...` as the line after
-/// `READY` and exit status [`EXIT_MODEL_ERROR`]; returns the error line.
-fn refused(board: Board, model: Option<&Path>, prefix: &str) -> String {
+/// `READY` and exit status [`Exit::ModelError`]; returns the error line.
+fn refused(board: &Board, model: Option<&Path>, prefix: &str) -> String {
+    let name = board.name;
     let (lines, code) = boot(board, model);
     assert_eq!(
         lines.first().map(String::as_str),
-        Some(&*format!("READY {board}")),
+        Some(&*format!("READY {name}")),
         "{lines:?}"
     );
     let line = lines.get(1).cloned().unwrap_or_default();
     assert!(
         line.starts_with(&format!("ERR model: {prefix}")),
-        "{board}: expected `ERR model: {prefix}...`, got {lines:?}"
+        "{name}: expected `ERR model: {prefix}...`, got {lines:?}"
     );
-    assert_eq!(code, Some(EXIT_MODEL_ERROR), "{board}: {lines:?}");
+    assert_eq!(code, Some(Exit::ModelError.code()), "{name}: {lines:?}");
     assert_eq!(lines.len(), 2, "nothing after the error: {lines:?}");
     line
 }
@@ -348,18 +378,16 @@ fn a_corrupted_model_is_refused_with_its_crc() {
     bytes[i] ^= 0x01;
     let flipped = dir.join("netra-flipped.s2s");
     std::fs::write(&flipped, &bytes).unwrap();
-    let line = refused(Board::Mps2An386, Some(&flipped), "corrupted: CRC ");
+    let line = refused(board("mps2-an386"), Some(&flipped), "corrupted: CRC ");
     assert!(line.contains("does not match the stored"), "{line}");
     // The same through `s2s qemu`'s library: the firmware's line is in the error.
-    let e = device::qemu_check(
-        &flipped,
-        Board::Mps2An386,
-        &["abc".into()],
-        false,
-        SHORT_TIMEOUT,
-        true,
-    )
-    .unwrap_err();
+    let options = QemuOptions {
+        timeout: SHORT_TIMEOUT,
+        ..QemuOptions::new(board("mps2-an386"))
+    };
+    let e = device::qemu_check(&flipped, &["abc".into()], &options)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("ERR model: corrupted: CRC") && e.contains("exit status 3"),
         "{e}"
@@ -372,27 +400,25 @@ fn a_corrupted_model_is_refused_with_its_crc() {
     bytes[i] ^= 0x80;
     let flipped = dir.join("small-w8a16-flipped.s2s");
     std::fs::write(&flipped, &bytes).unwrap();
-    refused(Board::Microbit, Some(&flipped), "corrupted: CRC ");
+    refused(board("microbit"), Some(&flipped), "corrupted: CRC ");
 }
 
 #[test]
 fn a_missing_model_is_refused() {
-    refused(Board::Mps2An505, None, "not a model file (bad magic)");
-    refused(Board::Lm3s6965evb, None, "not a model file (bad magic)");
+    refused(board("mps2-an505"), None, "not a model file (bad magic)");
+    refused(board("lm3s6965evb"), None, "not a model file (bad magic)");
 }
 
 #[test]
 fn a_model_larger_than_the_model_region_is_refused_by_the_runner() {
     let g2p = model_file("g2p-en.s2s");
-    let e = device::run_on_board(
-        &g2p,
-        Board::Lm3s6965evb,
-        &["abc".into()],
-        false,
-        SHORT_TIMEOUT,
-        true,
-    )
-    .unwrap_err();
+    let options = QemuOptions {
+        timeout: SHORT_TIMEOUT,
+        ..QemuOptions::new(board("lm3s6965evb"))
+    };
+    let e = device::run_on_board(&g2p, &["abc".into()], &options)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("more than the board's model region"), "{e}");
 }
 
@@ -410,7 +436,7 @@ fn a_model_beyond_the_arena_is_refused() {
     d.attn_key_proj = true;
     d.out_parts[1] = Some(Part::Context);
     let wide = synthetic(&dir, "wide-memory-w8a16.s2s", &d, PrecisionKind::W8A16);
-    let line = refused(Board::Lm3s6965evb, Some(&wide), "workspace needs ");
+    let line = refused(board("lm3s6965evb"), Some(&wide), "workspace needs ");
     assert!(
         line.contains("the arena has 40960 (capacities of lm3s6965evb"),
         "{line}"
@@ -424,7 +450,7 @@ fn a_model_beyond_the_positions_or_steps_is_refused() {
     d.src_pad_to = 300;
     let long = synthetic(&dir, "padded-300.s2s", &d, PrecisionKind::F32);
     let line = refused(
-        Board::Mps2An386,
+        board("mps2-an386"),
         Some(&long),
         "input of 300 positions exceeds the capacity of 256",
     );
@@ -433,7 +459,7 @@ fn a_model_beyond_the_positions_or_steps_is_refused() {
     d.max_steps = 300;
     let many = synthetic(&dir, "steps-300.s2s", &d, PrecisionKind::F32);
     refused(
-        Board::Mps2An386,
+        board("mps2-an386"),
         Some(&many),
         "output buffer holds 256 tokens, the model may produce 300",
     );
@@ -444,12 +470,12 @@ fn an_f32_model_on_the_microbit_is_an_unsupported_precision() {
     let dir = scratch_dir("firmware-precision");
     let small = synthetic(&dir, "small-f32.s2s", &small_desc(), PrecisionKind::F32);
     refused(
-        Board::Microbit,
+        board("microbit"),
         Some(&small),
         "precision f32 is not supported by this build",
     );
     refused(
-        Board::Lm3s6965evb,
+        board("lm3s6965evb"),
         Some(&small),
         "precision f32 is not supported by this build",
     );
@@ -459,28 +485,29 @@ fn an_f32_model_on_the_microbit_is_an_unsupported_precision() {
 
 #[test]
 fn panics_and_hardfaults_end_the_run_with_their_status() {
-    for board in Board::ALL {
+    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+        let name = board.name;
         for (bin, status) in [
-            ("panic-test", EXIT_PANIC),
-            ("hardfault-test", EXIT_HARDFAULT),
+            ("panic-test", Exit::Panic),
+            ("hardfault-test", Exit::HardFault),
         ] {
-            let elf = qemu::build_firmware_bin(board, bin, true).unwrap_or_else(|e| panic!("{e}"));
+            let elf = build(board, bin);
             let run = qemu::run(board, &elf, None, &[], SHORT_TIMEOUT)
-                .unwrap_or_else(|e| panic!("{bin} on {board} (a hang is a timeout): {e}"));
+                .unwrap_or_else(|e| panic!("{bin} on {name} (a hang is a timeout): {e}"));
             assert_eq!(
-                run.exit_code,
+                run.exit(),
                 Some(status),
-                "{bin} on {board}: {:?}",
+                "{bin} on {name}: {:?}",
                 run.uart_lines
             );
-            let tag = if status == EXIT_PANIC {
+            let tag = if status == Exit::Panic {
                 "PANIC "
             } else {
                 "HARDFAULT "
             };
             assert!(
                 run.line_starting_with(tag).is_some(),
-                "{bin} on {board}: {:?}",
+                "{bin} on {name}: {:?}",
                 run.uart_lines
             );
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use host_tools::eval::{split_tokens, Report};
+use host_tools::eval::rates::{split_tokens, Report};
 use host_tools::model::{decode_lines, Keep, LoadedModel};
 use s2s_tests::{golden, model_file, s2s_ok, Tsv};
 

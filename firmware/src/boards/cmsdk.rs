@@ -1,11 +1,10 @@
 //! ARM CMSDK APB UART and APB timer (Cortex-M System Design Kit), as on the MPS2 FPGA
 //! images. Both mps2 boards use these with their own base addresses and clock.
 
-use core::convert::Infallible;
+use super::{Reg, Serial};
 
-use super::Reg;
-
-/// CMSDK APB UART at `BASE`, clocked at `CLK_HZ`, 8N1 at 115200 baud.
+/// CMSDK APB UART at `BASE`, clocked at `CLK_HZ`, 8N1 at 115200 baud; as a byte stream,
+/// `Polled<Uart<..>>`.
 pub struct Uart<const BASE: usize, const CLK_HZ: u32>(());
 
 impl<const BASE: usize, const CLK_HZ: u32> Uart<BASE, CLK_HZ> {
@@ -24,9 +23,14 @@ impl<const BASE: usize, const CLK_HZ: u32> Uart<BASE, CLK_HZ> {
         unsafe { Reg::new(BASE + offset) }
     }
 
-    /// Enables the transmitter and receiver. Creating more than one handle is fine: the
-    /// panic and HardFault handlers make their own to print a last line.
-    pub fn new() -> Self {
+    fn rx_ready() -> bool {
+        Self::reg(Self::STATE).read() & Self::STATE_RX_FULL != 0
+    }
+}
+
+impl<const BASE: usize, const CLK_HZ: u32> Serial for Uart<BASE, CLK_HZ> {
+    /// Enables the transmitter and receiver.
+    fn open() -> Self {
         Self::reg(Self::BAUDDIV).write(CLK_HZ / 115_200);
         Self::reg(Self::CTRL).write(Self::CTRL_TX_EN | Self::CTRL_RX_EN);
         if !Self::rx_ready() {
@@ -39,52 +43,16 @@ impl<const BASE: usize, const CLK_HZ: u32> Uart<BASE, CLK_HZ> {
     }
 
     fn put(&mut self, byte: u8) {
-        while Self::reg(Self::STATE).read() & Self::STATE_TX_FULL != 0 {}
+        self.flush();
         Self::reg(Self::DATA).write(byte as u32);
     }
 
-    fn rx_ready() -> bool {
-        Self::reg(Self::STATE).read() & Self::STATE_RX_FULL != 0
-    }
-}
-
-impl<const BASE: usize, const CLK_HZ: u32> Default for Uart<BASE, CLK_HZ> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const BASE: usize, const CLK_HZ: u32> embedded_io::ErrorType for Uart<BASE, CLK_HZ> {
-    type Error = Infallible;
-}
-
-impl<const BASE: usize, const CLK_HZ: u32> embedded_io::Write for Uart<BASE, CLK_HZ> {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        for &b in buf {
-            self.put(b);
-        }
-        Ok(buf.len())
+    fn get(&mut self) -> Option<u8> {
+        Self::rx_ready().then(|| Self::reg(Self::DATA).read() as u8)
     }
 
-    fn flush(&mut self) -> Result<(), Infallible> {
+    fn flush(&mut self) {
         while Self::reg(Self::STATE).read() & Self::STATE_TX_FULL != 0 {}
-        Ok(())
-    }
-}
-
-impl<const BASE: usize, const CLK_HZ: u32> embedded_io::Read for Uart<BASE, CLK_HZ> {
-    /// Blocks until at least one byte has arrived, then returns what is there.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        while !Self::rx_ready() {}
-        let mut n = 0;
-        while n < buf.len() && Self::rx_ready() {
-            buf[n] = Self::reg(Self::DATA).read() as u8;
-            n += 1;
-        }
-        Ok(n)
     }
 }
 
@@ -122,20 +90,6 @@ impl<const BASE: usize> Counter<BASE> {
         // Down-counter: negate so that time goes up.
         !Self::reg(Self::VALUE).read()
     }
-
-    /// Restarts counting from now.
-    pub fn start(&mut self) {
-        self.start = Self::now();
-    }
-
-    /// Ticks since the last `start` (wraps after 2^32 ticks).
-    pub fn read(&self) -> u32 {
-        Self::now().wrapping_sub(self.start)
-    }
 }
 
-impl<const BASE: usize> Default for Counter<BASE> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+counter_common!([const BASE: usize] Counter<BASE>);

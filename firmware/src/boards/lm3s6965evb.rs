@@ -5,24 +5,18 @@
 //! follows. UART0 is the PL011-style UART at 0x4000_C000 (QEMU's first `-serial`). QEMU
 //! does not model reading the general-purpose timers' counters (GPTM TAR/TBR read as 0),
 //! so the counter is SysTick on the processor clock, 24 bits, extended to 32 bits by
-//! counting wraps in the SysTick exception. Memory map: `boards/lm3s6965evb/memory.x`.
+//! counting wraps in the SysTick exception. Memory map: the board table (`s2s-device`).
 
-use core::convert::Infallible;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m_rt::exception;
 
-use super::{Ratio, Reg};
+use super::{Polled, Reg, Serial, BOARD};
 
-/// Board name, as in the `READY` line and the cargo feature.
-pub const NAME: &str = "lm3s6965evb";
+// The system clock after `clock_init` is the board's clock (QEMU's 12.5 MHz reset clock
+// gave 1.6 ticks per instruction instead of 6.4).
+const _: () = assert!(BOARD.clock_hz == 50_000_000);
 
-/// System clock after [`clock_init`].
-pub const SYSCLK_HZ: u32 = 50_000_000;
-
-/// Under `-icount shift=7` one instruction is 128 ns, i.e. 6.4 SysTick ticks at 50 MHz
-/// (measured: `probe` firmware, `loop N`; QEMU's 12.5 MHz reset clock gave 1.6).
-pub const TICKS_PER_INSN: Ratio = Ratio { num: 32, den: 5 };
 
 /// An address with nothing mapped. On the real chip a load from it raises a BusFault
 /// (escalated to HardFault); QEMU 7.2's lm3s6965evb reads unmapped addresses as 0 without
@@ -81,13 +75,15 @@ fn clock_init() {
     reg(SYSCTL_RCC).write(target);
 }
 
-/// The console UART (UART0, pins PA0/PA1), 8N1 at 115200 baud.
-pub struct Uart(());
+/// The UART0 registers (pins PA0/PA1), 8N1 at 115200 baud.
+pub struct Uart0(());
 
-impl Uart {
-    /// Sets up the system clock if needed, then clocks and enables UART0. More than one
-    /// handle is fine (the panic and HardFault handlers make their own).
-    pub fn new() -> Self {
+/// The console UART.
+pub type Uart = Polled<Uart0>;
+
+impl Serial for Uart0 {
+    /// Sets up the system clock if needed, then clocks and enables UART0.
+    fn open() -> Self {
         clock_init();
         reg(SYSCTL_RCGC1).write(reg(SYSCTL_RCGC1).read() | 1); // UART0 clock
         reg(SYSCTL_RCGC2).write(reg(SYSCTL_RCGC2).read() | 1); // GPIOA clock
@@ -102,50 +98,23 @@ impl Uart {
         // enough for polled line input (QEMU holds further input back, no overrun).
         reg(UART0 + UART_LCRH).write(0x60);
         reg(UART0 + UART_CTL).write(0x301); // UARTEN | TXE | RXE
-        Uart(())
-    }
-}
-
-impl Default for Uart {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl embedded_io::ErrorType for Uart {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Uart {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        for &b in buf {
-            while reg(UART0 + UART_FR).read() & FR_TXFF != 0 {}
-            reg(UART0 + UART_DR).write(b as u32);
-        }
-        Ok(buf.len())
+        Uart0(())
     }
 
-    fn flush(&mut self) -> Result<(), Infallible> {
+    fn put(&mut self, byte: u8) {
+        while reg(UART0 + UART_FR).read() & FR_TXFF != 0 {}
+        reg(UART0 + UART_DR).write(byte as u32);
+    }
+
+    fn get(&mut self) -> Option<u8> {
+        (reg(UART0 + UART_FR).read() & FR_RXFE == 0).then(|| reg(UART0 + UART_DR).read() as u8)
+    }
+
+    fn flush(&mut self) {
         while reg(UART0 + UART_FR).read() & FR_BUSY != 0 {}
-        Ok(())
     }
 }
 
-impl embedded_io::Read for Uart {
-    /// Blocks until at least one byte has arrived, then returns what is there.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        while reg(UART0 + UART_FR).read() & FR_RXFE != 0 {}
-        let mut n = 0;
-        while n < buf.len() && reg(UART0 + UART_FR).read() & FR_RXFE == 0 {
-            buf[n] = reg(UART0 + UART_DR).read() as u8;
-            n += 1;
-        }
-        Ok(n)
-    }
-}
 
 const SYST_CSR: usize = 0xE000_E010;
 const SYST_RVR: usize = 0xE000_E014;
@@ -205,20 +174,6 @@ impl Counter {
             return (wraps << SYST_BITS).wrapping_add(SYST_MAX - value);
         }
     }
-
-    /// Restarts counting from now.
-    pub fn start(&mut self) {
-        self.start = Self::now();
-    }
-
-    /// Ticks since the last `start` (wraps after 2^32 ticks).
-    pub fn read(&self) -> u32 {
-        Self::now().wrapping_sub(self.start)
-    }
 }
 
-impl Default for Counter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+counter_common!([] Counter);

@@ -2,19 +2,12 @@
 //!
 //! The UART is the nRF51 UART0 at 0x4000_2000 (QEMU's first `-serial`); the counter is
 //! TIMER0 at 0x4000_8000 in 32-bit timer mode at 16 MHz, read with its CAPTURE task.
-//! Memory map: `boards/microbit/memory.x`.
+//! Memory map: the board table (`s2s-device`).
 
-use core::convert::Infallible;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Ratio, Reg};
+use super::{Polled, Reg, Serial};
 
-/// Board name, as in the `READY` line and the cargo feature.
-pub const NAME: &str = "microbit";
-
-/// Under `-icount shift=7` one instruction is 128 ns, i.e. 2.048 ticks at 16 MHz
-/// (measured: `probe` firmware, `loop N`).
-pub const TICKS_PER_INSN: Ratio = Ratio { num: 256, den: 125 };
 
 /// An address with nothing mapped: a load from it raises a HardFault. Used by the
 /// `hardfault-test` firmware.
@@ -51,64 +44,40 @@ fn reg(addr: usize) -> Reg {
     unsafe { Reg::new(addr) }
 }
 
-/// The console UART, 8N1 at 115200 baud on the USB-serial pins.
-pub struct Uart(());
+/// The UART0 registers, 8N1 at 115200 baud on the USB-serial pins.
+pub struct Uart0(());
 
-impl Uart {
-    /// Enables the UART and starts its transmitter and receiver. More than one handle is
-    /// fine (the panic and HardFault handlers make their own).
-    pub fn new() -> Self {
+/// The console UART.
+pub type Uart = Polled<Uart0>;
+
+impl Serial for Uart0 {
+    fn open() -> Self {
         reg(UART0 + UART_PSELTXD).write(PIN_TX);
         reg(UART0 + UART_PSELRXD).write(PIN_RX);
         reg(UART0 + UART_BAUDRATE).write(BAUD_115200);
         reg(UART0 + UART_ENABLE).write(4);
         reg(UART0 + UART_STARTTX).write(1);
         reg(UART0 + UART_STARTRX).write(1);
-        Uart(())
+        Uart0(())
     }
-}
 
-impl Default for Uart {
-    fn default() -> Self {
-        Self::new()
+    fn put(&mut self, byte: u8) {
+        reg(UART0 + UART_TXDRDY).write(0);
+        reg(UART0 + UART_TXD).write(byte as u32);
+        while reg(UART0 + UART_TXDRDY).read() == 0 {}
     }
-}
 
-impl embedded_io::ErrorType for Uart {
-    type Error = Infallible;
-}
-
-impl embedded_io::Write for Uart {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
-        for &b in buf {
-            reg(UART0 + UART_TXDRDY).write(0);
-            reg(UART0 + UART_TXD).write(b as u32);
-            while reg(UART0 + UART_TXDRDY).read() == 0 {}
+    fn get(&mut self) -> Option<u8> {
+        if reg(UART0 + UART_RXDRDY).read() == 0 {
+            return None;
         }
-        Ok(buf.len())
+        // Clear the event before reading RXD, as the reference manual asks.
+        reg(UART0 + UART_RXDRDY).write(0);
+        Some(reg(UART0 + UART_RXD).read() as u8)
     }
 
-    fn flush(&mut self) -> Result<(), Infallible> {
-        // `write` returns only after each byte has gone out.
-        Ok(())
-    }
-}
-
-impl embedded_io::Read for Uart {
-    /// Blocks until at least one byte has arrived, then returns what is there.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        while reg(UART0 + UART_RXDRDY).read() == 0 {}
-        let mut n = 0;
-        while n < buf.len() && reg(UART0 + UART_RXDRDY).read() != 0 {
-            // Clear the event before reading RXD, as the reference manual asks.
-            reg(UART0 + UART_RXDRDY).write(0);
-            buf[n] = reg(UART0 + UART_RXD).read() as u8;
-            n += 1;
-        }
-        Ok(n)
+    fn flush(&mut self) {
+        // `put` returns only after each byte has gone out.
     }
 }
 
@@ -141,20 +110,6 @@ impl Counter {
         reg(TIMER0 + TIMER_CAPTURE0).write(1);
         reg(TIMER0 + TIMER_CC0).read()
     }
-
-    /// Restarts counting from now.
-    pub fn start(&mut self) {
-        self.start = Self::now();
-    }
-
-    /// Ticks since the last `start` (wraps after 2^32 ticks).
-    pub fn read(&self) -> u32 {
-        Self::now().wrapping_sub(self.start)
-    }
 }
 
-impl Default for Counter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+counter_common!([] Counter);

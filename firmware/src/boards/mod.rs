@@ -1,44 +1,108 @@
-//! One module per board, each with the same items: `NAME`, `Uart` (implements
-//! `embedded_io::{Read, Write}`), `Counter` (a deterministic tick counter),
-//! `TICKS_PER_INSN` and `INVALID_ADDR`. Raw register access stays in these modules.
-//!
-//! Only the selected board's module is compiled; [`board`] names it.
+//! The board: [`BOARD`], its entry in `s2s_device::BOARDS` (chosen by `build.rs` from
+//! `S2S_BOARD`), and [`board`], its driver `src/boards/<name>.rs`, which every board
+//! writes with the same items: `Uart` (implements `embedded_io::{Read, Write}`),
+//! `Counter` (a deterministic tick counter at the board's clock) and `INVALID_ADDR`.
+//! Raw register access stays in these modules; drivers that several boards share
+//! (`cmsdk`) are modules here.
 
-#[cfg(any(board = "mps2-an386", board = "mps2-an505"))]
-mod cmsdk;
+/// `start`, `read` and `Default` of a board's `Counter`, from its `new` and `now` and
+/// its `start: u32` field (the same code for every board).
+macro_rules! counter_common {
+    ([$($g:tt)*] $t:ty) => {
+        impl<$($g)*> $t {
+            /// Restarts counting from now.
+            pub fn start(&mut self) {
+                self.start = Self::now();
+            }
 
-#[cfg(board = "lm3s6965evb")]
-pub mod lm3s6965evb;
-#[cfg(board = "microbit")]
-pub mod microbit;
-#[cfg(board = "mps2-an386")]
-pub mod mps2_an386;
-#[cfg(board = "mps2-an505")]
-pub mod mps2_an505;
+            /// Ticks since the last `start` (wraps after 2^32 ticks).
+            pub fn read(&self) -> u32 {
+                Self::now().wrapping_sub(self.start)
+            }
+        }
 
-#[cfg(board = "lm3s6965evb")]
-pub use lm3s6965evb as board;
-#[cfg(board = "microbit")]
-pub use microbit as board;
-#[cfg(board = "mps2-an386")]
-pub use mps2_an386 as board;
-#[cfg(board = "mps2-an505")]
-pub use mps2_an505 as board;
-
-/// Ticks of a board's [`board::Counter`] per executed instruction under QEMU's
-/// `-icount shift=7` (one instruction = 2^7 ns of virtual time), as `num / den`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ratio {
-    /// Numerator.
-    pub num: u32,
-    /// Denominator.
-    pub den: u32,
+        impl<$($g)*> Default for $t {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
 }
 
-impl Ratio {
-    /// Converts a tick count to instructions (rounded to nearest).
-    pub const fn ticks_to_insns(self, ticks: u64) -> u64 {
-        (ticks * self.den as u64 + self.num as u64 / 2) / self.num as u64
+pub mod cmsdk;
+
+use core::convert::Infallible;
+
+include!(concat!(env!("OUT_DIR"), "/board.rs"));
+
+/// A polled byte UART, as a board driver writes it: [`Polled`] makes it an
+/// `embedded_io::{Read, Write}`.
+pub trait Serial {
+    /// Sets the UART up (more than one handle is fine: the panic and HardFault handlers
+    /// make their own).
+    fn open() -> Self;
+    /// Sends one byte, waiting for room.
+    fn put(&mut self, byte: u8);
+    /// A received byte, if one is there (without waiting).
+    fn get(&mut self) -> Option<u8>;
+    /// Waits until everything sent has gone out.
+    fn flush(&mut self);
+}
+
+/// A [`Serial`] as an `embedded_io` byte stream: writes block per byte, reads block
+/// until at least one byte has arrived, then return what is there.
+pub struct Polled<S>(S);
+
+impl<S: Serial> Polled<S> {
+    /// Opens the UART.
+    pub fn new() -> Self {
+        Polled(S::open())
+    }
+}
+
+impl<S: Serial> Default for Polled<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S> embedded_io::ErrorType for Polled<S> {
+    type Error = Infallible;
+}
+
+impl<S: Serial> embedded_io::Write for Polled<S> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        for &b in buf {
+            self.0.put(b);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        self.0.flush();
+        Ok(())
+    }
+}
+
+impl<S: Serial> embedded_io::Read for Polled<S> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
+        let Some(first) = buf.first_mut() else {
+            return Ok(0);
+        };
+        *first = loop {
+            if let Some(b) = self.0.get() {
+                break b;
+            }
+        };
+        let mut n = 1;
+        while n < buf.len() {
+            match self.0.get() {
+                Some(b) => buf[n] = b,
+                None => break,
+            }
+            n += 1;
+        }
+        Ok(n)
     }
 }
 

@@ -4,23 +4,14 @@
 //!
 //! UART0 is the CMSDK APB UART at 0x5020_0000 (Secure alias of 0x4020_0000; QEMU's first
 //! `-serial`); the counter is the IoTKit CMSDK APB TIMER0 at 0x5000_0000 (Secure alias of
-//! 0x4000_0000). Memory map: `boards/mps2-an505/memory.x`.
+//! 0x4000_0000). Memory map: the board table (`s2s-device`).
 
-use super::{cmsdk, Ratio};
+use super::{cmsdk, Polled, BOARD};
 
-/// Board name, as in the `READY` line and the cargo feature.
-pub const NAME: &str = "mps2-an505";
-/// System (and APB) clock.
-pub const SYSCLK_HZ: u32 = 20_000_000;
-
-/// The console UART (UART0).
-pub type Uart = cmsdk::Uart<0x5020_0000, SYSCLK_HZ>;
+/// The console UART (UART0), clocked by SYSCLK (the board's clock).
+pub type Uart = Polled<cmsdk::Uart<0x5020_0000, { BOARD.clock_hz }>>;
 /// Deterministic tick counter: CMSDK TIMER0, a 32-bit down-counter at SYSCLK.
 pub type Counter = cmsdk::Counter<0x5000_0000>;
-
-/// Under `-icount shift=7` one instruction is 128 ns, i.e. 2.56 ticks at 20 MHz
-/// (measured: `probe` firmware, `loop N`).
-pub const TICKS_PER_INSN: Ratio = Ratio { num: 64, den: 25 };
 
 /// An address with nothing mapped: a load from it raises a BusFault (escalated to
 /// HardFault). Used by the `hardfault-test` firmware.

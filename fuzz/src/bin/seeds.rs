@@ -42,7 +42,10 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
     }
     let mut n = 0;
     for f in files(models, "s2s")? {
-        let size = f.metadata().map_err(|e| format!("{}: {e}", f.display()))?.len();
+        let size = f
+            .metadata()
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .len();
         if size <= MAX_SEED_BYTES {
             copy(&f, &model_dir)?;
             n += 1;

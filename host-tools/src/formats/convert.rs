@@ -1,13 +1,12 @@
-//! Decoding of raw IEEE-754 element bytes (16/32/64-bit, either byte order) into `f32`.
-//!
-//! Every reader ends up with a byte slice plus an element type; this module is the one
-//! place that turns those bytes into numbers, so the half-precision bit twiddling is
-//! written (and tested) once.
+//! Decoding of raw IEEE-754 element bytes (16/32/64-bit, bfloat16, either byte order)
+//! into `f32`, with the `half` crate for the 16-bit formats.
+
+use half::{bf16, f16};
 
 /// A floating-point element encoding that the readers can convert to `f32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FloatKind {
-    /// IEEE binary16 (1 sign, 5 exponent, 10 mantissa bits).
+    /// IEEE binary16.
     F16,
     /// bfloat16: the upper half of an IEEE binary32.
     Bf16,
@@ -50,9 +49,10 @@ pub(crate) fn decode(bytes: &[u8], kind: FloatKind, order: ByteOrder) -> Vec<f32
             if order == ByteOrder::Big {
                 word[..size].reverse();
             }
+            let half = u16::from_le_bytes([word[0], word[1]]);
             match kind {
-                FloatKind::F16 => f16_to_f32(u16::from_le_bytes([word[0], word[1]])),
-                FloatKind::Bf16 => bf16_to_f32(u16::from_le_bytes([word[0], word[1]])),
+                FloatKind::F16 => f16::from_bits(half).to_f32(),
+                FloatKind::Bf16 => bf16::from_bits(half).to_f32(),
                 FloatKind::F32 => f32::from_le_bytes([word[0], word[1], word[2], word[3]]),
                 FloatKind::F64 => f64::from_le_bytes(word) as f32,
             }
@@ -60,30 +60,13 @@ pub(crate) fn decode(bytes: &[u8], kind: FloatKind, order: ByteOrder) -> Vec<f32
         .collect()
 }
 
-/// Converts IEEE binary16 bits to `f32` exactly (every half value is representable).
-pub(crate) fn f16_to_f32(bits: u16) -> f32 {
-    let sign = u32::from(bits >> 15) << 31;
-    let exponent = u32::from((bits >> 10) & 0x1f);
-    let mantissa = u32::from(bits & 0x3ff);
-    let magnitude = match (exponent, mantissa) {
-        (0, 0) => 0,
-        // Subnormal half: value = mantissa * 2^-24, exact in f32.
-        (0, m) => (m as f32 * f32::from_bits(0x3380_0000)).to_bits(),
-        // Infinity or NaN (the NaN payload is kept in the top mantissa bits).
-        (0x1f, m) => 0x7f80_0000 | (m << 13),
-        (e, m) => ((e + 127 - 15) << 23) | (m << 13),
-    };
-    f32::from_bits(sign | magnitude)
-}
-
-/// Converts bfloat16 bits to `f32` exactly.
-pub(crate) fn bf16_to_f32(bits: u16) -> f32 {
-    f32::from_bits(u32::from(bits) << 16)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn f16_to_f32(bits: u16) -> f32 {
+        decode(&bits.to_le_bytes(), FloatKind::F16, ByteOrder::Little)[0]
+    }
 
     #[test]
     fn half_special_values() {
@@ -104,8 +87,9 @@ mod tests {
 
     #[test]
     fn bfloat16_is_the_top_half() {
-        assert_eq!(bf16_to_f32(0x3f80), 1.0);
-        assert_eq!(bf16_to_f32(0xc0a0), -5.0);
+        let bf = |bits: u16| decode(&bits.to_le_bytes(), FloatKind::Bf16, ByteOrder::Little)[0];
+        assert_eq!(bf(0x3f80), 1.0);
+        assert_eq!(bf(0xc0a0), -5.0);
     }
 
     #[test]

@@ -1,167 +1,96 @@
-//! A reader for NumPy `.npy` arrays (format versions 1.0, 2.0 and 3.0).
-//!
-//! The file is a magic string, a version, a header length, then a Python dict literal
-//! such as `{'descr': '<f4', 'fortran_order': False, 'shape': (32, 192), }` and the raw
-//! elements. The dict is parsed with a tiny literal parser (strings, booleans, integers,
-//! tuples, lists), never evaluated.
-//!
-//! Supported element types: `f2`, `f4`, `f8` in either byte order, converted to `f32`.
-//! Other simple dtypes (`|u1`, `<i8`, `|b1`, complex, objects, strings...) are recognised
-//! and reported as "not float" so callers can skip them; structured dtypes and
-//! long doubles are errors. Fortran-ordered arrays are transposed into row-major order.
+//! `.npy` arrays (alone or inside an `.npz`): the header (magic, version, the Python
+//! literal with `descr`, `fortran_order` and `shape`) and the payload are read by the
+//! `npyz` crate; only float arrays (`f2`, `f4`, `f8`, either byte order) are returned,
+//! as row-major `f32`. Integer, boolean, string and object arrays are skipped. Headers
+//! written by Python 2 (`(32L, 192L)`) are refused: npyz parses Python 3 literals only.
 
-use std::fmt;
+use std::io::Cursor;
 
-use super::convert::{decode, ByteOrder, FloatKind};
+use half::f16;
+use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar};
 
-const MAGIC: &[u8] = b"\x93NUMPY";
-/// Python literals nest only a level or two in real headers; this bounds recursion.
-const MAX_NESTING: usize = 8;
+/// The 6-byte magic that starts every `.npy` file.
+pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
-/// What is wrong with an `.npy` array.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NpyError {
-    /// One line describing the problem.
-    pub message: String,
-}
-
-impl fmt::Display for NpyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for NpyError {}
-
-fn fail<T>(message: impl Into<String>) -> Result<T, NpyError> {
-    Err(NpyError {
-        message: message.into(),
-    })
-}
-
-/// The parsed header of an `.npy` file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NpyHeader {
-    /// The dtype string, e.g. `<f4`.
-    pub descr: String,
-    /// True when the elements are stored column-major.
-    pub fortran_order: bool,
-    /// The array's dimensions (empty for a scalar).
-    pub shape: Vec<usize>,
-    /// Offset of the first element byte in the file.
-    pub data_offset: usize,
-}
-
-/// A float array read from an `.npy` file, converted to row-major `f32`.
+/// A float array read from an `.npy` payload.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NpyArray {
+pub(crate) struct NpyArray {
     /// The array's dimensions (empty for a scalar).
     pub shape: Vec<usize>,
     /// The elements in row-major (C) order.
     pub data: Vec<f32>,
 }
 
-/// Returns true if `bytes` starts with the `.npy` magic string.
-pub fn is_npy(bytes: &[u8]) -> bool {
+/// Whether `bytes` starts like an `.npy` file.
+pub(crate) fn is_npy(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
-/// Parses the magic, version and header dict.
-pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
-    if !is_npy(bytes) {
-        return fail("not an .npy array (bad magic)");
-    }
-    let (major, minor) = match bytes.get(6..8) {
-        Some(&[major, minor]) => (major, minor),
-        _ => return fail("truncated before the version"),
-    };
-    let (start, len): (usize, Option<usize>) = match major {
-        1 => (
-            10,
-            bytes
-                .get(8..10)
-                .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]]))),
-        ),
-        2 | 3 => (
-            12,
-            bytes
-                .get(8..12)
-                .and_then(|b| usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()),
-        ),
-        _ => return fail(format!("unsupported .npy format version {major}.{minor}")),
-    };
-    let Some(text) = len.and_then(|len| bytes.get(start..start.checked_add(len)?)) else {
-        return fail("truncated inside the header");
-    };
-    let dict = Parser::new(text).parse_header_dict()?;
-    let header = header_from_dict(dict)?;
-    Ok(NpyHeader {
-        data_offset: start + text.len(),
-        ..header
-    })
-}
-
-/// Reads an `.npy` array. Returns `Ok(None)` when the dtype is not floating point
-/// (integers, booleans, strings, objects, complex), which callers skip.
-pub fn read_npy(bytes: &[u8]) -> Result<Option<NpyArray>, NpyError> {
-    let header = parse_header(bytes)?;
-    let Some((kind, order)) = float_type(&header.descr)? else {
-        return Ok(None);
-    };
-    let count = element_count(&header.shape)?;
-    let expected = count.checked_mul(kind.size()).ok_or_else(|| NpyError {
-        message: format!("shape {:?} is too large", header.shape),
+/// Reads a float array; `Ok(None)` for an array of another element type; the error is
+/// one line.
+pub(crate) fn read_npy(bytes: &[u8]) -> Result<Option<NpyArray>, String> {
+    let mut cursor = Cursor::new(bytes);
+    let header = NpyHeader::from_reader(&mut cursor).map_err(|e| {
+        // npyz's syntax errors span several lines: keep them on one.
+        let words: Vec<String> = e.to_string().split_whitespace().map(String::from).collect();
+        format!("bad header: {}", words.join(" "))
     })?;
-    let data = &bytes[header.data_offset.min(bytes.len())..];
+    let ts = match header.dtype() {
+        DType::Plain(ts) => ts,
+        _ => return Err("structured (record) arrays are unsupported".into()),
+    };
+    if ts.type_char() != TypeChar::Float {
+        return Ok(None);
+    }
+    let size = ts.size_field();
+    if !matches!(size, 2 | 4 | 8) {
+        return Err(format!("unsupported float dtype {ts}"));
+    }
+    let shape = header
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).ok())
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| format!("shape {:?} is too large", header.shape()))?;
+    let expected = shape
+        .iter()
+        .try_fold(size as usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| format!("shape {shape:?} is too large"))?;
+    let data = &bytes[(cursor.position() as usize).min(bytes.len())..];
     if data.len() != expected {
-        return fail(format!(
-            "data is {} bytes but shape {:?} of {} needs {expected}",
-            data.len(),
-            header.shape,
-            header.descr
+        return Err(format!(
+            "data is {} bytes but shape {shape:?} of {ts} needs {expected}",
+            data.len()
         ));
     }
-    let mut values = decode(data, kind, order);
-    if header.fortran_order {
-        values = fortran_to_row_major(&values, &header.shape);
+    let order = header.order();
+    let file = NpyFile::with_header(header, data);
+    let read = |e: std::io::Error| format!("cannot read its data: {e}");
+    let mut values: Vec<f32> = match size {
+        2 => file
+            .into_vec::<f16>()
+            .map_err(read)?
+            .into_iter()
+            .map(f16::to_f32)
+            .collect(),
+        4 => file.into_vec::<f32>().map_err(read)?,
+        _ => file
+            .into_vec::<f64>()
+            .map_err(read)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect(),
+    };
+    if order == Order::Fortran {
+        values = fortran_to_row_major(&values, &shape);
     }
     Ok(Some(NpyArray {
-        shape: header.shape,
+        shape,
         data: values,
     }))
 }
 
-/// Number of elements of `shape`, with overflow checking.
-fn element_count(shape: &[usize]) -> Result<usize, NpyError> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &dim| acc.checked_mul(dim))
-        .ok_or_else(|| NpyError {
-            message: format!("shape {shape:?} is too large"),
-        })
-}
-
-/// Maps a dtype string to a float encoding, `None` for non-float dtypes.
-fn float_type(descr: &str) -> Result<Option<(FloatKind, ByteOrder)>, NpyError> {
-    let mut chars = descr.chars();
-    let (order, rest) = match chars.next() {
-        Some('<' | '=' | '|') => (ByteOrder::Little, chars.as_str()),
-        Some('>') => (ByteOrder::Big, chars.as_str()),
-        _ => (ByteOrder::Little, descr),
-    };
-    let Some(size) = rest.strip_prefix('f') else {
-        return Ok(None);
-    };
-    let kind = match size {
-        "2" => FloatKind::F16,
-        "4" => FloatKind::F32,
-        "8" => FloatKind::F64,
-        _ => return fail(format!("unsupported float dtype {descr}")),
-    };
-    Ok(Some((kind, order)))
-}
-
-/// Reorders column-major `values` of `shape` into row-major order.
+/// Reorders column-major (Fortran) elements into row-major order.
 fn fortran_to_row_major(values: &[f32], shape: &[usize]) -> Vec<f32> {
     // Column-major strides: the first axis varies fastest.
     let strides: Vec<usize> = shape
@@ -187,203 +116,6 @@ fn fortran_to_row_major(values: &[f32], shape: &[usize]) -> Vec<f32> {
         }
     }
     out
-}
-
-/// A Python literal as it appears in an `.npy` header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Literal {
-    Str(String),
-    Bool(bool),
-    Int(u64),
-    None,
-    Sequence(Vec<Literal>),
-}
-
-/// Extracts `descr`, `fortran_order` and `shape` from the parsed dict.
-fn header_from_dict(dict: Vec<(String, Literal)>) -> Result<NpyHeader, NpyError> {
-    let find = |key: &str| dict.iter().find(|(k, _)| k == key).map(|(_, value)| value);
-    let descr = match find("descr") {
-        Some(Literal::Str(descr)) => descr.clone(),
-        Some(Literal::Sequence(_)) => return fail("structured dtypes are unsupported"),
-        _ => return fail("header has no 'descr' string"),
-    };
-    let fortran_order = match find("fortran_order") {
-        Some(Literal::Bool(flag)) => *flag,
-        _ => return fail("header has no 'fortran_order' boolean"),
-    };
-    let shape = match find("shape") {
-        Some(Literal::Sequence(dims)) => dims
-            .iter()
-            .map(|dim| match dim {
-                Literal::Int(n) => usize::try_from(*n).ok(),
-                _ => None,
-            })
-            .collect::<Option<Vec<usize>>>(),
-        _ => None,
-    };
-    let Some(shape) = shape else {
-        return fail("header has no 'shape' tuple of integers");
-    };
-    Ok(NpyHeader {
-        descr,
-        fortran_order,
-        shape,
-        data_offset: 0,
-    })
-}
-
-/// Recursive-descent parser for the header's dict literal.
-struct Parser<'a> {
-    text: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Parser<'a> {
-    fn new(text: &'a [u8]) -> Self {
-        Parser { text, pos: 0 }
-    }
-
-    fn error<T>(&self, what: &str) -> Result<T, NpyError> {
-        fail(format!("header dict: {what} at byte {}", self.pos))
-    }
-
-    fn skip_space(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
-            self.pos += 1;
-        }
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.pos).copied()
-    }
-
-    fn expect(&mut self, byte: u8) -> Result<(), NpyError> {
-        self.skip_space();
-        if self.peek() == Some(byte) {
-            self.pos += 1;
-            Ok(())
-        } else {
-            self.error(&format!("expected '{}'", char::from(byte)))
-        }
-    }
-
-    /// `{ key: value, ... }` followed only by whitespace (numpy pads with spaces and `\n`).
-    fn parse_header_dict(&mut self) -> Result<Vec<(String, Literal)>, NpyError> {
-        self.expect(b'{')?;
-        let mut entries = Vec::new();
-        loop {
-            self.skip_space();
-            if self.peek() == Some(b'}') {
-                self.pos += 1;
-                break;
-            }
-            let Literal::Str(key) = self.parse_value(0)? else {
-                return self.error("dict key is not a string");
-            };
-            self.expect(b':')?;
-            let value = self.parse_value(0)?;
-            entries.push((key, value));
-            self.skip_space();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {}
-                _ => return self.error("expected ',' or '}'"),
-            }
-        }
-        self.skip_space();
-        if self.pos != self.text.len() {
-            return self.error("unexpected text after the dict");
-        }
-        Ok(entries)
-    }
-
-    fn parse_value(&mut self, depth: usize) -> Result<Literal, NpyError> {
-        if depth > MAX_NESTING {
-            return self.error("literal nested too deeply");
-        }
-        self.skip_space();
-        match self.peek() {
-            Some(quote @ (b'\'' | b'"')) => self.parse_string(quote),
-            Some(b'(') => self.parse_sequence(b')', depth),
-            Some(b'[') => self.parse_sequence(b']', depth),
-            Some(b) if b.is_ascii_digit() => self.parse_int(),
-            Some(b) if b.is_ascii_alphabetic() => self.parse_word(),
-            _ => self.error("expected a value"),
-        }
-    }
-
-    fn parse_string(&mut self, quote: u8) -> Result<Literal, NpyError> {
-        self.pos += 1;
-        let mut out = Vec::new();
-        loop {
-            match self.peek() {
-                None => return self.error("unterminated string"),
-                Some(b) if b == quote => break,
-                Some(b'\\') => {
-                    self.pos += 1;
-                    match self.peek() {
-                        Some(b) => out.push(b),
-                        None => return self.error("unterminated string"),
-                    }
-                }
-                Some(b) => out.push(b),
-            }
-            self.pos += 1;
-        }
-        self.pos += 1;
-        Ok(Literal::Str(String::from_utf8_lossy(&out).into_owned()))
-    }
-
-    fn parse_sequence(&mut self, close: u8, depth: usize) -> Result<Literal, NpyError> {
-        self.pos += 1;
-        let mut items = Vec::new();
-        loop {
-            self.skip_space();
-            if self.peek() == Some(close) {
-                self.pos += 1;
-                return Ok(Literal::Sequence(items));
-            }
-            items.push(self.parse_value(depth + 1)?);
-            self.skip_space();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b) if b == close => {}
-                _ => return self.error("expected ',' or the end of a sequence"),
-            }
-        }
-    }
-
-    fn parse_int(&mut self) -> Result<Literal, NpyError> {
-        let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.pos += 1;
-        }
-        let digits = std::str::from_utf8(&self.text[start..self.pos]).unwrap_or("");
-        let Ok(value) = digits.parse::<u64>() else {
-            return self.error("integer out of range");
-        };
-        // Python 2 wrote long integers as `3L`.
-        if self.peek() == Some(b'L') {
-            self.pos += 1;
-        }
-        Ok(Literal::Int(value))
-    }
-
-    fn parse_word(&mut self) -> Result<Literal, NpyError> {
-        let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric()) {
-            self.pos += 1;
-        }
-        match &self.text[start..self.pos] {
-            b"True" => Ok(Literal::Bool(true)),
-            b"False" => Ok(Literal::Bool(false)),
-            b"None" => Ok(Literal::None),
-            _ => {
-                self.pos = start;
-                self.error("unknown word")
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -490,28 +222,40 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn parses_numpy_style_and_python2_headers() {
-        let text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (32L, 192L), }   \n";
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&[2, 0]);
-        bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(text);
-        let header = parse_header(&bytes).expect("header");
-        assert_eq!(header.descr, "<f4");
-        assert!(!header.fortran_order);
-        assert_eq!(header.shape, [32, 192]);
-        assert_eq!(header.data_offset, bytes.len());
+    fn reads_version_2_headers_and_refuses_python_2_ones_in_one_line() {
+        let v2 = |text: &[u8]| {
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&[2, 0]);
+            bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(text);
+            bytes.extend_from_slice(&[0; 8]);
+            read_npy(&bytes)
+        };
+        let ok = v2(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }   \n");
+        assert_eq!(ok.unwrap().unwrap().shape, [2, 1]);
+        let py2 = v2(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 1L), }   \n");
+        let e = py2.unwrap_err();
+        assert!(e.starts_with("bad header: ") && !e.contains('\n'), "{e}");
     }
 
     #[test]
     fn rejects_bad_inputs_clearly() {
-        let err = |bytes: &[u8]| read_npy(bytes).expect_err("must fail").message;
-        assert!(err(b"PK\x03\x04").contains("magic"));
-        assert!(err(&build_npy("<f16", false, &[1], &[0; 16])).contains("unsupported float"));
+        let err = |bytes: &[u8]| read_npy(bytes).expect_err("must fail");
+        assert!(
+            err(b"PK\x03\x04").contains("magic"),
+            "{}",
+            err(b"PK\x03\x04")
+        );
+        let e = err(&build_npy("<f16", false, &[1], &[0; 16]));
+        assert!(e.contains("unsupported float"), "{e}");
         assert!(err(&build_npy("<f4", false, &[2], &[0; 4])).contains("needs 8"));
         let mut wrong_version = build_npy("<f4", false, &[1], &[0; 4]);
         wrong_version[6] = 9;
-        assert!(err(&wrong_version).contains("version 9.0"));
+        assert!(
+            err(&wrong_version).contains("version"),
+            "{}",
+            err(&wrong_version)
+        );
         let structured = build_npy_from_header(
             "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
             &[0; 4],

@@ -7,36 +7,15 @@
 //! `F32`, `F64`, `F16` and `BF16` tensors are converted to `f32`. Integer, boolean and
 //! complex tensors are skipped; the 4/6/8-bit float formats are rejected as unsupported.
 
-use std::fmt;
-
 use ::safetensors::{Dtype, SafeTensors};
 
 use super::convert::{decode, ByteOrder, FloatKind};
 use super::Tensor;
-
-/// What is wrong with a safetensors file, optionally naming the tensor concerned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SafetensorsError {
-    /// The tensor the problem was found in, if it concerns one tensor.
-    pub tensor: Option<String>,
-    /// One line describing the problem.
-    pub message: String,
-}
-
-impl fmt::Display for SafetensorsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.tensor {
-            Some(name) => write!(f, "tensor {name}: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-impl std::error::Error for SafetensorsError {}
+use crate::error::{Error, Place, Result};
 
 /// Returns true if `bytes` looks like a safetensors file: a plausible header length
 /// followed by the start of a JSON object.
-pub fn is_safetensors(bytes: &[u8]) -> bool {
+pub(crate) fn is_safetensors(bytes: &[u8]) -> bool {
     let Some(prefix) = bytes.get(..8) else {
         return false;
     };
@@ -46,18 +25,18 @@ pub fn is_safetensors(bytes: &[u8]) -> bool {
     header_len >= 2 && header_len <= (bytes.len() - 8) as u64 && bytes.get(8) == Some(&b'{')
 }
 
-/// Reads every float tensor, in the file's name order.
-pub fn read_safetensors(bytes: &[u8]) -> Result<Vec<Tensor>, SafetensorsError> {
-    let file = SafeTensors::deserialize(bytes).map_err(|error| SafetensorsError {
-        tensor: None,
-        message: format!("invalid safetensors file: {error}"),
+/// Reads every float tensor, in the file's name order; errors name `origin`.
+pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+    let file = SafeTensors::deserialize(bytes).map_err(|error| {
+        Error::invalid(
+            origin,
+            Place::File,
+            format!("invalid safetensors file: {error}"),
+        )
     })?;
     let mut tensors = Vec::new();
     for (name, view) in file.tensors() {
-        let fail = |message: String| SafetensorsError {
-            tensor: Some(name.clone()),
-            message,
-        };
+        let fail = |message: String| Error::invalid(origin, Place::Tensor(name.clone()), message);
         let Some(kind) = float_kind(view.dtype()).map_err(fail)? else {
             continue;
         };
@@ -143,7 +122,7 @@ mod tests {
     fn reads_back_serialized_tensors_exactly() {
         let bytes = sample();
         assert!(is_safetensors(&bytes));
-        let mut tensors = read_safetensors(&bytes).expect("read");
+        let mut tensors = read_safetensors(&bytes, "t.safetensors").expect("read");
         tensors.sort_by(|a, b| a.name.cmp(&b.name));
         let summary: Vec<(&str, &[usize], &[f32])> = tensors
             .iter()
@@ -169,10 +148,10 @@ mod tests {
         let raw = [0u8; 2];
         let view = TensorView::new(Dtype::F8_E4M3, vec![2], &raw).expect("view");
         let bytes = ::safetensors::serialize([("q", view)], None).expect("serialize");
-        let error = read_safetensors(&bytes).expect_err("fp8 unsupported");
+        let error = read_safetensors(&bytes, "t.safetensors").expect_err("fp8 unsupported");
         assert_eq!(
             error.to_string(),
-            "tensor q: unsupported float dtype F8_E4M3"
+            "t.safetensors: tensor q: unsupported float dtype F8_E4M3"
         );
     }
 
@@ -181,7 +160,7 @@ mod tests {
         let bytes = sample();
         for len in 0..bytes.len() {
             assert!(
-                read_safetensors(&bytes[..len]).is_err(),
+                read_safetensors(&bytes[..len], "t.safetensors").is_err(),
                 "truncated to {len}"
             );
         }
@@ -193,7 +172,7 @@ mod tests {
         for pos in 0..bytes.len() {
             let mut corrupt = bytes.clone();
             corrupt[pos] ^= 0x41;
-            let _ = read_safetensors(&corrupt);
+            let _ = read_safetensors(&corrupt, "t.safetensors");
         }
     }
 }

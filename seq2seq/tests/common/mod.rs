@@ -42,8 +42,53 @@ impl Rng {
     }
 }
 
-pub const SRC: [&str; 8] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d", "e"];
+pub const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
 pub const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
+
+/// A small model over [`SRC`] and [`TGT`] without attention: embeddings of 5 and 4, one
+/// GRU of 6 each side, the decoder from zeros, output from its state.
+pub fn small_desc() -> ModelDesc {
+    ModelDesc {
+        src_vocab: SRC.len(),
+        tgt_vocab: TGT.len(),
+        enc_emb: 5,
+        dec_emb: 4,
+        enc_layers: 1,
+        enc_hidden: 6,
+        enc_bidir: false,
+        enc_reset: ResetMode::After,
+        memory_proj: None,
+        ordering: Ordering::None,
+        score: ScoreKind::Additive,
+        attn_dim: 0,
+        attn_query_proj: false,
+        attn_key_proj: false,
+        mask_padding: false,
+        src_pad_to: 0,
+        init: Init::Zeros,
+        dec_layers: 1,
+        dec_hidden: 6,
+        dec_reset: ResetMode::After,
+        attentional: None,
+        out_parts: [Some(Part::State), None, None, None],
+        src_pad: 0,
+        src_unk: Some(1),
+        src_eos: Some(2),
+        tgt_start: 1,
+        tgt_end: 2,
+        max_steps: 12,
+        split: Split::Chars,
+        lowercase: true,
+        fmt_src_emb: Default::default(),
+        fmt_dec_emb: Default::default(),
+        fmt_memory: Default::default(),
+        fmt_keys: Default::default(),
+        score_scale: 1.0,
+        score_scale_q: Requant::ONE,
+        cells: Cells::GRU,
+        att_parts: [None; MAX_OUT_PARTS],
+    }
+}
 
 /// A random description that [`ModelDesc::check`] accepts: every ordering and score,
 /// GRU and LSTM cells with every recurrent activation, uni- and bidirectional stacks

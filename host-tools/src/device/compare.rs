@@ -1,0 +1,190 @@
+//! The device's outputs against the host running the same core on the same inputs.
+
+use super::report::{Mismatch, QemuReport, Spread};
+use super::session::DeviceSession;
+use crate::error::{Error, Result};
+use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
+
+/// The host's side: decodings at the device's number of positions, and the MACs.
+struct HostSide {
+    outputs: Vec<Result<Decoded, String>>,
+    /// Positions the encoder steps over and its MACs, per input.
+    enc_steps_macs: Vec<(usize, usize)>,
+    /// Decoder MACs per step of each input (depends on its source positions).
+    macs_per_step: Vec<usize>,
+}
+
+fn host_side(m: &LoadedModel, inputs: &[String], positions: usize, keep: Keep) -> Result<HostSide> {
+    m.with_net(|any| {
+        Ok(crate::dispatch!(any, |net: P| {
+            let mut r = HostRunner::<P>::new(&net, positions);
+            let outputs: Vec<Result<Decoded, String>> = inputs
+                .iter()
+                .map(|l| r.decode(l, keep).map_err(|e| e.to_string()))
+                .collect();
+            let macs_per_step = outputs
+                .iter()
+                .map(|o| o.as_ref().map_or(0, |d| net.macs_per_step(d.source.len())))
+                .collect();
+            // A masked encoder steps over the real positions only.
+            let mut ids = vec![0u16; positions];
+            let enc_steps_macs = inputs
+                .iter()
+                .zip(&outputs)
+                .map(|(l, o)| {
+                    let t = o.as_ref().map_or(0, |d| d.source.len());
+                    let valid =
+                        seq2seq::vocab::encode_source(&net.desc, &net.src_vocab, l, &mut ids)
+                            .map_or(t, |(_, valid)| valid);
+                    (net.encoder_steps(t, valid), net.encoder_macs(t, valid))
+                })
+                .collect();
+            HostSide {
+                outputs,
+                enc_steps_macs,
+                macs_per_step,
+            }
+        }))
+    })
+}
+
+/// Compares a device session with the host running the same `inputs` (ids, text, the
+/// rejection reasons, and with `attention` every attention weight, exactly).
+pub fn compare(
+    host: &LoadedModel,
+    session: &DeviceSession,
+    inputs: &[String],
+    attention: bool,
+) -> Result<QemuReport> {
+    let file = host.file();
+    let precision = file.precision().name();
+    let differ = |message: String| Error::device(session.board.name, message);
+    if session.model.precision != precision || session.model.bytes != file.bytes().len() {
+        return Err(differ(format!(
+            "the device serves a {} model of {} bytes, {} is {precision} of {} bytes",
+            session.model.precision,
+            session.model.bytes,
+            host.path.display(),
+            file.bytes().len()
+        )));
+    }
+    if session.outputs.len() != inputs.len() {
+        return Err(differ(format!(
+            "{} answers for {} inputs",
+            session.outputs.len(),
+            inputs.len()
+        )));
+    }
+    let attends = attention && file.desc().has_attention();
+    let keep = Keep {
+        weights: attends,
+        ..Keep::default()
+    };
+    let h = host_side(host, inputs, session.model.positions, keep)?;
+    let mut mismatches = Vec::new();
+    let (mut rejected, mut attention_rows, mut positions) = (0, 0, 0);
+    let (mut enc_macs, mut dec_macs) = (0u128, 0u128);
+    let mut enc = Vec::new();
+    let mut steps = Vec::new();
+    for (i, ((input, dev), hst)) in inputs
+        .iter()
+        .zip(&session.outputs)
+        .zip(&h.outputs)
+        .enumerate()
+    {
+        let mut mismatch = |what: String| {
+            mismatches.push(Mismatch {
+                line: i + 1,
+                input: input.clone(),
+                what,
+            })
+        };
+        match (dev, hst) {
+            (Ok(d), Ok(hd)) => {
+                enc.push(d.enc_insns);
+                let (enc_steps, macs) = h.enc_steps_macs[i];
+                positions += enc_steps;
+                enc_macs += macs as u128;
+                steps.extend_from_slice(&d.step_insns);
+                dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
+                if d.ids != hd.ids {
+                    mismatch(format!(
+                        "ids {:?} on the device, {:?} on the host",
+                        d.ids, hd.ids
+                    ));
+                    continue;
+                }
+                if d.text != hd.text {
+                    mismatch(format!(
+                        "text {:?} on the device, {:?} on the host",
+                        d.text, hd.text
+                    ));
+                    continue;
+                }
+                let want_steps = hd.ids.len() + 1;
+                if d.step_insns.len() != want_steps.min(file.desc().max_steps) {
+                    mismatch(format!(
+                        "{} step counts for {} output ids",
+                        d.step_insns.len(),
+                        hd.ids.len()
+                    ));
+                    continue;
+                }
+                if attends {
+                    if let Some(what) = compare_rows(&d.attention, &hd.raw_weights) {
+                        mismatch(what);
+                        continue;
+                    }
+                    attention_rows += d.attention.len();
+                }
+            }
+            (Err(de), Err(he)) if de == he || de == "line too long" => rejected += 1,
+            (Err(de), Err(he)) => mismatch(format!("device: ERR {de}; host: {he}")),
+            (Err(de), Ok(hd)) => mismatch(format!("device: ERR {de}; host: ids {:?}", hd.ids)),
+            (Ok(d), Err(he)) => mismatch(format!("device: ids {:?}; host: {he}", d.ids)),
+        }
+    }
+    Ok(QemuReport {
+        board: session.board,
+        model: host.path.clone(),
+        info: session.model.clone(),
+        stats: session.stats,
+        inputs: inputs.len(),
+        rejected,
+        mismatches,
+        attention_rows,
+        enc: Spread::of(enc),
+        positions,
+        step: Spread::of(steps),
+        enc_macs,
+        dec_macs,
+        elapsed: session.elapsed,
+    })
+}
+
+/// The first difference between the device's and the host's attention rows.
+fn compare_rows(dev: &[Vec<i64>], host: &[Vec<i64>]) -> Option<String> {
+    if dev.len() != host.len() {
+        return Some(format!(
+            "{} attention rows on the device, {} on the host",
+            dev.len(),
+            host.len()
+        ));
+    }
+    for (step, (d, h)) in dev.iter().zip(host).enumerate() {
+        if d.len() != h.len() {
+            return Some(format!(
+                "attention step {step}: {} weights on the device, {} on the host",
+                d.len(),
+                h.len()
+            ));
+        }
+        if let Some(p) = d.iter().zip(h).position(|(a, b)| a != b) {
+            return Some(format!(
+                "attention step {step} position {p}: {:#x} on the device, {:#x} on the host",
+                d[p], h[p]
+            ));
+        }
+    }
+    None
+}

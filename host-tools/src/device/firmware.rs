@@ -1,0 +1,108 @@
+//! Finding and building the firmware (`firmware/` of the s2s repository) for a board.
+//!
+//! `s2s` installed with `cargo install --path host-tools` knows where its checkout was;
+//! elsewhere `--firmware-dir` (or `S2S_FIRMWARE_DIR`) names the `firmware/` directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use s2s_device::Board;
+
+use crate::error::{Error, Result};
+
+/// The environment variable naming the firmware directory.
+pub const FIRMWARE_DIR_VAR: &str = "S2S_FIRMWARE_DIR";
+
+/// The firmware sources: a `firmware/` directory of the s2s repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Firmware {
+    /// The directory (holding `Cargo.toml` and `.cargo/config.toml`).
+    pub dir: PathBuf,
+}
+
+impl Firmware {
+    /// `dir` if given, else `S2S_FIRMWARE_DIR`, else the `firmware/` of the checkout this
+    /// `s2s` was built from, if it is still there.
+    pub fn locate(dir: Option<&Path>) -> Result<Firmware> {
+        let env = std::env::var_os(FIRMWARE_DIR_VAR).map(PathBuf::from);
+        let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../firmware");
+        let dir = match dir.map(Path::to_path_buf).or(env) {
+            Some(dir) => dir,
+            None if built_from.join("Cargo.toml").is_file() => built_from,
+            None => {
+                return Err(Error::usage(format!(
+                    "running on a board needs the firmware sources of the s2s repository: \
+                     run s2s from its checkout, or pass --firmware-dir DIR (or set {FIRMWARE_DIR_VAR})"
+                )))
+            }
+        };
+        if !dir.join("Cargo.toml").is_file() {
+            return Err(Error::usage(format!(
+                "{}: not the s2s firmware directory (no Cargo.toml)",
+                dir.display()
+            )));
+        }
+        Ok(Firmware { dir })
+    }
+
+    /// Builds one binary (`firmware`, `probe`, `panic-test`, `hardfault-test`) for `board`
+    /// with `cargo build` in the firmware directory (so that its `.cargo/config.toml`
+    /// applies) and `S2S_BOARD` set, and returns the ELF's path. Cargo rebuilds only what
+    /// changed.
+    pub fn build(&self, board: &Board, bin: &str, release: bool) -> Result<PathBuf> {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let target_dir = self.dir.join("target");
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(&self.dir)
+            .args(["build", "--bin", bin, "--target", board.target])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .env("S2S_BOARD", board.name);
+        if release {
+            cmd.arg("--release");
+        }
+        // Flags meant for the calling (host) build would replace the firmware's link flags.
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+        ] {
+            cmd.env_remove(var);
+        }
+        let out = cmd.stdin(Stdio::null()).output().map_err(|e| Error::Tool {
+            program: "cargo".into(),
+            message: format!("cannot run it: {e}"),
+        })?;
+        if !out.status.success() {
+            return Err(Error::Tool {
+                program: "cargo".into(),
+                message: format!(
+                    "building the firmware for {} failed: {}",
+                    board.name,
+                    String::from_utf8_lossy(&out.stderr).trim_end()
+                ),
+            });
+        }
+        let profile = if release { "release" } else { "debug" };
+        Ok(target_dir.join(board.target).join(profile).join(bin))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_without_the_firmware_is_refused_in_one_line() {
+        let e = Firmware::locate(Some(Path::new("/nonexistent"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/nonexistent: not the s2s firmware directory (no Cargo.toml)"
+        );
+        assert!(
+            Firmware::locate(None).is_ok(),
+            "this checkout has its firmware"
+        );
+    }
+}

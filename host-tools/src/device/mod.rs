@@ -1,0 +1,156 @@
+//! `s2s qemu` and `s2s boot`: a model on a Cortex-M board under QEMU, checked token for
+//! token against the host running the same core.
+//!
+//! The firmware ([`firmware`], built for the board) loads the model from its model
+//! region and answers each input line on the UART (the protocol of
+//! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
+//! [`mod@compare`] checks them against the host (at the device's number of positions, so
+//! capacity errors agree too) and [`report`] sums them up.
+
+pub mod compare;
+pub mod firmware;
+pub mod qemu;
+pub mod report;
+pub mod session;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use s2s_device::protocol::{check_source, Command, Request};
+use s2s_device::Board;
+
+pub use compare::compare;
+pub use firmware::Firmware;
+pub use report::QemuReport;
+pub use session::{parse_session, DeviceSession};
+
+use crate::error::{Error, Result};
+use crate::model::LoadedModel;
+
+/// Default timeout of a QEMU run, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+
+/// How to run a model on a board.
+#[derive(Clone, Debug)]
+pub struct QemuOptions {
+    /// The board.
+    pub board: &'static Board,
+    /// Also compare every attention weight, exactly.
+    pub attention: bool,
+    /// When QEMU is killed.
+    pub timeout: Duration,
+    /// A release build of the firmware (debug builds fit only the mps2 boards).
+    pub release: bool,
+    /// The firmware sources (see [`Firmware::locate`]).
+    pub firmware_dir: Option<PathBuf>,
+}
+
+impl QemuOptions {
+    /// A release build on `board`, without attention, with the default timeout.
+    pub fn new(board: &'static Board) -> QemuOptions {
+        QemuOptions {
+            board,
+            attention: false,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            release: true,
+            firmware_dir: None,
+        }
+    }
+}
+
+/// The board named `name`, or an error listing the boards.
+pub fn board(name: &str) -> Result<&'static Board> {
+    s2s_device::board::find(name).ok_or_else(|| {
+        let names: Vec<&str> = s2s_device::board::names().collect();
+        Error::usage(format!(
+            "unknown board `{name}` (boards: {})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Runs `inputs` through `model` on the board and on the host, and compares them.
+pub fn qemu_check(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<QemuReport> {
+    let session = run_on_board(model, inputs, o)?;
+    let host = LoadedModel::load(model)?;
+    compare(&host, &session, inputs, o.attention)
+}
+
+/// Builds the firmware for the board (cargo rebuilds only what changed), runs `inputs`
+/// through `model` under QEMU (with the `ATT` lines if asked) and reads the session back.
+/// Errors carry the firmware's own error line when it has one.
+pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<DeviceSession> {
+    if let Some((bad, why)) = inputs
+        .iter()
+        .find_map(|l| check_source(l).err().map(|why| (l, why)))
+    {
+        return Err(Error::usage(format!("input {bad:?} cannot be sent: {why}")));
+    }
+    let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
+    let elf = firmware.build(o.board, "firmware", o.release)?;
+    let mut sent = Vec::with_capacity(inputs.len() + 1);
+    if o.attention {
+        let mut on = String::new();
+        let _ = s2s_device::protocol::write_request(
+            &mut on,
+            &Request::Command(Command::Attention(true)),
+        );
+        sent.push(on.trim_end().to_string());
+    }
+    sent.extend_from_slice(inputs);
+    let run = qemu::run(o.board, &elf, Some(model), &sent, o.timeout)?;
+    parse_session(&run, o.board, inputs.len(), o.attention).map_err(|e| match e {
+        Error::Device { board, message } => Error::Device {
+            board,
+            message: format!("model {}: {message}", model.display()),
+        },
+        e => e,
+    })
+}
+
+/// `s2s qemu`: builds the firmware for the board, runs the sources of `input` (standard
+/// input for `None`) on it under QEMU and on the host, and returns the comparison
+/// (whether the two agree is [`QemuReport::agrees`]). Empty and `.` lines are skipped
+/// (they would end the firmware's session), with a note on standard error.
+pub fn qemu_command(model: &Path, input: Option<&Path>, o: &QemuOptions) -> Result<QemuReport> {
+    let lines = crate::io::read_lines(input)?;
+    let total = lines.len();
+    let inputs: Vec<String> = lines
+        .into_iter()
+        .filter(|l| !l.is_empty() && l != s2s_device::protocol::END)
+        .collect();
+    if inputs.len() < total {
+        eprintln!(
+            "skipped {} empty or `.` lines (they end a firmware session)",
+            total - inputs.len()
+        );
+    }
+    qemu_check(model, &inputs, o)
+}
+
+/// `s2s boot`: boots a firmware ELF under QEMU with the UART on the terminal (the
+/// firmware's cargo runner). The board is `board`, else `S2S_BOARD`, else the default
+/// board of the target in the ELF's path (`target/<triple>/<profile>/<bin>`). Returns
+/// QEMU's exit status.
+pub fn boot_command(
+    elf: &Path,
+    board: Option<&str>,
+    model: Option<&Path>,
+    timeout: Duration,
+) -> Result<i32> {
+    let from_env = std::env::var("S2S_BOARD").ok();
+    let b = match board.or(from_env.as_deref()) {
+        Some(name) => self::board(name)?,
+        None => elf
+            .ancestors()
+            .filter_map(|d| d.file_name()?.to_str())
+            .find_map(s2s_device::board::default_for_target)
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "{}: cannot tell the board from the path; pass --board or set S2S_BOARD",
+                    elf.display()
+                ))
+            })?,
+    };
+    qemu::boot(b, elf, model, timeout)
+}

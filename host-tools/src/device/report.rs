@@ -1,0 +1,208 @@
+//! What `s2s qemu` found: the device's session compared with the host, and its summary.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use s2s_device::Board;
+
+use super::session::{DeviceStats, ModelInfo};
+use crate::model::inspect::thousands;
+
+/// Mismatches shown in full by [`QemuReport::render`].
+pub const SHOWN_MISMATCHES: usize = 5;
+
+/// One input on which the device and the host disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Input line number, from 1.
+    pub line: usize,
+    /// The input.
+    pub input: String,
+    /// What differs.
+    pub what: String,
+}
+
+/// Minimum, maximum and mean of a count.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// Values.
+    pub n: usize,
+    /// Smallest.
+    pub min: u64,
+    /// Largest.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Spread {
+    pub(crate) fn of(values: impl IntoIterator<Item = u64>) -> Spread {
+        let (mut n, mut min, mut max, mut sum) = (0usize, u64::MAX, 0u64, 0u128);
+        for v in values {
+            n += 1;
+            min = min.min(v);
+            max = max.max(v);
+            sum += v as u128;
+        }
+        if n == 0 {
+            return Spread::default();
+        }
+        Spread {
+            n,
+            min,
+            max,
+            mean: sum as f64 / n as f64,
+        }
+    }
+}
+
+/// A device session compared with the host.
+#[derive(Clone, Debug)]
+pub struct QemuReport {
+    /// The board.
+    pub board: &'static Board,
+    /// The model file.
+    pub model: PathBuf,
+    /// The `MODEL` line.
+    pub info: ModelInfo,
+    /// The `STATS` line.
+    pub stats: DeviceStats,
+    /// Inputs sent.
+    pub inputs: usize,
+    /// Inputs that both sides rejected with the same reason.
+    pub rejected: usize,
+    /// Disagreements.
+    pub mismatches: Vec<Mismatch>,
+    /// Attention rows compared (0 unless asked and the model attends).
+    pub attention_rows: usize,
+    /// Instructions per encoder pass.
+    pub enc: Spread,
+    /// Source positions the encoder stepped over, all decoded inputs together (end
+    /// token and padding included, the padding of a masked encoder excepted).
+    pub positions: usize,
+    /// Instructions per decoder step (end-token steps included).
+    pub step: Spread,
+    /// Encoder MACs over all decoded inputs.
+    pub enc_macs: u128,
+    /// Decoder MACs over all steps.
+    pub dec_macs: u128,
+    /// Wall-clock time of the QEMU run.
+    pub elapsed: Duration,
+}
+
+impl QemuReport {
+    /// True when the device agreed with the host on every input.
+    pub fn agrees(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// Mean instructions per encoder step (source position).
+    pub fn insns_per_position(&self) -> f64 {
+        self.enc.mean * self.enc.n as f64 / self.positions.max(1) as f64
+    }
+
+    /// Encoder MACs per position stepped over.
+    pub fn macs_per_position(&self) -> f64 {
+        self.enc_macs as f64 / self.positions.max(1) as f64
+    }
+
+    /// Encoder instructions per MAC.
+    pub fn enc_insns_per_mac(&self) -> f64 {
+        self.enc.mean * self.enc.n as f64 / (self.enc_macs as f64).max(1.0)
+    }
+
+    /// Mean decoder MACs per step.
+    pub fn macs_per_step(&self) -> f64 {
+        self.dec_macs as f64 / self.step.n.max(1) as f64
+    }
+
+    /// Decoder instructions per MAC.
+    pub fn dec_insns_per_mac(&self) -> f64 {
+        self.step.mean * self.step.n as f64 / (self.dec_macs as f64).max(1.0)
+    }
+
+    /// The summary `s2s qemu` prints.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let i = &self.info;
+        let st = &self.stats;
+        let f = |x: f64| thousands(x.round() as usize);
+        let _ = writeln!(
+            s,
+            "{} on {} ({}, {} parameters)",
+            self.model.display(),
+            self.board.name,
+            i.precision,
+            thousands(i.params)
+        );
+        let _ = writeln!(
+            s,
+            "inputs          {} ({} rejected by both with the same reason)",
+            self.inputs, self.rejected
+        );
+        let attention = if self.attention_rows > 0 {
+            format!(
+                ", {} attention rows compared",
+                thousands(self.attention_rows)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "mismatches      {}{attention}", self.mismatches.len());
+        for m in self.mismatches.iter().take(SHOWN_MISMATCHES) {
+            let _ = writeln!(s, "  line {} {:?}: {}", m.line, m.input, m.what);
+        }
+        if self.mismatches.len() > SHOWN_MISMATCHES {
+            let _ = writeln!(
+                s,
+                "  ... and {} more",
+                self.mismatches.len() - SHOWN_MISMATCHES
+            );
+        }
+        if self.enc.n > 0 {
+            let _ = writeln!(
+                s,
+                "encoder pass    {} instructions mean (min {}, max {}); {} per source position",
+                f(self.enc.mean),
+                thousands(self.enc.min as usize),
+                thousands(self.enc.max as usize),
+                f(self.insns_per_position())
+            );
+            let _ = writeln!(
+                s,
+                "decoded token   {} instructions mean over {} steps (min {}, max {})",
+                f(self.step.mean),
+                thousands(self.step.n),
+                thousands(self.step.min as usize),
+                thousands(self.step.max as usize)
+            );
+            let _ = writeln!(
+                s,
+                "MACs            {} per source position, {} per step; {:.2} / {:.2} instructions per MAC (encoder / decoder)",
+                f(self.macs_per_position()),
+                f(self.macs_per_step()),
+                self.enc_insns_per_mac(),
+                self.dec_insns_per_mac()
+            );
+        }
+        let _ = writeln!(
+            s,
+            "flash           runtime {} bytes, model {} bytes",
+            thousands(st.flash_runtime),
+            thousands(st.model_bytes)
+        );
+        let _ = writeln!(
+            s,
+            "RAM             static {} bytes, stack peak {} of {} bytes, workspace {} of the {} byte arena ({} positions)",
+            thousands(st.ram_static),
+            thousands(st.stack_peak),
+            thousands(st.stack_size),
+            thousands(i.arena),
+            thousands(i.arena_capacity),
+            i.positions
+        );
+        let _ = writeln!(s, "QEMU            {:.1} s", self.elapsed.as_secs_f64());
+        s
+    }
+}

@@ -1,0 +1,227 @@
+//! `s2s check`: a quantized model against its float reference, on the same inputs.
+//!
+//! Outputs are compared whole (sequence agreement) and position by position (token
+//! agreement). Attention weights, logits and intermediate tensors are compared on the
+//! steps where both models decoded the same prefix (after the first differing token
+//! they no longer see the same inputs); the signal-to-quantization-noise ratio of a
+//! tensor kind is `10 log10(sum ref^2 / sum (q - ref)^2)` over those values.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use seq2seq::Probe;
+
+use crate::error::Result;
+use crate::eval::rates::{split_tokens, Report};
+use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
+
+/// Sums for one compared quantity.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Diff {
+    /// Values compared.
+    pub n: usize,
+    /// Largest absolute difference.
+    pub max: f64,
+    /// Sum of absolute differences.
+    pub sum_abs: f64,
+    /// Sum of squared reference values.
+    pub signal: f64,
+    /// Sum of squared differences.
+    pub noise: f64,
+}
+
+impl Diff {
+    fn add(&mut self, q: &[f32], r: &[f32]) {
+        for (a, b) in q.iter().zip(r) {
+            let d = (*a as f64 - *b as f64).abs();
+            self.n += 1;
+            self.max = self.max.max(d);
+            self.sum_abs += d;
+            self.signal += (*b as f64).powi(2);
+            self.noise += d * d;
+        }
+    }
+    /// Mean absolute difference.
+    pub fn mean(&self) -> f64 {
+        self.sum_abs / self.n.max(1) as f64
+    }
+    /// SQNR in dB (infinite when identical).
+    pub fn sqnr_db(&self) -> f64 {
+        10.0 * (self.signal / self.noise).log10()
+    }
+}
+
+/// The result of a check.
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    /// Sequences compared.
+    pub sequences: usize,
+    /// Sequences with identical outputs.
+    pub same_sequences: usize,
+    /// Positions compared (the longer output of each pair).
+    pub tokens: usize,
+    /// Positions with the same token.
+    pub same_tokens: usize,
+    /// Attention weights on aligned steps.
+    pub attention: Diff,
+    /// Logits on aligned steps.
+    pub logits: Diff,
+    /// Intermediate tensors by kind.
+    pub probes: BTreeMap<&'static str, Diff>,
+    /// Error rates of the quantized and the reference model, with references.
+    pub rates: Option<(Report, Report)>,
+    /// A few differing outputs: (input, reference output, quantized output).
+    pub examples: Vec<(String, String, String)>,
+}
+
+impl CheckReport {
+    /// Sequence agreement in percent.
+    pub fn sequence_agreement(&self) -> f64 {
+        100.0 * self.same_sequences as f64 / self.sequences.max(1) as f64
+    }
+    /// Token agreement in percent.
+    pub fn token_agreement(&self) -> f64 {
+        100.0 * self.same_tokens as f64 / self.tokens.max(1) as f64
+    }
+
+    /// The report as text.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "sequence agreement  {:.2} % ({} of {})",
+            self.sequence_agreement(),
+            self.same_sequences,
+            self.sequences
+        );
+        let _ = writeln!(
+            s,
+            "token agreement     {:.2} % ({} of {})",
+            self.token_agreement(),
+            self.same_tokens,
+            self.tokens
+        );
+        let _ = writeln!(
+            s,
+            "\n{:<18} {:>12} {:>12} {:>10}",
+            "on aligned steps", "max |diff|", "mean |diff|", "SQNR dB"
+        );
+        let mut row = |name: &str, d: &Diff| {
+            let _ = writeln!(
+                s,
+                "{name:<18} {:>12.3e} {:>12.3e} {:>10.1}",
+                d.max,
+                d.mean(),
+                d.sqnr_db()
+            );
+        };
+        if self.attention.n > 0 {
+            row("attention weights", &self.attention);
+        }
+        row("logits", &self.logits);
+        for (k, d) in &self.probes {
+            if d.n > 0 {
+                row(k, d);
+            }
+        }
+        if let Some((q, r)) = &self.rates {
+            let _ = writeln!(
+                s,
+                "\nagainst the references: TER {:.2} % / SER {:.2} % quantized, TER {:.2} % / SER {:.2} % reference",
+                100.0 * q.all.ter(),
+                100.0 * q.all.ser(),
+                100.0 * r.all.ter(),
+                100.0 * r.all.ser()
+            );
+        }
+        if !self.examples.is_empty() {
+            let _ = writeln!(s, "\nfirst differences (input: reference | quantized):");
+            for (i, r, q) in &self.examples {
+                let _ = writeln!(s, "  {i}: {r} | {q}");
+            }
+        }
+        s
+    }
+}
+
+fn probe_name(p: Probe) -> Option<&'static str> {
+    Some(match p {
+        Probe::EncoderOutputs => "encoder outputs",
+        Probe::Memory => "memory",
+        Probe::DecoderState => "decoder state",
+        Probe::Context => "context",
+        Probe::EncoderCells => "encoder cells",
+        Probe::DecoderCells => "decoder cells",
+        _ => return None,
+    })
+}
+
+/// Compares `quant` with `reference` on `sources`; `references` (same length) adds
+/// error rates of both.
+pub fn check(
+    quant: &LoadedModel,
+    reference: &LoadedModel,
+    sources: &[String],
+    references: Option<&[String]>,
+) -> Result<CheckReport> {
+    let keep = Keep {
+        weights: true,
+        logits: true,
+        probes: true,
+    };
+    let q = decode_lines(quant, sources, keep)?;
+    let r = decode_lines(reference, sources, keep)?;
+    let mut rep = CheckReport::default();
+    for ((src, a), b) in sources.iter().zip(&q).zip(&r) {
+        compare(&mut rep, src, a, b);
+    }
+    if let Some(refs) = references {
+        let sep = reference.file().separator().to_string();
+        let (mut rq, mut rr) = (Report::default(), Report::default());
+        for (((src, a), b), t) in sources.iter().zip(&q).zip(&r).zip(refs) {
+            let t = split_tokens(t, &sep);
+            let len = src.chars().count();
+            rq.add(len, &a.tokens, &t);
+            rr.add(len, &b.tokens, &t);
+        }
+        rep.rates = Some((rq, rr));
+    }
+    Ok(rep)
+}
+
+fn compare(rep: &mut CheckReport, src: &str, q: &Decoded, r: &Decoded) {
+    rep.sequences += 1;
+    let same = q.ids == r.ids;
+    rep.same_sequences += same as usize;
+    rep.tokens += q.ids.len().max(r.ids.len());
+    rep.same_tokens += q.ids.iter().zip(&r.ids).filter(|(a, b)| a == b).count();
+    if !same && rep.examples.len() < 5 {
+        rep.examples
+            .push((src.into(), r.text.clone(), q.text.clone()));
+    }
+    // Steps decoded from the same prefix: up to and including the first difference.
+    let first_diff = q
+        .ids
+        .iter()
+        .zip(&r.ids)
+        .position(|(a, b)| a != b)
+        .unwrap_or(q.ids.len().min(r.ids.len()));
+    let aligned = (first_diff + 1).min(q.logits.len()).min(r.logits.len());
+    for s in 0..aligned {
+        rep.logits.add(&q.logits[s], &r.logits[s]);
+        if let (Some(a), Some(b)) = (q.weights.get(s), r.weights.get(s)) {
+            rep.attention.add(a, b);
+        }
+    }
+    for (p, qv) in &q.probes {
+        let (Some(name), Some(rv)) = (probe_name(*p), r.probes.get(p)) else {
+            continue;
+        };
+        // Per-source probes occur once; per-step probes once per step.
+        let n = if qv.len() == 1 { 1 } else { aligned };
+        let d = rep.probes.entry(name).or_default();
+        for (a, b) in qv.iter().zip(rv).take(n) {
+            d.add(a, b);
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! `s2s inspect`: what a model file holds and what it costs to run.
+
+use std::fmt::Write;
+
+use rnn_core::{Masked, Recurrent};
+use seq2seq::desc::{CellKind, Init, ModelDesc, Ordering};
+use seq2seq::plan::{Buf, Plan};
+use seq2seq::Split;
+
+use crate::dispatch;
+use crate::error::Result;
+use crate::model::LoadedModel;
+
+/// Source positions `inspect` sizes the workspace for when the model has no fixed length.
+pub const DEFAULT_POSITIONS: usize = 32;
+
+/// A stack's cell and its notes: `("GRU", " (reset after)")`, `("LSTM", "")`, ...
+fn cell(kind: CellKind, r: rnn_core::ResetMode, rec: Recurrent) -> (&'static str, String) {
+    let mut notes = vec![];
+    if kind == CellKind::Gru {
+        notes.push(match r {
+            rnn_core::ResetMode::After => "reset after",
+            rnn_core::ResetMode::Before => "reset before",
+        });
+    }
+    match rec {
+        Recurrent::Sigmoid => {}
+        Recurrent::HardSigmoidKeras2 => notes.push("hard sigmoid of Keras 2"),
+        Recurrent::HardSigmoidKeras3 => notes.push("hard sigmoid of Keras 3"),
+    }
+    let name = crate::import::cells::cell_name(kind);
+    if notes.is_empty() {
+        (name, String::new())
+    } else {
+        (name, format!(" ({})", notes.join(", ")))
+    }
+}
+
+fn init_name(i: Init) -> &'static str {
+    match i {
+        Init::Zeros => "zeros",
+        Init::Last => "last encoder state",
+        Init::Dense => "tanh(W h_enc + b)",
+    }
+}
+
+fn token(v: &seq2seq::Vocab<'_>, id: Option<u16>) -> String {
+    id.map_or("none".into(), |i| format!("{:?}", v.get(i).unwrap_or("?")))
+}
+
+/// Groups digits by thousands.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Describes the architecture in one line per part.
+pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
+    let mut v = vec![];
+    let layers = |n: usize, h: usize, bi: bool, (cell, notes): (&str, String)| {
+        format!(
+            "{n} x {}{cell} {h}{notes}",
+            if bi { "bidirectional " } else { "" },
+        )
+    };
+    let masked = match d.cells.enc_mask {
+        None => "",
+        Some(Masked::Previous) => ", padding masked (previous output repeated)",
+        Some(Masked::Zeros) => ", padding masked (zero outputs)",
+    };
+    v.push((
+        "encoder".into(),
+        format!(
+            "embedding {}, {}{}{masked}",
+            d.enc_emb,
+            layers(
+                d.enc_layers,
+                d.enc_hidden,
+                d.enc_bidir,
+                cell(d.cells.enc, d.enc_reset, d.cells.enc_recurrent)
+            ),
+            d.memory_proj
+                .map_or(String::new(), |m| format!(", memory projection {m}"))
+        ),
+    ));
+    let att = match d.ordering {
+        Ordering::None => "none".to_string(),
+        o => {
+            let score = match d.score {
+                seq2seq::ScoreKind::Additive => format!(
+                    "additive {} (W: {}, U: {})",
+                    d.attn_dim,
+                    if d.attn_query_proj { "yes" } else { "no" },
+                    if d.attn_key_proj { "yes" } else { "no" }
+                ),
+                s => format!("{s:?}").to_lowercase(),
+            };
+            format!(
+                "{o:?}, {score}, {}",
+                if d.mask_padding {
+                    "padding attended"
+                } else {
+                    "masked to source length"
+                }
+            )
+        }
+    };
+    v.push(("attention".into(), att));
+    let mut init = init_name(d.init).to_string();
+    if d.cells.dec == CellKind::Lstm {
+        init += &format!(
+            ", cell state {}",
+            match d.cells.init_cell {
+                Init::Zeros => "zeros",
+                Init::Last => "last encoder cell state",
+                Init::Dense if d.cells.enc == CellKind::Lstm => "tanh(W c_enc + b)",
+                Init::Dense => "tanh(W h_enc + b)",
+            }
+        );
+    }
+    let names = |parts: &mut dyn Iterator<Item = seq2seq::Part>| -> String {
+        parts
+            .map(|p| format!("{p:?}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    v.push((
+        "decoder".into(),
+        format!(
+            "embedding {}, {}, init {init}{}, output from [{}]",
+            d.dec_emb,
+            layers(
+                d.dec_layers,
+                d.dec_hidden,
+                false,
+                cell(d.cells.dec, d.dec_reset, d.cells.dec_recurrent)
+            ),
+            d.attentional.map_or(String::new(), |a| format!(
+                ", attentional {a} from [{}]",
+                names(&mut d.att_parts())
+            )),
+            names(&mut d.out_parts())
+        ),
+    ));
+    v
+}
+
+/// `s2s inspect`: the report on the model file at `path`, written to `out`.
+pub fn inspect_file(
+    path: &std::path::Path,
+    positions: Option<usize>,
+    tensors: bool,
+    out: &mut dyn std::io::Write,
+) -> Result {
+    let text = render(&LoadedModel::load(path)?, positions, tensors)?;
+    out.write_all(text.as_bytes())
+        .map_err(crate::error::Error::io("<stdout>"))
+}
+
+/// The report of `s2s inspect`.
+pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Result<String> {
+    let file = m.file();
+    let d = file.desc();
+    let t = positions.unwrap_or(match d.src_pad_to {
+        0 => DEFAULT_POSITIONS,
+        n => n,
+    });
+    let mut s = String::new();
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(s, "{k:<11} {v}");
+    };
+    row(
+        "model",
+        format!(
+            "{} ({}, format v{})",
+            m.path.display(),
+            file.precision().name(),
+            seq2seq::format::VERSION
+        ),
+    );
+    row(
+        "file",
+        format!(
+            "{} bytes ({} in {} tensors)",
+            thousands(file.bytes().len()),
+            thousands(file.tensor_bytes()),
+            file.tensor_count()
+        ),
+    );
+    row("parameters", thousands(file.parameters()));
+    let (sv, tv) = (file.src_vocab(), file.tgt_vocab());
+    row(
+        "source",
+        format!(
+            "{} tokens, {}{}, unk {}, end {}{}",
+            d.src_vocab,
+            match d.split {
+                Split::Chars => "characters",
+                Split::Whitespace => "words",
+            },
+            if d.lowercase { " (lowercased)" } else { "" },
+            token(&sv, d.src_unk),
+            token(&sv, d.src_eos),
+            if d.src_pad_to > 0 {
+                format!(
+                    ", padded to {} with {}",
+                    d.src_pad_to,
+                    token(&sv, Some(d.src_pad))
+                )
+            } else {
+                String::new()
+            }
+        ),
+    );
+    row(
+        "target",
+        format!(
+            "{} tokens, start {}, end {}, at most {} steps, joined by {:?}",
+            d.tgt_vocab,
+            token(&tv, Some(d.tgt_start)),
+            token(&tv, Some(d.tgt_end)),
+            d.max_steps,
+            file.separator()
+        ),
+    );
+    for (k, v) in architecture(d) {
+        row(&k, v);
+    }
+    let (plan, enc, dec) = m.with_net(|any| {
+        Ok(dispatch!(any, |net: P| (
+            Plan::new::<P>(&net.desc, t),
+            net.macs_per_source_position(),
+            net.macs_per_step(t)
+        )))
+    })?;
+    row(
+        "RAM",
+        format!(
+            "{} bytes of workspace for {t} source positions",
+            thousands(plan.bytes())
+        ),
+    );
+    row(
+        "MACs",
+        format!(
+            "{} per encoder step (source position), {} per decoder step (at {t} positions)",
+            thousands(enc),
+            thousands(dec)
+        ),
+    );
+    if tensors {
+        let _ = writeln!(s, "\nworkspace buffers:");
+        for b in Buf::ALL {
+            if plan.bytes_of(b) > 0 {
+                let _ = writeln!(
+                    s,
+                    "  {:<30} {:>9} bytes",
+                    b.name(),
+                    thousands(plan.bytes_of(b))
+                );
+            }
+        }
+        let _ = writeln!(s, "\ntensors:");
+        for ti in file.tensors() {
+            let _ = writeln!(
+                s,
+                "  {:<32} {:<7} {:>5} x {:<5} {:>10} bytes",
+                ti.id.to_string(),
+                ti.dtype.name(),
+                ti.rows,
+                ti.cols,
+                thousands(ti.len)
+            );
+        }
+    }
+    Ok(s)
+}

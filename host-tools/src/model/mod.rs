@@ -1,0 +1,312 @@
+//! Loading model files on the host and running them through the same no_std core the
+//! firmware runs.
+
+#[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
+pub mod hostf32;
+pub mod inspect;
+pub mod run;
+
+use std::path::{Path, PathBuf};
+
+use s2s_kernels::{Precision, PrecisionKind, W8A16, W8F32};
+
+use crate::error::{Error, Result};
+use crate::model::hostf32::HostF32;
+use std::collections::BTreeMap;
+
+use seq2seq::run::{Observer, Probe, Step, Values};
+use seq2seq::vocab::encode_source;
+use seq2seq::{ModelFile, Net, Plan, Runner};
+
+/// Longest source (in positions, end token included) the host runner accepts.
+pub const HOST_MAX_POSITIONS: usize = 512;
+
+/// A model file read into 8-byte aligned memory.
+pub struct LoadedModel {
+    /// Where it came from.
+    pub path: PathBuf,
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl LoadedModel {
+    /// Reads and checks a model file; errors name the file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(Error::io(path))?;
+        Self::from_bytes(path, &bytes)
+    }
+
+    /// Checks model bytes (`path` only names them in errors).
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Self> {
+        let m = LoadedModel {
+            path: path.to_path_buf(),
+            words: seq2seq::builder::aligned(bytes),
+            len: bytes.len(),
+        };
+        // The host also refuses non-finite weights and scales (the firmware skips that
+        // scan).
+        ModelFile::parse(m.bytes())
+            .and_then(|f| f.check_finite())
+            .map_err(Error::model(path))?;
+        m.with_net(|_| Ok(()))?;
+        Ok(m)
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+
+    /// The parsed file (checked, CRC included, at load).
+    pub fn file(&self) -> ModelFile<'_> {
+        ModelFile::parse_verified(self.bytes()).expect("checked at load")
+    }
+
+    /// Binds the model at its precision and hands it to `f`.
+    pub fn with_net<R>(&self, f: impl FnOnce(AnyNet<'_>) -> Result<R>) -> Result<R> {
+        let file = self.file();
+        let ctx = Error::model(&self.path);
+        let net = match file.precision() {
+            PrecisionKind::F32 => AnyNet::F32(Net::bind(&file).map_err(ctx)?),
+            PrecisionKind::W8F32 => {
+                AnyNet::W8F32(Net::bind(&file).map_err(Error::model(&self.path))?)
+            }
+            PrecisionKind::W8A16 => {
+                AnyNet::W8A16(Net::bind(&file).map_err(Error::model(&self.path))?)
+            }
+        };
+        f(net)
+    }
+
+    /// Source positions the host plans for: the model's fixed length, or the largest.
+    pub fn positions(&self) -> usize {
+        let d = self.file();
+        match d.desc().src_pad_to {
+            0 => HOST_MAX_POSITIONS,
+            n => n,
+        }
+    }
+}
+
+/// A bound model of any precision.
+pub enum AnyNet<'a> {
+    /// f32 (computed by the host's fast batched layers, bit for bit as the core's F32).
+    F32(Net<'a, HostF32>),
+    /// int8 weights, f32 math.
+    W8F32(Net<'a, W8F32>),
+    /// int8 weights, int16 activations.
+    W8A16(Net<'a, W8A16>),
+}
+
+/// Runs `$body` with `$net` bound to the concrete `Net<P>` (and `$p` to `P`).
+#[macro_export]
+macro_rules! dispatch {
+    ($any:expr, |$net:ident: $p:ident| $body:expr) => {
+        match $any {
+            $crate::model::AnyNet::F32($net) => {
+                type $p = $crate::model::hostf32::HostF32;
+                $body
+            }
+            $crate::model::AnyNet::W8F32($net) => {
+                type $p = s2s_kernels::W8F32;
+                $body
+            }
+            $crate::model::AnyNet::W8A16($net) => {
+                type $p = s2s_kernels::W8A16;
+                $body
+            }
+        }
+    };
+}
+
+/// One decoded source, with what the observer saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decoded {
+    /// The source tokens as the model saw them (after tokenization and padding).
+    pub source: Vec<String>,
+    /// Output ids (end token excluded).
+    pub ids: Vec<u16>,
+    /// Output tokens as text.
+    pub tokens: Vec<String>,
+    /// Output text (tokens joined by the model's separator).
+    pub text: String,
+    /// Attention weights of every step (the end token's step included), as f32.
+    pub weights: Vec<Vec<f32>>,
+    /// The same weights as stored, zero-extended to `i64`: f32 bit patterns, or the
+    /// Q0.15 `i16` values of w8a16 (kept with `weights`).
+    pub raw_weights: Vec<Vec<i64>>,
+    /// Logits of every step, as f32 (kept when asked).
+    pub logits: Vec<Vec<f32>>,
+    /// Logits of every step in their stored integer or float bits (kept when asked).
+    pub raw_logits: Vec<Vec<i64>>,
+    /// Intermediate tensors as f32, every occurrence in order (kept when asked).
+    pub probes: BTreeMap<Probe, Vec<Vec<f32>>>,
+}
+
+/// What to keep of each step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Attention weights.
+    pub weights: bool,
+    /// Logits.
+    pub logits: bool,
+    /// Intermediate tensors.
+    pub probes: bool,
+}
+
+struct Recorder<'d> {
+    keep: Keep,
+    out: &'d mut Decoded,
+}
+
+impl<P: Precision> Observer<P> for Recorder<'_> {
+    fn probe(&mut self, probe: Probe, values: Values<'_, P>) {
+        if self.keep.probes {
+            let v = match values {
+                Values::Act(a, f) => a.iter().map(|&x| P::act_to_f32(x, f)).collect(),
+                Values::Wide(w) => w.iter().map(|&x| P::wide_to_f32(x)).collect(),
+            };
+            self.out.probes.entry(probe).or_default().push(v);
+        }
+    }
+
+    fn step(&mut self, s: &Step<'_, P>) {
+        if self.keep.weights {
+            if let Some(w) = s.weights {
+                self.out
+                    .weights
+                    .push(w.iter().map(|&v| P::unit_to_f32(v)).collect());
+                self.out.raw_weights.push(raw_bits(w));
+            }
+        }
+        if self.keep.logits {
+            self.out
+                .logits
+                .push(s.logits.iter().map(|&v| P::wide_to_f32(v)).collect());
+            self.out.raw_logits.push(raw_bits(s.logits));
+        }
+    }
+}
+
+/// Sources decoded together by the host runner.
+pub const HOST_LANES: usize = crate::model::hostf32::LANES;
+
+/// Each value's stored bits (an integer, or a float's bit pattern), widened to `i64`.
+fn raw_bits<T: bytemuck::Pod>(values: &[T]) -> Vec<i64> {
+    values
+        .iter()
+        .map(|v| {
+            let b = bytemuck::bytes_of(v);
+            let mut x = [0u8; 8];
+            x[..b.len()].copy_from_slice(b);
+            i64::from_le_bytes(x)
+        })
+        .collect()
+}
+
+/// A runner for one model with its workspace, for decoding many sources: lines go
+/// through the core [`HOST_LANES`] at a time, sharing every matrix product.
+pub struct HostRunner<'n, 'a, P: Precision> {
+    net: &'n Net<'a, P>,
+    arena: Vec<u32>,
+    positions: usize,
+}
+
+impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
+    /// A workspace for sources of up to `positions` positions.
+    pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
+        crate::model::hostf32::forget_layers();
+        let bytes = Plan::new::<P>(&net.desc, positions).bytes();
+        HostRunner {
+            net,
+            arena: vec![0u32; HOST_LANES * bytes.div_ceil(4)],
+            positions,
+        }
+    }
+
+    /// Decodes one source line.
+    pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, seq2seq::Error> {
+        self.decode_all(&[line], keep).remove(0)
+    }
+
+    /// Decodes source lines, [`HOST_LANES`] at a time.
+    pub fn decode_all(
+        &mut self,
+        lines: &[&str],
+        keep: Keep,
+    ) -> Vec<Result<Decoded, seq2seq::Error>> {
+        let net = self.net;
+        let runner = Runner::<P, HOST_LANES>::with_lanes(net, &mut self.arena, self.positions);
+        let mut runner = match runner {
+            Ok(r) => r,
+            Err(e) => return lines.iter().map(|_| Err(e)).collect(),
+        };
+        // Lines of similar length share batches best: run them in order of length and
+        // put the results back in input order.
+        let mut order: Vec<usize> = (0..lines.len()).collect();
+        order.sort_by_key(|&i| lines[i].chars().count());
+        let sorted: Vec<&str> = order.iter().map(|&i| lines[i]).collect();
+        let mut results = Vec::with_capacity(lines.len());
+        for chunk in sorted.chunks(HOST_LANES) {
+            let mut decoded: Vec<Decoded> = chunk.iter().map(|_| Decoded::default()).collect();
+            let mut ids = vec![vec![0u16; net.desc.max_steps]; chunk.len()];
+            let counts = {
+                let mut outs: Vec<&mut [u16]> = ids.iter_mut().map(|v| &mut v[..]).collect();
+                let mut recs: Vec<Recorder<'_>> = decoded
+                    .iter_mut()
+                    .map(|out| Recorder { keep, out })
+                    .collect();
+                runner.translate_batch(chunk, &mut outs, &mut recs)
+            };
+            for (((line, mut out), ids), count) in chunk.iter().zip(decoded).zip(&ids).zip(counts) {
+                results.push(count.map(|count| {
+                    let mut src = vec![0u16; self.positions];
+                    if let Ok((n, _)) = encode_source(&net.desc, &net.src_vocab, line, &mut src) {
+                        out.source = src[..n]
+                            .iter()
+                            .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
+                            .collect();
+                    }
+                    out.ids = ids[..count].to_vec();
+                    out.tokens = out
+                        .ids
+                        .iter()
+                        .map(|&i| net.tgt_vocab.get(i).unwrap_or("?").to_string())
+                        .collect();
+                    out.text = out.tokens.join(net.separator);
+                    out
+                }));
+            }
+        }
+        let mut back: Vec<Option<Result<Decoded, seq2seq::Error>>> =
+            (0..lines.len()).map(|_| None).collect();
+        for (r, &i) in results.into_iter().zip(&order) {
+            back[i] = Some(r);
+        }
+        back.into_iter()
+            .map(|r| r.expect("every line decoded"))
+            .collect()
+    }
+}
+
+/// Decodes every line with a model of any precision; stops at the first error, naming
+/// the line (1-based).
+pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result<Vec<Decoded>> {
+    let positions = model.positions();
+    model.with_net(|any| {
+        dispatch!(any, |net: P| {
+            let mut r = HostRunner::<P>::new(&net, positions);
+            let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+            r.decode_all(&refs, keep)
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    d.map_err(|source| Error::Input {
+                        line: i + 1,
+                        source,
+                    })
+                })
+                .collect()
+        })
+    })
+}

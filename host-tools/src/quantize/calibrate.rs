@@ -1,0 +1,127 @@
+//! Calibration: one pass of the float model over the calibration sources records the
+//! largest magnitude of every tensor kind and each dense layer's input statistics.
+
+use std::collections::BTreeMap;
+
+use s2s_kernels::PrecisionKind;
+use seq2seq::{Observer, Probe, Step, Values};
+
+use crate::error::{Error, Result};
+use crate::model::LoadedModel;
+
+/// Largest `|x|` seen per probe over the calibration set.
+#[derive(Clone, Debug, Default)]
+pub struct Calibration {
+    /// Sequences used.
+    pub sequences: usize,
+    /// Lines left out (empty, or every symbol outside the vocabulary), with the reason.
+    pub skipped: Vec<String>,
+    /// Largest magnitude per probe.
+    pub max: BTreeMap<Probe, f32>,
+    /// Largest logit magnitude.
+    pub logits_max: f32,
+    /// Input statistics of every dense layer, for error-compensating rounding.
+    pub hessians: crate::quantize::gptq::Hessians,
+    /// Largest `|c|` of the encoder's and the decoder's LSTM cell states, every step.
+    pub cell_max: [f32; 2],
+    /// The sequences used.
+    pub lines: Vec<String>,
+}
+
+/// Largest magnitudes seen by a calibration run.
+struct Ranges {
+    max: BTreeMap<Probe, f32>,
+    logits_max: f32,
+    sequences: usize,
+}
+
+impl Observer<crate::quantize::gptq::Recording> for Ranges {
+    fn encoded(&mut self, _positions: usize) {
+        self.sequences += 1;
+    }
+    fn step(&mut self, s: &Step<'_, crate::quantize::gptq::Recording>) {
+        for v in s.logits {
+            self.logits_max = self.logits_max.max(v.abs());
+        }
+    }
+    fn probe(&mut self, probe: Probe, values: Values<'_, crate::quantize::gptq::Recording>) {
+        let e = self.max.entry(probe).or_insert(0.0);
+        let vals: &[f32] = match values {
+            Values::Act(a, _) => a,
+            Values::Wide(w) => w,
+        };
+        for v in vals {
+            *e = e.max(v.abs());
+        }
+    }
+}
+
+/// Runs the float model over the calibration lines and records the ranges.
+pub fn calibrate(
+    m: &LoadedModel,
+    lines: &[String],
+    progress: impl FnMut(usize),
+) -> Result<Calibration> {
+    let file = m.file();
+    if file.precision() != PrecisionKind::F32 {
+        return Err(Error::usage(format!(
+            "{}: calibration needs the f32 model, this one is {}",
+            m.path.display(),
+            file.precision().name()
+        )));
+    }
+    let desc = file.desc();
+    let vocab = file.src_vocab();
+    let mut c = Calibration::default();
+    let mut usable = vec![];
+    let mut ids = vec![0u16; m.positions()];
+    for (i, l) in lines.iter().enumerate() {
+        let text = l.trim();
+        let known = text
+            .chars()
+            .filter(|ch| {
+                let ch = if desc.lowercase {
+                    ch.to_ascii_lowercase()
+                } else {
+                    *ch
+                };
+                vocab.find(ch.encode_utf8(&mut [0u8; 4])).is_some()
+            })
+            .count();
+        if text.is_empty() {
+            c.skipped.push(format!("line {}: empty", i + 1));
+        } else if desc.split == seq2seq::Split::Chars && known == 0 {
+            c.skipped.push(format!(
+                "line {}: every symbol is outside the vocabulary",
+                i + 1
+            ));
+        } else if let Err(e) = seq2seq::vocab::encode_source(desc, &vocab, text, &mut ids) {
+            // Longer than a fixed-length model's input, say: not calibration data.
+            c.skipped.push(format!("line {}: {e}", i + 1));
+        } else {
+            usable.push(text.to_string());
+        }
+    }
+    if usable.is_empty() {
+        return Err(Error::usage(if lines.is_empty() {
+            "the calibration file is empty".into()
+        } else {
+            format!(
+                "none of the {} calibration lines is usable (empty, or every symbol outside the vocabulary)",
+                lines.len()
+            )
+        }));
+    }
+    // One pass of the float model gives both the ranges and the layers' input
+    // statistics.
+    let mut ranges = Ranges {
+        max: BTreeMap::new(),
+        logits_max: 0.0,
+        sequences: 0,
+    };
+    let rec = crate::quantize::gptq::collect(m, &usable, &mut ranges, progress)?;
+    (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
+    (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
+    c.lines = usable;
+    Ok(c)
+}

@@ -1,0 +1,280 @@
+//! The board table: every board the firmware is built for, with the facts the firmware's
+//! build (`memory.x`, the precisions and capacities it compiles), the host tool (model
+//! region, QEMU machine) and `xtask` (targets to build) take from it.
+//!
+//! Adding a board that QEMU emulates is one entry in [`BOARDS`] plus its UART and counter
+//! driver, `firmware/src/boards/<name with _ for ->.rs`.
+
+use crate::qemu::Qemu;
+
+/// A memory region: start address and size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Start address, as the CPU sees it.
+    pub origin: u32,
+    /// Size in bytes.
+    pub length: u32,
+}
+
+impl Region {
+    /// One past the last address.
+    pub const fn end(&self) -> u64 {
+        self.origin as u64 + self.length as u64
+    }
+}
+
+/// Where the firmware, the model and the data go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryMap {
+    /// The runtime: vector table, code, read-only data (`FLASH` in `memory.x`).
+    pub flash: Region,
+    /// The model file, read in place (`MODEL`); the linker puts nothing there.
+    pub model: Region,
+    /// Statics and the stack (`RAM`).
+    pub ram: Region,
+}
+
+/// What the model runner holds on a board, fixed at build time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacities {
+    /// Bytes of the static workspace arena (a multiple of 4).
+    pub arena_bytes: usize,
+    /// Source positions (end token and padding included) the runner accepts.
+    pub max_positions: usize,
+    /// Output steps (end token included) the output buffer holds.
+    pub max_steps: usize,
+    /// Longest input line in bytes (the protocol's line buffer, on the stack).
+    pub max_line: usize,
+}
+
+/// One board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Board {
+    /// The board's name: `S2S_BOARD` of the firmware build, `--board` of `s2s`, the word
+    /// after `READY`. Its driver file is `firmware/src/boards/<name, - as _>.rs`.
+    pub name: &'static str,
+    /// What it is, in a few words.
+    pub summary: &'static str,
+    /// The Rust target the firmware is built for.
+    pub target: &'static str,
+    /// System clock in Hz; the firmware's tick counter counts at this rate.
+    pub clock_hz: u32,
+    /// Where the firmware, the model and the data go.
+    pub memory: MemoryMap,
+    /// Model precisions the firmware compiles by default (`f32`, `w8f32`, `w8a16`).
+    pub precisions: &'static [&'static str],
+    /// What the model runner holds.
+    pub capacities: Capacities,
+    /// The QEMU machine that emulates it, for boards QEMU runs.
+    pub qemu: Option<Qemu>,
+}
+
+const KIB: u32 = 1024;
+const MIB: u32 = 1024 * KIB;
+
+const fn region((origin, length): (u32, u32)) -> Region {
+    Region { origin, length }
+}
+
+/// A memory map: (origin, length) of the runtime flash, the model region and RAM.
+const fn map(flash: (u32, u32), model: (u32, u32), ram: (u32, u32)) -> MemoryMap {
+    MemoryMap {
+        flash: region(flash),
+        model: region(model),
+        ram: region(ram),
+    }
+}
+
+/// Capacities: arena bytes, positions, steps, line bytes.
+const fn caps(
+    arena_bytes: usize,
+    max_positions: usize,
+    max_steps: usize,
+    max_line: usize,
+) -> Capacities {
+    Capacities {
+        arena_bytes,
+        max_positions,
+        max_steps,
+        max_line,
+    }
+}
+
+/// The QEMU machine and CPU.
+const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
+    Some(Qemu { machine, cpu })
+}
+
+/// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
+/// no FPU and 84 KiB of runtime flash: the w8a16 runtime with GRU and LSTM cells and
+/// the instruction-set kernels is 80,332 bytes on the LM3S6965 and 77,644 on the
+/// micro:bit (72 KiB held it before the LSTM, 64 KiB before the model parser's full
+/// validation); their model regions keep 172 KiB (netra w8a16 takes 129 KB). They
+/// compile w8a16 only (the float code would fill their flash); the micro:bit's arena is
+/// sized for netra w8a16 (10,064 bytes of workspace at its 25 positions). The
+/// mps2-an505 model region is at the Secure alias: QEMU's `-device loader` writes
+/// through the CPU's view.
+pub const BOARDS: &[Board] = &[
+    Board {
+        name: "mps2-an386",
+        summary: "ARM MPS2 + AN386, Cortex-M4F at 25 MHz; 4 MiB code SSRAM1 (runtime, then the model), 4 MiB data SSRAM2/3",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 25_000_000,
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an386", "cortex-m4"),
+    },
+    Board {
+        name: "lm3s6965evb",
+        summary: "TI Stellaris LM3S6965 EVB, Cortex-M3 at 50 MHz; 256 KiB flash, 64 KiB SRAM",
+        target: "thumbv7m-none-eabi",
+        clock_hz: 50_000_000,
+        memory: map((0x0000_0000, 84 * KIB), (0x0001_5000, 172 * KIB), (0x2000_0000, 64 * KIB)),
+        precisions: &["w8a16"],
+        capacities: caps(40 * 1024, 64, 64, 1024),
+        qemu: qemu("lm3s6965evb", "cortex-m3"),
+    },
+    Board {
+        name: "mps2-an385",
+        summary: "ARM MPS2 + AN385, Cortex-M3 at 25 MHz; the AN386 without its FPU",
+        target: "thumbv7m-none-eabi",
+        clock_hz: 25_000_000,
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
+        precisions: &["w8a16"],
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an385", "cortex-m3"),
+    },
+    Board {
+        name: "microbit",
+        summary: "BBC micro:bit v1, nRF51822, Cortex-M0 at 16 MHz; 256 KiB flash, 16 KiB SRAM",
+        target: "thumbv6m-none-eabi",
+        clock_hz: 16_000_000,
+        memory: map((0x0000_0000, 84 * KIB), (0x0001_5000, 172 * KIB), (0x2000_0000, 16 * KIB)),
+        precisions: &["w8a16"],
+        capacities: caps(10 * 1024, 25, 32, 256),
+        qemu: qemu("microbit", "cortex-m0"),
+    },
+    Board {
+        name: "mps2-an505",
+        summary: "ARM MPS2 + AN505 (SSE-200), Cortex-M33 with FPU at 20 MHz, Secure state: SSRAM1 at its Secure alias 0x1000_0000, SSRAM2/3 at 0x3800_0000",
+        target: "thumbv8m.main-none-eabihf",
+        clock_hz: 20_000_000,
+        memory: map((0x1000_0000, 256 * KIB), (0x1004_0000, 3840 * KIB), (0x3800_0000, 4 * MIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(1024 * 1024, 256, 256, 1024),
+        qemu: qemu("mps2-an505", "cortex-m33"),
+    },
+];
+
+/// The board named `name`.
+pub fn find(name: &str) -> Option<&'static Board> {
+    BOARDS.iter().find(|b| b.name == name)
+}
+
+/// The default board of a Rust target: the first one in [`BOARDS`] built for it.
+pub fn default_for_target(target: &str) -> Option<&'static Board> {
+    BOARDS.iter().find(|b| b.target == target)
+}
+
+/// The board names, for messages: `a, b, c`.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    BOARDS.iter().map(|b| b.name)
+}
+
+impl Board {
+    /// The board's driver module file name in `firmware/src/boards/`.
+    pub fn module_file(&self) -> ModuleFile {
+        ModuleFile(self.name)
+    }
+
+    /// `memory.x` for `cortex-m-rt`'s `link.x`, with `__model_start`/`__model_end` for
+    /// the model region.
+    pub fn write_memory_x(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        let m = &self.memory;
+        writeln!(
+            out,
+            "/* {}: {} (generated from s2s-device's board table) */",
+            self.name, self.summary
+        )?;
+        writeln!(out, "MEMORY\n{{")?;
+        for (name, r) in [("FLASH", m.flash), ("MODEL", m.model), ("RAM", m.ram)] {
+            writeln!(
+                out,
+                "  {name:<5} : ORIGIN = {:#010x}, LENGTH = {}",
+                r.origin, r.length
+            )?;
+        }
+        writeln!(out, "}}\n")?;
+        writeln!(out, "__model_start = ORIGIN(MODEL);")?;
+        writeln!(out, "__model_end = ORIGIN(MODEL) + LENGTH(MODEL);")
+    }
+}
+
+/// `name` with `-` written as `_`, plus `.rs`: the board's driver file.
+#[derive(Clone, Copy, Debug)]
+pub struct ModuleFile(&'static str);
+
+impl core::fmt::Display for ModuleFile {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for part in self.0.split('-').enumerate() {
+            if part.0 > 0 {
+                f.write_str("_")?;
+            }
+            f.write_str(part.1)?;
+        }
+        f.write_str(".rs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_regions_do_not_overlap() {
+        for (i, b) in BOARDS.iter().enumerate() {
+            assert!(BOARDS[..i].iter().all(|o| o.name != b.name), "{}", b.name);
+            assert_eq!(find(b.name), Some(b));
+            let m = &b.memory;
+            assert!(m.flash.end() <= m.model.origin as u64, "{}", b.name);
+            assert!(b.capacities.arena_bytes % 4 == 0);
+            assert!(b.capacities.arena_bytes < m.ram.length as usize);
+        }
+        assert_eq!(
+            default_for_target("thumbv7em-none-eabihf").unwrap().name,
+            "mps2-an386"
+        );
+    }
+
+    #[test]
+    fn model_regions_fit_the_planned_models() {
+        let cap = |n| find(n).unwrap().memory.model.length;
+        assert!(cap("mps2-an386") >= 3_400_000);
+        assert!(cap("mps2-an505") >= 3_500 * 1024);
+        assert!(cap("lm3s6965evb") >= 150_000 && cap("microbit") >= 150_000);
+    }
+
+    #[test]
+    fn memory_x_names_the_three_regions() {
+        let mut s = String::new();
+        find("microbit").unwrap().write_memory_x(&mut s).unwrap();
+        assert!(
+            s.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 86016"),
+            "{s}"
+        );
+        assert!(
+            s.contains("MODEL : ORIGIN = 0x00015000, LENGTH = 176128"),
+            "{s}"
+        );
+        assert!(
+            s.contains("RAM   : ORIGIN = 0x20000000, LENGTH = 16384"),
+            "{s}"
+        );
+        assert!(s.contains("__model_end = ORIGIN(MODEL) + LENGTH(MODEL);"));
+        assert_eq!(
+            find("mps2-an386").unwrap().module_file().to_string(),
+            "mps2_an386.rs"
+        );
+    }
+}

@@ -1,0 +1,45 @@
+//! The line protocol between the firmware and its host, over the board's UART.
+//!
+//! ```text
+//! device: READY <board>
+//! device: MODEL <precision> params=<n> bytes=<n> arena=<workspace>/<capacity> positions=<n>
+//!         (or `ERR model: <reason>` and exit status 3)
+//! host:   <source>                 one per line; `\r` ignored; at most `max_line` bytes
+//! device: OUT <id> <id> ...        output ids, end token excluded
+//! device: TXT <text>               the output text; `\`, newline, CR escaped
+//! device: CNT enc=<n> tok=<n>,...  instructions of the encoder pass and of each step
+//! device: ATT <step> <w0> ...      with attention on: the step's weights, as stored
+//!         (or `ERR <reason>` for this line alone; the session goes on)
+//! host:   \x01attention on|off     a command (byte 0x01 first, so no source is one)
+//! device: OK attention on|off
+//! host:   .                        (or an empty line, or end of input): end of session
+//! device: DONE lines=<n> errors=<n> handler_ticks=<n> handler_insns=<n>
+//! device: STATS ram_static=<n> stack_peak=<n> stack_size=<n> flash_runtime=<n>
+//!               model_region=0x<start>+<n> model_bytes=<n>
+//! device: PANIC <message> at <file>:<line>  /  HARDFAULT pc=0x.. lr=0x.. xpsr=0x..
+//! ```
+//!
+//! Every line has one writer here (used by the firmware, which needs no `core::fmt`
+//! formatting for numbers) and one parser (used by the host), tested against each
+//! other. Growing it:
+//!
+//! * Fields are `key=value` words after the line's keyword, and parsers skip keys they
+//!   do not know: per-phase counters are more keys on the `CNT` line.
+//! * Per-line errors are `ERR <reason>` answers to one request; the session goes on.
+//! * A request's options (e.g. a beam width) are commands ([`Command`]) that set them
+//!   for the lines that follow, answered by `OK ...` or refused by `ERR ...`; more
+//!   answers per line (n-best) are more reply lines before the next request's.
+//! * Nothing here needs semihosting: a real board runs the same lines over its serial
+//!   port; only the exit statuses ([`crate::exit`]) are QEMU's.
+
+mod fields;
+mod reply;
+mod request;
+
+pub use fields::{unescape, Escape};
+pub use reply::{
+    parse_reply, write_att, write_cnt, write_done, write_err, write_hardfault, write_model,
+    write_model_error, write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att,
+    AttWeight, Cnt, Done, Fault, ModelInfo, ParseError, Reply, Stats,
+};
+pub use request::{check_source, parse_request, write_request, Command, Request, END};
