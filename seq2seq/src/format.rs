@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (2)
+//!      4     2  format version (3)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
 //!      7     1  reserved (0)
 //!      8     4  file length in bytes, CRC included
@@ -33,8 +33,9 @@
 //! values themselves are left to [`ModelFile::check_finite`], which the host tools and
 //! the writer run and the firmware skips (a scan of every weight at boot).
 //!
-//! Version 1 files (no bias mask, no sorted orders) are refused with [`Error::UnsupportedVersion`]; the
-//! host tools re-create them from their sources with `s2s import` and `s2s quantize`.
+//! Files of other versions are refused with [`Error::UnsupportedVersion`] (version 1: no
+//! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description);
+//! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
 use s2s_kernels::{PrecisionKind, Requant};
@@ -47,8 +48,10 @@ use crate::Error;
 /// The first four bytes of every model file.
 pub const MAGIC: [u8; 4] = *b"S2SM";
 /// The format version this crate reads and writes (2: the bias mask in the header, the
-/// vocabularies' sorted orders).
-pub const VERSION: u16 = 2;
+/// vocabularies' sorted orders; 3: the description's recurrent cells, GRU or LSTM, with
+/// their gate activations, cell-state formats, encoder masking, an LSTM decoder's
+/// initial cell state and the attentional layer's input parts).
+pub const VERSION: u16 = 3;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;

@@ -303,18 +303,21 @@ fn reserved_fields_and_padding_must_be_zero() {
     // A bad precision code, and a version this build does not read.
     let e = damaged(&bytes, |b| b[6] = 3);
     assert_eq!(e, Error::UnknownPrecision(3));
-    let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&1u16.to_le_bytes()));
-    assert_eq!(
-        e,
-        Error::UnsupportedVersion {
-            found: 1,
-            supported: VERSION
-        }
-    );
-    assert_eq!(
-        e.to_string(),
-        format!("model file format version 1, this build reads version {VERSION}")
-    );
+    // Version 2 (the description without the recurrent-cell fields) as well as 1.
+    for old in [1u16, 2] {
+        let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&old.to_le_bytes()));
+        assert_eq!(
+            e,
+            Error::UnsupportedVersion {
+                found: old,
+                supported: VERSION
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("model file format version {old}, this build reads version {VERSION}")
+        );
+    }
 }
 
 #[test]
