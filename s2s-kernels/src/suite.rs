@@ -326,7 +326,7 @@ impl<P: Precision> OwnedLayer<P> {
 }
 
 /// Per-row symmetric int8 as `s2s quantize` makes it (`quantize_rows` in
-/// `host-tools/src/quantize.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
+/// `host-tools/src/quantize/mod.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
 /// each further plane quantizes the f32 residual of the previous ones the same way.
 /// Codes are `[row][plane][col]`, scales `[row][plane]`; also returns the reals.
 pub fn int8_planes(

@@ -115,6 +115,22 @@ pub fn s2s(args: &[&dyn AsRef<std::ffi::OsStr>], stdin: &str) -> Output {
     child.wait_with_output().expect("waiting for s2s")
 }
 
+/// `s2s import --config CONFIG --weights WEIGHTS -o OUT`.
+pub fn import(config: &Path, weights: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
 /// Runs `s2s` and returns its standard output; panics with its standard error unless it
 /// succeeds.
 pub fn s2s_ok(args: &[&dyn AsRef<std::ffi::OsStr>], stdin: &str) -> String {

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use s2s_tests::pytorch::{self, Tensor};
-use s2s_tests::{assert_one_error, assert_only, model_file, s2s, scratch_dir};
+use s2s_tests::{assert_one_error, assert_only, import, model_file, s2s, scratch_dir};
 
 /// The PyTorch example's weights and model file, built once.
 fn example() -> &'static (PathBuf, PathBuf) {
@@ -58,22 +58,6 @@ fn model_file_with_one_corrupted_byte() {
     let line = assert_one_error(&s2s(&[&"inspect", &model], ""), &[&path]);
     assert!(line.contains("CRC"), "{line:?} does not say CRC");
     assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "CRC"]);
-}
-
-/// `s2s import --config config --weights weights -o out`.
-fn import(config: &Path, weights: &Path, out: &Path) -> Output {
-    s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    )
 }
 
 /// Runs `s2s import` of the example configuration with changed tensors into `dir` and

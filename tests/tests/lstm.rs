@@ -9,10 +9,9 @@
 //! error line each.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::OnceLock;
 
-use s2s_tests::{assert_one_error, assert_only, repo_root, s2s, s2s_ok, scratch_dir};
+use s2s_tests::{assert_one_error, assert_only, import, repo_root, s2s_ok, scratch_dir};
 
 /// Largest reference top-two gap at which a differing token is accepted.
 const NEAR_TIE: f64 = 1e-4;
@@ -95,22 +94,6 @@ fn cases(f: &Fixture) -> Vec<Case> {
                 .collect(),
         })
         .collect()
-}
-
-/// `s2s import --config CONFIG --weights WEIGHTS -o OUT`.
-fn import(config: &Path, weights: &Path, out: &Path) -> Output {
-    s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    )
 }
 
 /// [`import`], which must succeed.
