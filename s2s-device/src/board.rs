@@ -107,7 +107,7 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 
 /// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
 /// no FPU and 84 KiB of runtime flash: the w8a16 runtime with GRU and LSTM cells and
-/// the instruction-set kernels is 80,332 bytes on the LM3S6965 and 77,644 on the
+/// the instruction-set kernels is 80,328 bytes on the LM3S6965 and 77,644 on the
 /// micro:bit (72 KiB held it before the LSTM, 64 KiB before the model parser's full
 /// validation); their model regions keep 172 KiB (netra w8a16 takes 129 KB). They
 /// compile w8a16 only (the float code would fill their flash); the micro:bit's arena is

@@ -190,7 +190,7 @@ pub(crate) fn gate_perm(kind: CellKind, from: &str) -> Result<Vec<usize>, String
 }
 
 /// Reorders the gate blocks of a `G H x cols` row-major matrix (or a `G H` vector, with
-/// `cols = 1`) by `perm` (from [`gate_perm`]).
+/// `cols = 1`) by `perm` (from `gate_perm`).
 pub fn reorder_gates(data: &[f32], rows: usize, cols: usize, perm: &[usize]) -> Vec<f32> {
     let block = rows / perm.len().max(1) * cols;
     perm.iter()
