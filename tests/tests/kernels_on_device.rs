@@ -176,7 +176,10 @@ fn bench_weights(board: &Board) -> PathBuf {
         s ^= s << 17;
         s
     };
-    let mut bytes: Vec<u8> = (0..768 * 256)
+    // As many int8 weights as the region holds, up to 768 x 256 (kernel-bench runs
+    // fewer rows where the region is smaller).
+    let int8 = (768 * 256).min(board.memory.model.length as usize);
+    let mut bytes: Vec<u8> = (0..int8)
         .map(|_| ((next() % 255) as i32 - 127) as i8 as u8)
         .collect();
     if has_fpu(board) {
