@@ -192,7 +192,9 @@ where
     P: ModelPrecision,
     P::Act: RawAct,
 {
-    let bound = bind::<P>(file);
+    // Bound in place (see `Net::bind_into`): the `Net` is held once.
+    let mut bound = Err(Error::EmptyInput);
+    bind::<P>(file, &mut bound);
     if measure::stack_exhausted() {
         return Err(ServeError::StackOverflow {
             stack: measure::memory_stats().stack_size,
@@ -211,10 +213,10 @@ where
     session(uart, file, net, arena)
 }
 
-/// `Net::bind`, out of line: its temporaries leave the stack when it returns.
+/// `Net::bind_into`, out of line: its temporaries leave the stack when it returns.
 #[inline(never)]
-fn bind<P: ModelPrecision>(file: &ModelFile<'static>) -> Result<Net<'static, P>, Error> {
-    Net::<P>::bind(file)
+fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'static, P>, Error>) {
+    Net::<P>::bind_into(file, slot)
 }
 
 /// Carves the workspace, prints the `MODEL` line and runs the session.

@@ -6,6 +6,8 @@
 //!   dot products, softmax, log-softmax, argmax, entropy.
 //! * [`fixed`]: saturation, rounding shifts, the [`Requant`] multiplier.
 //! * [`lut`]: int16 tanh/sigmoid by table with interpolation, fixed-point softmax.
+//! * [`cell`]: the hard sigmoids of Keras 2 and Keras 3 and the LSTM cell-state update,
+//!   f32 and fixed point.
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
@@ -37,6 +39,7 @@
 #[cfg(s2s_arm)]
 #[allow(unsafe_code)]
 mod arm;
+pub mod cell;
 pub mod fixed;
 pub mod float;
 #[cfg(any(test, s2s_isa = "dsp"))]

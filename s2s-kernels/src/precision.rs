@@ -19,7 +19,7 @@ use core::ops::Range;
 use bytemuck::Pod;
 
 use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
-use crate::{float, lut, native, portable};
+use crate::{cell, float, lut, native, portable};
 
 /// The number formats a model file can carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +190,14 @@ pub trait Precision: Sized + 'static {
     fn gate_act(u: Self::Act, x: Self::Act) -> Self::Act;
     /// The GRU update `(1 - z) * n + z * h` of unit values.
     fn blend(z: Self::Act, h: Self::Act, n: Self::Act) -> Self::Act;
+    /// Keras 2 / tf.keras hard sigmoid `clip(0.2 x + 0.5, 0, 1)` of a wide value, as a
+    /// unit value (see [`crate::cell`]).
+    fn hard_sigmoid_keras2(x: Self::Wide) -> Self::Act;
+    /// Keras 3 hard sigmoid `relu6(x + 3) / 6` of a wide value, as a unit value.
+    fn hard_sigmoid_keras3(x: Self::Wide) -> Self::Act;
+    /// The LSTM cell-state update `f * c + i * g` for unit `f`, `i`, `g` and a cell
+    /// state `c` of format `fc` (saturating in [`W8A16`]; see [`crate::cell`]).
+    fn cell_update(f: Self::Act, c: Self::Act, i: Self::Act, g: Self::Act, fc: Fmt) -> Self::Act;
     /// An activation of format `f` as a wide value.
     fn widen(a: Self::Act, f: Fmt) -> Self::Wide;
     /// A wide value stored as an activation of format `f` (saturating).
@@ -603,6 +611,18 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
         (1.0 - z) * n + z * h
     }
     #[inline]
+    fn hard_sigmoid_keras2(x: f32) -> f32 {
+        cell::hard_sigmoid_keras2(x)
+    }
+    #[inline]
+    fn hard_sigmoid_keras3(x: f32) -> f32 {
+        cell::hard_sigmoid_keras3(x)
+    }
+    #[inline]
+    fn cell_update(f: f32, c: f32, i: f32, g: f32, _: Fmt) -> f32 {
+        cell::cell_update(f, c, i, g)
+    }
+    #[inline]
     fn widen(a: f32, _: Fmt) -> f32 {
         a
     }
@@ -749,6 +769,18 @@ impl<K: Kernels> Precision for Int<K> {
         // n + z * (h - n): one multiply, |h - n| < 2^16.
         let d = h as i32 - n as i32;
         sat_i16(n as i32 + ((z as i32 * d + (1 << 14)) >> 15))
+    }
+    #[inline]
+    fn hard_sigmoid_keras2(x: i32) -> i16 {
+        cell::hard_sigmoid_keras2_q15(x)
+    }
+    #[inline]
+    fn hard_sigmoid_keras3(x: i32) -> i16 {
+        cell::hard_sigmoid_keras3_q15(x)
+    }
+    #[inline]
+    fn cell_update(f: i16, c: i16, i: i16, g: i16, fc: Fmt) -> i16 {
+        cell::cell_update_q(f, c, i, g, fc.frac)
     }
     #[inline]
     fn widen(a: i16, f: Fmt) -> i32 {

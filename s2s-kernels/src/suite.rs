@@ -47,7 +47,7 @@ use core::marker::PhantomData;
 use bytemuck::Pod;
 
 use crate::fixed::WIDE_FRAC;
-use crate::{float, lut, Float, FloatWeight, Fmt, Job, Kernels, Linear, Precision, Requant};
+use crate::{cell, float, lut, Float, FloatWeight, Fmt, Job, Kernels, Linear, Precision, Requant};
 #[cfg(any(test, doc))]
 use crate::{F32Portable, W8A16Portable, F32, W8A16, W8F32};
 
@@ -142,6 +142,14 @@ pub struct Tolerances {
     pub additive_abs: f64,
     /// See `additive_abs`: the tanh's error, and the key's rounding into `Q16.15`.
     pub additive_rel: f64,
+    /// `hard_sigmoid_keras2` of wide values over the whole wide range.
+    pub hard_sigmoid_keras2: f64,
+    /// `hard_sigmoid_keras3` of wide values over the whole wide range.
+    pub hard_sigmoid_keras3: f64,
+    /// `cell_update`: `f c + i g` for unit `f`, `i`, `g` (`f`, `i` in `[0, 1)`, `g` in
+    /// `[-1, 1)`) and a cell state `c` in [`CELL_FMT`] (`Q3.12`) within `±6`, so the
+    /// result stays in range (its saturation is tested apart).
+    pub cell_update: f64,
 }
 
 /// f32: the errors of f32 arithmetic (and of the `fast-math` functions when enabled).
@@ -170,6 +178,11 @@ pub const F32_TOL: Tolerances = Tolerances {
     weighted_sum: 2e-6,
     additive_abs: 1e-5,
     additive_rel: 1e-6 + float::MAX_ERROR_TANH as f64,
+    // One f32 multiply and add (Keras 2) or add and divide (Keras 3) on values <= 1.
+    hard_sigmoid_keras2: 2e-7,
+    hard_sigmoid_keras3: 2e-7,
+    // Two products and a sum of magnitude up to 7.
+    cell_update: 2e-6,
 };
 
 /// int8 weights, f32 math: as f32 (the reference uses the dequantized weights).
@@ -213,6 +226,10 @@ pub const W8A16_TOL: Tolerances = Tolerances {
     // with more than 15 fractional bits) per unit of |v|.
     additive_abs: 2.0 * 0.5 * U15 + 1e-9,
     additive_rel: lut::MAX_ERROR_TANH_Q15 + 0.5 * U15,
+    hard_sigmoid_keras2: cell::MAX_ERROR_HARD_SIGMOID_KERAS2_Q15,
+    hard_sigmoid_keras3: cell::MAX_ERROR_HARD_SIGMOID_KERAS3_Q15,
+    // Exact products and sum, one rounding to Q3.12.
+    cell_update: 0.5 / 4096.0,
 };
 
 /// Formats of the input parts of the `linear` test layers.
@@ -240,6 +257,8 @@ pub const KEY_FMTS: [Fmt; 6] = [
     Fmt { frac: 17 },
     Fmt { frac: -3 },
 ];
+/// Format of the cell states of `cell_update`.
+pub const CELL_FMT: Fmt = Fmt { frac: 12 };
 
 /// A small deterministic generator (SplitMix64), so that the measured maxima are
 /// reproducible.
@@ -307,7 +326,7 @@ impl<P: Precision> OwnedLayer<P> {
 }
 
 /// Per-row symmetric int8 as `s2s quantize` makes it (`quantize_rows` in
-/// `host-tools/src/quantize.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
+/// `host-tools/src/quantize/mod.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
 /// each further plane quantizes the f32 residual of the previous ones the same way.
 /// Codes are `[row][plane][col]`, scales `[row][plane]`; also returns the reals.
 pub fn int8_planes(
@@ -1095,6 +1114,75 @@ pub fn additive_scores<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, 
     );
 }
 
+/// `hard_sigmoid_keras2` and `hard_sigmoid_keras3` over the nonlinearities' inputs.
+pub fn hard_sigmoids<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
+    nonlinearity::<F, R>(
+        "hard_sigm_k2",
+        (tol.hard_sigmoid_keras2, f64::INFINITY),
+        exact,
+        F::P::hard_sigmoid_keras2,
+        R::hard_sigmoid_keras2,
+        |x| (0.2 * x + 0.5).clamp(0.0, 1.0),
+    );
+    nonlinearity::<F, R>(
+        "hard_sigm_k3",
+        (tol.hard_sigmoid_keras3, f64::INFINITY),
+        exact,
+        F::P::hard_sigmoid_keras3,
+        R::hard_sigmoid_keras3,
+        |x| (x / 6.0 + 0.5).clamp(0.0, 1.0),
+    );
+}
+
+/// `cell_update` on random operands in range (the ends of the unit range included);
+/// saturation at the ends of the cell format, where the precision has one, must keep
+/// the sign.
+pub fn cell_update<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
+    let mut rng = Rng::new(0xBB);
+    let mut worst = 0.0f64;
+    let q = Fmt::Q15;
+    for k in 0..50_000 {
+        let f = F::act(if k % 97 == 0 { 1.0 } else { rng.unit() }, q);
+        let i = F::act(if k % 89 == 0 { 1.0 } else { rng.unit() }, q);
+        let g = F::act(rng.uniform(-1.0, 1.0), q);
+        let c = F::act(rng.uniform(-6.0, 6.0), CELL_FMT);
+        let y = F::P::cell_update(f, c, i, g, CELL_FMT);
+        let want =
+            F::act_real(f, q) * F::act_real(c, CELL_FMT) + F::act_real(i, q) * F::act_real(g, q);
+        worst = worst.max((F::act_real(y, CELL_FMT) - want).abs());
+        if exact {
+            let y2 = R::cell_update(cast(f), cast(c), cast(i), cast(g), CELL_FMT);
+            assert!(same_bits(&[y], &[y2]), "cell_update: not bit-exact");
+        }
+    }
+    // Pushed past the top and the bottom of the format: never wraps.
+    let top = F::act(7.99, CELL_FMT);
+    let up = F::P::cell_update(
+        F::act(1.0, q),
+        top,
+        F::act(1.0, q),
+        F::act(1.0, q),
+        CELL_FMT,
+    );
+    assert!(
+        F::act_real(up, CELL_FMT) >= 7.99,
+        "cell_update wrapped at the top"
+    );
+    let bottom = F::act(-8.0, CELL_FMT);
+    let down = F::P::cell_update(
+        F::act(1.0, q),
+        bottom,
+        F::act(1.0, q),
+        F::act(-1.0, q),
+        CELL_FMT,
+    );
+    assert!(
+        F::act_real(down, CELL_FMT) <= -7.99,
+        "cell_update wrapped at the bottom"
+    );
+    verdict::<F>("cell_update", worst, tol.cell_update, twin_name::<R>(exact));
+}
+
 /// Every test of the suite for the precision of fixture `F`, bit-exact with `R` when
 /// `exact` (what the firmware's `kernel-suite` runs on a board). Panics at the first
 /// failure.
@@ -1111,6 +1199,8 @@ pub fn run_all<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &
     softmax::<F, R>(tol, exact, scale);
     weighted_sum::<F, R>(tol, exact, scale);
     additive_scores::<F, R>(tol, exact, scale);
+    hard_sigmoids::<F, R>(tol, exact, scale);
+    cell_update::<F, R>(tol, exact, scale);
 }
 
 /// Generates the suite for one precision: `precision_suite!(module, Precision, Fixture,
@@ -1175,6 +1265,14 @@ macro_rules! precision_suite {
             #[test]
             fn additive_scores() {
                 $crate::suite::additive_scores::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
+            }
+            #[test]
+            fn hard_sigmoids() {
+                $crate::suite::hard_sigmoids::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
+            }
+            #[test]
+            fn cell_update() {
+                $crate::suite::cell_update::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
         }
     };

@@ -3,13 +3,13 @@
 //! record; [`ModelDesc::from_raw`] validates every field.
 
 use bytemuck::{Pod, Zeroable};
-use rnn_core::ResetMode;
+use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, Requant};
 
 use crate::format::Role;
 use crate::Error;
 
-/// Most GRU layers in the encoder or the decoder.
+/// Most recurrent layers in the encoder or the decoder.
 pub const MAX_LAYERS: usize = 4;
 /// Most parts of the output layer's input.
 pub const MAX_OUT_PARTS: usize = 4;
@@ -20,12 +20,35 @@ pub const MAX_SPECS: usize = 48;
 pub const MIN_FRAC: i8 = -8;
 /// See [`MIN_FRAC`].
 pub const MAX_FRAC: i8 = 30;
+/// Most fractional bits of an LSTM cell-state format (`Q(15-f).f`, `0 <= f <= 15`).
+pub const MAX_CELL_FRAC: i8 = 15;
 
 /// Largest size of any dimension, vocabulary, step count or padded length.
 pub const MAX_SIZE: usize = u16::MAX as usize;
 
 /// "No such token" in the description.
 pub const NO_TOKEN: u32 = u32::MAX;
+
+/// The recurrent cell of the encoder or the decoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum CellKind {
+    /// GRU: gates `[r, z, n]`, state `h`.
+    Gru = 0,
+    /// LSTM: gates `[i, f, g, o]`, state `h` and cell state `c`.
+    Lstm = 1,
+}
+
+impl CellKind {
+    /// Gate blocks of the cell's matrices (3 or 4).
+    pub fn gates(self) -> usize {
+        match self {
+            CellKind::Gru => 3,
+            CellKind::Lstm => 4,
+        }
+    }
+}
 
 /// How the decoder uses attention.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +57,9 @@ pub const NO_TOKEN: u32 = u32::MAX;
 pub enum Ordering {
     /// No attention: the decoder sees only its input token and state.
     None = 0,
-    /// Bahdanau: score with `s_{t-1}`, context `c_t`, GRU input `[embedding; c_t]`.
+    /// Bahdanau: score with `s_{t-1}`, context `c_t`, decoder input `[embedding; c_t]`.
     Bahdanau = 1,
-    /// Luong: GRU first, score with `s_t`, then context `c_t`.
+    /// Luong: the decoder cell first, score with `s_t`, then context `c_t`.
     Luong = 2,
 }
 
@@ -56,7 +79,7 @@ pub enum ScoreKind {
     General = 3,
 }
 
-/// Initial decoder state.
+/// Initial decoder state (`h`, and separately the cell state `c` of an LSTM decoder).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
@@ -64,11 +87,25 @@ pub enum Init {
     /// All zeros.
     Zeros = 0,
     /// The final state of the encoder: decoder layer `l` of `L` takes the final state
-    /// of encoder layer `l + (L_enc - L)` (`[forward; backward]` when bidirectional).
+    /// of encoder layer `l + (L_enc - L)` (`[forward; backward]` when bidirectional);
+    /// for the cell state, that encoder layer's final cell state (an LSTM encoder).
     Last = 1,
     /// `tanh(W_l x + b_l)` for decoder layer `l`, where `x` is the top encoder layer's
-    /// final state.
+    /// final state (layers `bridge.l<l>`); for the cell state, `x` is the top encoder
+    /// layer's final cell state, or its final state for a GRU encoder (layers
+    /// `bridge_c.l<l>`).
     Dense = 2,
+}
+
+impl Init {
+    fn from_id(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Init::Zeros),
+            1 => Some(Init::Last),
+            2 => Some(Init::Dense),
+            _ => None,
+        }
+    }
 }
 
 /// A part of the output layer's (or attentional layer's) input.
@@ -139,6 +176,23 @@ pub struct RawDesc {
     pub score_scale: u32,
     /// Score scale as a requantizer (integer precision).
     pub score_scale_q: Requant,
+    /// Encoder cell: 0 GRU, 1 LSTM.
+    pub enc_cell: u32,
+    /// Decoder cell: 0 GRU, 1 LSTM.
+    pub dec_cell: u32,
+    /// Encoder gates' activation (`Recurrent` id).
+    pub enc_recurrent: u32,
+    /// Decoder gates' activation (`Recurrent` id).
+    pub dec_recurrent: u32,
+    /// Masked encoder steps: 0 none (padding runs like any token), else a `Masked` id.
+    pub enc_mask: u32,
+    /// Initial cell state of an LSTM decoder (an `Init` code; 0 for a GRU decoder).
+    pub init_cell: u32,
+    /// Parts of the attentional layer's input, like `out_parts` (all 0 without it).
+    pub att_parts: [u8; 4],
+    /// Cell-state formats (fractional bits) of the integer path: `[encoder, decoder,
+    /// 0, 0]`, 0 for a GRU stack.
+    pub cell_fmts: [i8; 4],
 }
 
 /// The validated model description.
@@ -153,13 +207,13 @@ pub struct ModelDesc {
     pub enc_emb: usize,
     /// Target embedding size.
     pub dec_emb: usize,
-    /// Encoder GRU layers.
+    /// Encoder layers.
     pub enc_layers: usize,
     /// Encoder hidden size per direction.
     pub enc_hidden: usize,
     /// Bidirectional encoder.
     pub enc_bidir: bool,
-    /// Encoder candidate-gate form.
+    /// Encoder candidate-gate form (GRU; `After` for an LSTM).
     pub enc_reset: ResetMode,
     /// Size of a dense projection of the encoder outputs into the memory (values), if any.
     pub memory_proj: Option<usize>,
@@ -179,11 +233,11 @@ pub struct ModelDesc {
     pub src_pad_to: usize,
     /// Initial decoder state.
     pub init: Init,
-    /// Decoder GRU layers.
+    /// Decoder layers.
     pub dec_layers: usize,
     /// Decoder hidden size.
     pub dec_hidden: usize,
-    /// Decoder candidate-gate form.
+    /// Decoder candidate-gate form (GRU; `After` for an LSTM).
     pub dec_reset: ResetMode,
     /// Size of Luong's attentional layer, if any.
     pub attentional: Option<usize>,
@@ -217,6 +271,92 @@ pub struct ModelDesc {
     pub score_scale: f32,
     /// Score scale, integer precision.
     pub score_scale_q: Requant,
+    /// The recurrent cells of both stacks and their settings.
+    pub cells: Cells,
+    /// Parts of the attentional layer's input, in order (all `None` without one).
+    pub att_parts: [Option<Part>; MAX_OUT_PARTS],
+}
+
+/// The recurrent cells of a model: each stack's cell, gate activation and cell-state
+/// format, the encoder's masking of padded positions and an LSTM decoder's initial cell
+/// state. [`Cells::GRU`] is what a model without LSTMs or masking has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Cells {
+    /// Encoder cell.
+    pub enc: CellKind,
+    /// Decoder cell.
+    pub dec: CellKind,
+    /// Activation of the encoder cells' gates.
+    pub enc_recurrent: Recurrent,
+    /// Activation of the decoder cells' gates.
+    pub dec_recurrent: Recurrent,
+    /// How padded source positions are masked in the encoder (`None`: they are not,
+    /// the encoder runs over them like any token). Needs `src_pad_to`.
+    pub enc_mask: Option<Masked>,
+    /// Initial cell state of an LSTM decoder ([`Init::Zeros`] for a GRU decoder).
+    pub init_cell: Init,
+    /// Format of the encoder's cell states (integer path; 0 for a GRU encoder).
+    pub fmt_enc: Fmt,
+    /// Format of the decoder's cell states (integer path; 0 for a GRU decoder).
+    pub fmt_dec: Fmt,
+}
+
+impl Cells {
+    /// GRUs with the logistic sigmoid in both stacks, no mask.
+    pub const GRU: Cells = Cells {
+        enc: CellKind::Gru,
+        dec: CellKind::Gru,
+        enc_recurrent: Recurrent::Sigmoid,
+        dec_recurrent: Recurrent::Sigmoid,
+        enc_mask: None,
+        init_cell: Init::Zeros,
+        fmt_enc: Fmt { frac: 0 },
+        fmt_dec: Fmt { frac: 0 },
+    };
+}
+
+/// A list of parts as stored: codes `1..=4`, then zeros.
+fn parts_of(name: &'static str, raw: &[u8; 4]) -> Result<[Option<Part>; MAX_OUT_PARTS], Error> {
+    let mut parts = [None; MAX_OUT_PARTS];
+    let mut ended = false;
+    for (o, &p) in parts.iter_mut().zip(raw) {
+        *o = match p {
+            0 => {
+                ended = true;
+                None
+            }
+            _ if ended => return Err(Error::BadField(name)),
+            1 => Some(Part::State),
+            2 => Some(Part::Context),
+            3 => Some(Part::Embedding),
+            4 => Some(Part::Attentional),
+            _ => return Err(Error::BadField(name)),
+        };
+    }
+    Ok(parts)
+}
+
+fn parts_raw(parts: &[Option<Part>; MAX_OUT_PARTS]) -> [u8; 4] {
+    let mut raw = [0u8; 4];
+    for (o, p) in raw.iter_mut().zip(parts) {
+        *o = p.map_or(0, |p| p as u8);
+    }
+    raw
+}
+
+fn cell_kind(name: &'static str, v: u32) -> Result<CellKind, Error> {
+    code(name, v, |v| match v {
+        0 => Some(CellKind::Gru),
+        1 => Some(CellKind::Lstm),
+        _ => None,
+    })
+}
+
+fn recurrent(name: &'static str, v: u32) -> Result<Recurrent, Error> {
+    code(name, v, |v| {
+        u8::try_from(v).ok().and_then(Recurrent::from_id)
+    })
 }
 
 /// A code field: `decode` maps the whole stored value (not just its low byte).
@@ -277,32 +417,23 @@ impl ModelDesc {
             3 => Some(ScoreKind::General),
             _ => None,
         })?;
-        let init = code("init", r.init, |v| match v {
-            0 => Some(Init::Zeros),
-            1 => Some(Init::Last),
-            2 => Some(Init::Dense),
-            _ => None,
-        })?;
+        let init = code("init", r.init, Init::from_id)?;
+        let init_cell = code("init_cell", r.init_cell, Init::from_id)?;
+        let enc_mask = match r.enc_mask {
+            0 => None,
+            v => Some(code("enc_mask", v, |v| {
+                u8::try_from(v).ok().and_then(Masked::from_id)
+            })?),
+        };
         let split = code("split", r.split, |v| match v {
             0 => Some(Split::Chars),
             1 => Some(Split::Whitespace),
             _ => None,
         })?;
-        let mut out_parts = [None; MAX_OUT_PARTS];
-        let mut ended = false;
-        for (o, &p) in out_parts.iter_mut().zip(&r.out_parts) {
-            *o = match p {
-                0 => {
-                    ended = true;
-                    None
-                }
-                _ if ended => return Err(Error::BadField("out_parts")),
-                1 => Some(Part::State),
-                2 => Some(Part::Context),
-                3 => Some(Part::Embedding),
-                4 => Some(Part::Attentional),
-                _ => return Err(Error::BadField("out_parts")),
-            };
+        let out_parts = parts_of("out_parts", &r.out_parts)?;
+        let att_parts = parts_of("att_parts", &r.att_parts)?;
+        if r.cell_fmts[2..] != [0, 0] {
+            return Err(Error::BadField("cell_fmts"));
         }
         let d = ModelDesc {
             src_vocab: r.src_vocab as usize,
@@ -341,6 +472,21 @@ impl ModelDesc {
             fmt_keys: Fmt { frac: r.fmts[3] },
             score_scale: f32::from_bits(r.score_scale),
             score_scale_q: r.score_scale_q,
+            cells: Cells {
+                enc: cell_kind("enc_cell", r.enc_cell)?,
+                dec: cell_kind("dec_cell", r.dec_cell)?,
+                enc_recurrent: recurrent("enc_recurrent", r.enc_recurrent)?,
+                dec_recurrent: recurrent("dec_recurrent", r.dec_recurrent)?,
+                enc_mask,
+                init_cell,
+                fmt_enc: Fmt {
+                    frac: r.cell_fmts[0],
+                },
+                fmt_dec: Fmt {
+                    frac: r.cell_fmts[1],
+                },
+            },
+            att_parts,
         };
         d.check()?;
         Ok(d)
@@ -350,10 +496,7 @@ impl ModelDesc {
     /// field ([`Error::FieldOverflow`]), never a truncated value; the ranges themselves
     /// are checked by [`ModelDesc::from_raw`], which a writer runs on the result.
     pub fn to_raw(&self) -> Result<RawDesc, Error> {
-        let mut out_parts = [0u8; 4];
-        for (o, p) in out_parts.iter_mut().zip(&self.out_parts) {
-            *o = p.map_or(0, |p| p as u8);
-        }
+        let out_parts = parts_raw(&self.out_parts);
         let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
         Ok(RawDesc {
             src_vocab: stored("src_vocab", self.src_vocab)?,
@@ -394,6 +537,14 @@ impl ModelDesc {
             ],
             score_scale: self.score_scale.to_bits(),
             score_scale_q: self.score_scale_q,
+            enc_cell: self.cells.enc as u32,
+            dec_cell: self.cells.dec as u32,
+            enc_recurrent: self.cells.enc_recurrent as u32,
+            dec_recurrent: self.cells.dec_recurrent as u32,
+            enc_mask: self.cells.enc_mask.map_or(0, |m| m as u32),
+            init_cell: self.cells.init_cell as u32,
+            att_parts: parts_raw(&self.att_parts),
+            cell_fmts: [self.cells.fmt_enc.frac, self.cells.fmt_dec.frac, 0, 0],
         })
     }
 
@@ -462,6 +613,19 @@ impl ModelDesc {
                 return Err(Error::BadField(name));
             }
         }
+        for (name, f, cell) in [
+            ("fmt_enc_cell", self.cells.fmt_enc, self.cells.enc),
+            ("fmt_dec_cell", self.cells.fmt_dec, self.cells.dec),
+        ] {
+            let ok = match cell {
+                CellKind::Lstm => (0..=MAX_CELL_FRAC).contains(&f.frac),
+                // A GRU stack has no cell state: the field is not used.
+                CellKind::Gru => f.frac == 0,
+            };
+            if !ok {
+                return Err(Error::BadField(name));
+            }
+        }
         if !self.score_scale.is_finite() {
             return Err(Error::BadField("score_scale"));
         }
@@ -519,28 +683,62 @@ impl ModelDesc {
                 return bad("init last: encoder state size differs from decoder hidden size");
             }
         }
-        let mut ended = false;
-        for p in &self.out_parts {
-            let Some(p) = p else {
-                ended = true;
-                continue;
-            };
-            if ended {
-                return bad("out_parts: a part after an empty slot");
+        if self.cells.enc == CellKind::Lstm && self.enc_reset != ResetMode::After {
+            return bad("enc_reset: set for an LSTM encoder (a GRU field)");
+        }
+        if self.cells.dec == CellKind::Lstm && self.dec_reset != ResetMode::After {
+            return bad("dec_reset: set for an LSTM decoder (a GRU field)");
+        }
+        if self.cells.dec == CellKind::Gru && self.cells.init_cell != Init::Zeros {
+            return bad("init_cell: a cell state for a GRU decoder");
+        }
+        if self.cells.init_cell == Init::Last {
+            if self.cells.enc != CellKind::Lstm {
+                return bad("init_cell last: the encoder has no cell state (GRU)");
             }
-            let ok = match p {
-                Part::State | Part::Embedding => true,
-                Part::Context => attention,
-                Part::Attentional => self.attentional.is_some(),
-            };
-            if !ok {
-                return bad("out_parts: part not produced by this decoder");
+            if self.dec_layers > self.enc_layers {
+                return bad("init_cell last: more decoder than encoder layers");
+            }
+            if self.enc_output() != self.dec_hidden {
+                return bad("init_cell last: encoder state size differs from decoder hidden size");
             }
         }
-        if self.out_parts[0].is_none() {
-            return bad("out_parts: empty");
+        if self.cells.enc_mask.is_some() && self.src_pad_to == 0 {
+            return bad("enc_mask: a mask without source padding (src_pad_to)");
+        }
+        check_parts(&self.out_parts, OUT_PARTS_RULES, |p| match p {
+            Part::State | Part::Embedding => true,
+            Part::Context => attention,
+            Part::Attentional => self.attentional.is_some(),
+        })?;
+        match self.attentional {
+            Some(_) => check_parts(&self.att_parts, ATT_PARTS_RULES, |p| {
+                !matches!(p, Part::Attentional)
+            })?,
+            None if self.att_parts != [None; MAX_OUT_PARTS] => {
+                return bad("att_parts: set without an attentional layer");
+            }
+            None => {}
         }
         Ok(())
+    }
+
+    /// Gate blocks of the encoder's cells (3 GRU, 4 LSTM).
+    pub fn enc_gates(&self) -> usize {
+        self.cells.enc.gates()
+    }
+    /// Gate blocks of the decoder's cells.
+    pub fn dec_gates(&self) -> usize {
+        self.cells.dec.gates()
+    }
+    /// The attentional layer's input parts.
+    pub fn att_parts(&self) -> impl Iterator<Item = Part> + '_ {
+        self.att_parts.iter().flatten().copied()
+    }
+    /// Input size of the attentional layer, and its number of parts.
+    pub fn att_input(&self) -> (usize, usize) {
+        self.att_parts()
+            .fold((0, 0), |(d, n), p| (d + self.part_dim(p), n + 1))
     }
 
     /// Encoder output size per position (`H` or `2H`).
@@ -607,7 +805,7 @@ impl ModelDesc {
             }
     }
 
-    /// Every dense layer (embeddings and GRU matrices included) the description calls
+    /// Every dense layer (embeddings and recurrent matrices included) the description calls
     /// for, with its shape: the one list that binding, importing and quantizing follow.
     pub fn layer_specs(&self) -> heapless::Vec<LayerSpec, MAX_SPECS> {
         let mut v = heapless::Vec::new();
@@ -649,9 +847,9 @@ impl ModelDesc {
         add(Role::EncEmb, 0, 0, self.src_vocab, self.enc_emb, 1);
         for l in 0..self.enc_layers {
             for dir in 0..1 + self.enc_bidir as usize {
-                let h = self.enc_hidden;
-                add(Role::EncWih, l, dir, 3 * h, self.enc_input(l), 1);
-                add(Role::EncWhh, l, dir, 3 * h, h, 1);
+                let gh = self.enc_gates() * self.enc_hidden;
+                add(Role::EncWih, l, dir, gh, self.enc_input(l), 1);
+                add(Role::EncWhh, l, dir, gh, self.enc_hidden, 1);
             }
         }
         if let Some(m) = self.memory_proj {
@@ -678,28 +876,28 @@ impl ModelDesc {
                 add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
             }
         }
+        if self.cells.init_cell == Init::Dense {
+            for l in 0..self.dec_layers {
+                add(Role::BridgeC, l, 0, self.dec_hidden, self.enc_output(), 1);
+            }
+        }
         add(Role::DecEmb, 0, 0, self.tgt_vocab, self.dec_emb, 1);
         for l in 0..self.dec_layers {
             let (i, parts) = self.dec_input(l);
-            add(Role::DecWih, l, 0, 3 * self.dec_hidden, i, parts);
-            add(Role::DecWhh, l, 0, 3 * self.dec_hidden, self.dec_hidden, 1);
+            let gh = self.dec_gates() * self.dec_hidden;
+            add(Role::DecWih, l, 0, gh, i, parts);
+            add(Role::DecWhh, l, 0, gh, self.dec_hidden, 1);
         }
         if let Some(c) = self.attentional {
-            add(
-                Role::Attentional,
-                0,
-                0,
-                c,
-                self.dec_hidden + self.memory_dim(),
-                2,
-            );
+            let (ai, ap) = self.att_input();
+            add(Role::Attentional, 0, 0, c, ai, ap);
         }
         let (oi, op) = self.out_input();
         add(Role::Out, 0, 0, self.tgt_vocab, oi, op);
     }
 
     /// Format of the memory: the projection's calibrated format, or `Q0.15` when the
-    /// memory is the GRU states themselves.
+    /// memory is the encoder states themselves.
     pub fn memory_fmt(&self) -> Fmt {
         if self.memory_proj.is_some() {
             self.fmt_memory
@@ -729,19 +927,21 @@ impl ModelDesc {
                 }
             }
             Role::Attentional => {
-                push(q15);
-                push(self.memory_fmt());
+                for p in self.att_parts() {
+                    push(self.part_fmt(p));
+                }
             }
             Role::Out => {
                 for p in self.out_parts() {
-                    push(match p {
-                        Part::State | Part::Attentional => q15,
-                        Part::Context => self.memory_fmt(),
-                        Part::Embedding => self.fmt_dec_emb,
-                    });
+                    push(self.part_fmt(p));
                 }
             }
-            // GRU states and outputs, tanh outputs: Q0.15.
+            // The cell states of an LSTM encoder, or a GRU encoder's states.
+            Role::BridgeC => push(match self.cells.enc {
+                CellKind::Lstm => self.cells.fmt_enc,
+                CellKind::Gru => q15,
+            }),
+            // Recurrent states and outputs, tanh outputs: Q0.15.
             Role::EncWih
             | Role::EncWhh
             | Role::DecWih
@@ -753,6 +953,55 @@ impl ModelDesc {
         }
         v
     }
+}
+
+impl ModelDesc {
+    /// Format of an output or attentional part on the integer path.
+    fn part_fmt(&self, p: Part) -> Fmt {
+        match p {
+            Part::State | Part::Attentional => Fmt::Q15,
+            Part::Context => self.memory_fmt(),
+            Part::Embedding => self.fmt_dec_emb,
+        }
+    }
+}
+
+/// The rules a list of parts breaks, by list: a gap, a part it cannot have, none.
+type PartsRules = [&'static str; 3];
+const OUT_PARTS_RULES: PartsRules = [
+    "out_parts: a part after an empty slot",
+    "out_parts: part not produced by this decoder",
+    "out_parts: empty",
+];
+const ATT_PARTS_RULES: PartsRules = [
+    "att_parts: a part after an empty slot",
+    "att_parts: part not available to the attentional layer",
+    "att_parts: empty",
+];
+
+/// Checks a list of parts: no gap, not empty, and each part allowed by `ok`.
+fn check_parts(
+    parts: &[Option<Part>; MAX_OUT_PARTS],
+    rules: PartsRules,
+    ok: impl Fn(Part) -> bool,
+) -> Result<(), Error> {
+    let mut ended = false;
+    for p in parts {
+        let Some(p) = p else {
+            ended = true;
+            continue;
+        };
+        if ended {
+            return Err(Error::Inconsistent(rules[0]));
+        }
+        if !ok(*p) {
+            return Err(Error::Inconsistent(rules[1]));
+        }
+    }
+    if parts[0].is_none() {
+        return Err(Error::Inconsistent(rules[2]));
+    }
+    Ok(())
 }
 
 /// A dense layer of a model: where it is and its shape.

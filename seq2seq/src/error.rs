@@ -212,7 +212,7 @@ pub enum Error {
         /// Tokens the buffer holds.
         available: usize,
     },
-    /// A GRU error (a shape that the binding should have caught).
+    /// A recurrent-layer error (a shape that the binding should have caught).
     Rnn(rnn_core::Error),
     /// An attention error.
     Attention(attention_core::Error),
@@ -268,7 +268,7 @@ impl Error {
             Error::EmptyInput => "empty input",
             Error::UnknownSymbol { .. } => "symbol not in the source vocabulary",
             Error::OutputTooSmall { .. } => "output buffer shorter than the most steps",
-            Error::Rnn(_) => "GRU shape error",
+            Error::Rnn(_) => "recurrent layer shape error",
             Error::Attention(_) => "attention shape error",
             Error::Shape(_) => "kernel shape error",
         }

@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (2)
+//!      4     2  format version (3)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
 //!      7     1  reserved (0)
 //!      8     4  file length in bytes, CRC included
@@ -33,8 +33,9 @@
 //! values themselves are left to [`ModelFile::check_finite`], which the host tools and
 //! the writer run and the firmware skips (a scan of every weight at boot).
 //!
-//! Version 1 files (no bias mask, no sorted orders) are refused with [`Error::UnsupportedVersion`]; the
-//! host tools re-create them from their sources with `s2s import` and `s2s quantize`.
+//! Files of other versions are refused with [`Error::UnsupportedVersion`] (version 1: no
+//! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description);
+//! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
 use s2s_kernels::{PrecisionKind, Requant};
@@ -47,8 +48,10 @@ use crate::Error;
 /// The first four bytes of every model file.
 pub const MAGIC: [u8; 4] = *b"S2SM";
 /// The format version this crate reads and writes (2: the bias mask in the header, the
-/// vocabularies' sorted orders).
-pub const VERSION: u16 = 2;
+/// vocabularies' sorted orders; 3: the description's recurrent cells, GRU or LSTM, with
+/// their gate activations, cell-state formats, encoder masking, an LSTM decoder's
+/// initial cell state and the attentional layer's input parts).
+pub const VERSION: u16 = 3;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;
@@ -179,10 +182,11 @@ pub enum Role {
     DecWhh = 12,
     Attentional = 13,
     Out = 14,
+    BridgeC = 15,
 }
 
 impl Role {
-    const ALL: [Role; 14] = [
+    const ALL: [Role; 15] = [
         Role::EncEmb,
         Role::EncWih,
         Role::EncWhh,
@@ -197,6 +201,7 @@ impl Role {
         Role::DecWhh,
         Role::Attentional,
         Role::Out,
+        Role::BridgeC,
     ];
 
     /// The name used in tensor names and configuration files.
@@ -211,6 +216,7 @@ impl Role {
             Role::AttnV => "attention.v",
             Role::AttnGeneral => "attention.general",
             Role::Bridge => "bridge",
+            Role::BridgeC => "bridge_c",
             Role::DecEmb => "decoder.embedding",
             Role::DecWih => "decoder.w_ih",
             Role::DecWhh => "decoder.w_hh",
@@ -303,7 +309,12 @@ impl core::fmt::Display for LayerName {
         f.write_str(id.role.name())?;
         if matches!(
             id.role,
-            Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Bridge
+            Role::EncWih
+                | Role::EncWhh
+                | Role::DecWih
+                | Role::DecWhh
+                | Role::Bridge
+                | Role::BridgeC
         ) {
             write!(f, ".l{}", id.layer)?;
         }
@@ -477,6 +488,9 @@ impl<'a> ModelFile<'a> {
         Self::parse_inner(bytes, false)
     }
 
+    // Out of line: its temporaries (header, stored description, ...) would otherwise
+    // stay on a small device's stack under everything the parsed file is used for.
+    #[inline(never)]
     fn parse_inner(bytes: &'a [u8], check_crc: bool) -> Result<Self, Error> {
         if bytes.len() < 4 || bytes[..4] != MAGIC {
             return Err(Error::BadMagic);

@@ -1,5 +1,5 @@
-//! GRU encoder-decoder models with attention, for microcontrollers: the model file,
-//! the static workspace and greedy decoding, generic over the number format.
+//! GRU and LSTM encoder-decoder models with attention, for microcontrollers: the model
+//! file, the static workspace and greedy decoding, generic over the number format.
 //!
 //! * [`ModelFile::parse`] checks a `.s2s` file (magic, version, CRC, description,
 //!   vocabularies, every tensor) and gives views into it without copying;
@@ -9,13 +9,16 @@
 //! * [`Runner`] carves that workspace out of a caller-owned arena and runs sources to
 //!   outputs, reporting each step to an [`Observer`].
 //!
-//! The decoder variant is data ([`ModelDesc`]): no attention (the decoder starts from
-//! the encoder's last state), Bahdanau ordering (score with `s_{t-1}`, GRU input
-//! `[embedding; c_t]`) or Luong ordering (GRU first, score with `s_t`, optional
-//! attentional layer), any score of `attention_core`, initial state zeros / last
-//! encoder state / `tanh(W x + b)`, and an output layer over any concatenation of state,
-//! context, embedding and attentional vector. One build runs any model within its
-//! capacities.
+//! The model variant is data ([`ModelDesc`]): GRU or LSTM cells in the encoder and the
+//! decoder (with the sigmoid or either Keras hard sigmoid on their gates), an encoder
+//! that runs over padding or masks it as Keras 2 or Keras 3 does; no attention (the
+//! decoder starts from the encoder's last state), Bahdanau ordering (score with
+//! `s_{t-1}`, decoder input `[embedding; c_t]`) or Luong ordering (the cell first,
+//! score with `s_t`, optional attentional layer over any concatenation of state,
+//! context and embedding), any score of `attention_core`, initial states (and LSTM
+//! cell states) zeros / last encoder state / `tanh(W x + b)`, and an output layer over
+//! any concatenation of state, context, embedding and attentional vector. One build
+//! runs any model within its capacities.
 //!
 //! ```no_run
 //! use seq2seq::{ModelFile, Net, Runner};
@@ -51,7 +54,7 @@ pub mod plan;
 pub mod run;
 pub mod vocab;
 
-pub use desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split};
+pub use desc::{CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
 pub use error::Error;
 pub use format::{ModelFile, TensorId};
 pub use net::{ModelPrecision, Net};

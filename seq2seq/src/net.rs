@@ -2,10 +2,10 @@
 
 use attention_core::{Attention, Score};
 use heapless::Vec as HVec;
-use rnn_core::{GruCell, GruLayer};
+use rnn_core::{Cell, GruCell, LstmCell, Recurrent, ResetMode, RnnLayer};
 use s2s_kernels::{Fmt, Linear, Precision};
 
-use crate::desc::{Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
+use crate::desc::{CellKind, Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, Stored, TensorId};
 use crate::vocab::Vocab;
 use crate::Error;
@@ -21,17 +21,20 @@ pub struct Net<'a, P: Precision> {
     /// Source embedding table.
     pub src_emb: Linear<'a, P>,
     /// Encoder layers, bottom first.
-    pub encoder: HVec<GruLayer<'a, P>, MAX_LAYERS>,
+    pub encoder: HVec<RnnLayer<'a, P>, MAX_LAYERS>,
     /// Projection of encoder outputs into the memory.
     pub memory_proj: Option<Linear<'a, P>>,
     /// The attention, if the decoder attends.
     pub attention: Option<Attention<'a, P>>,
     /// Dense bridge per decoder layer ([`Init::Dense`]).
     pub bridge: HVec<Linear<'a, P>, MAX_LAYERS>,
+    /// Dense bridge of the cell state per decoder layer (an LSTM decoder whose
+    /// `init_cell` is [`Init::Dense`]).
+    pub bridge_c: HVec<Linear<'a, P>, MAX_LAYERS>,
     /// Target embedding table.
     pub dec_emb: Linear<'a, P>,
     /// Decoder cells, bottom first.
-    pub decoder: HVec<GruCell<'a, P>, MAX_LAYERS>,
+    pub decoder: HVec<Cell<'a, P>, MAX_LAYERS>,
     /// Luong's attentional layer.
     pub attentional: Option<Linear<'a, P>>,
     /// Output layer.
@@ -93,132 +96,233 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
     /// Binds every layer the description calls for to typed views of its tensors (which
     /// [`ModelFile::parse`] has checked), for precision `P`.
     pub fn bind(file: &ModelFile<'a>) -> Result<Self, Error> {
+        let mut bound = Err(Error::EmptyInput);
+        Self::bind_into(file, &mut bound);
+        bound
+    }
+
+    /// [`Net::bind`] into `slot` (whatever it held is replaced), building the `Net` in
+    /// place: a small device that keeps the `Net` on its stack holds it once while
+    /// binding instead of twice (being built, then returned), and the binding's
+    /// temporaries live in helpers that return before the caller goes on.
+    pub fn bind_into(file: &ModelFile<'a>, slot: &mut Result<Self, Error>) {
         if file.precision() != P::KIND {
-            return Err(Error::PrecisionMismatch {
+            *slot = Err(Error::PrecisionMismatch {
                 model: file.precision(),
                 runtime: P::KIND,
             });
+            return;
         }
-        let d = *file.desc();
         let r = Reader { file };
-        let src_emb = r.linear(Role::EncEmb, 0, 0)?;
-        let dec_emb = r.linear(Role::DecEmb, 0, 0)?;
-
-        let mut encoder = HVec::new();
-        for l in 0..d.enc_layers {
-            let cell = |dir| -> Result<GruCell<'a, P>, Error> {
-                let w_ih = r.linear(Role::EncWih, l, dir)?;
-                let w_hh = r.linear(Role::EncWhh, l, dir)?;
-                Ok(GruCell::new(w_ih, w_hh, d.enc_reset)?)
-            };
-            let bwd = if d.enc_bidir { Some(cell(1)?) } else { None };
-            let layer = GruLayer::new(cell(0)?, bwd)?;
-            encoder
-                .push(layer)
-                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
-        }
-
-        let memory_proj = match d.memory_proj {
-            Some(_) => Some(r.linear(Role::MemoryProj, 0, 0)?),
-            None => None,
-        };
-
-        let attention = if d.ordering == Ordering::None {
-            None
-        } else {
-            let (q, m) = (d.dec_hidden, d.memory_dim());
-            let score = match d.score {
-                ScoreKind::Additive => Score::Additive {
-                    query: if d.attn_query_proj {
-                        Some(r.linear(Role::AttnQuery, 0, 0)?)
-                    } else {
-                        None
-                    },
-                    key: if d.attn_key_proj {
-                        Some(r.linear(Role::AttnKey, 0, 0)?)
-                    } else {
-                        None
-                    },
-                    v: r.linear(Role::AttnV, 0, 0)?,
-                },
-                ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
-                    scale: P::scale(d.score_scale, d.score_scale_q),
-                },
-                ScoreKind::General => Score::General {
-                    w: r.linear(Role::AttnGeneral, 0, 0)?,
-                    scale: P::scale(d.score_scale, d.score_scale_q),
-                },
-            };
-            let key_fmt = if d.keys_stored() {
-                d.fmt_keys
-            } else {
-                d.memory_fmt()
-            };
-            Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?)
-        };
-
-        let mut bridge = HVec::new();
-        if d.init == Init::Dense {
-            for l in 0..d.dec_layers {
-                let b = r.linear(Role::Bridge, l, 0)?;
-                bridge
-                    .push(b)
-                    .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
+        empty(&r, slot);
+        if let Ok(net) = slot {
+            if let Err(e) = fill(&r, net) {
+                *slot = Err(e);
             }
         }
-
-        let mut decoder = HVec::new();
-        for l in 0..d.dec_layers {
-            let w_ih = r.linear(Role::DecWih, l, 0)?;
-            let w_hh = r.linear(Role::DecWhh, l, 0)?;
-            decoder
-                .push(GruCell::new(w_ih, w_hh, d.dec_reset)?)
-                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
-        }
-
-        let attentional = match d.attentional {
-            Some(_) => Some(r.linear(Role::Attentional, 0, 0)?),
-            None => None,
-        };
-        let out = r.linear(Role::Out, 0, 0)?;
-
-        Ok(Net {
-            desc: d,
-            src_emb,
-            encoder,
-            memory_proj,
-            attention,
-            bridge,
-            dec_emb,
-            decoder,
-            attentional,
-            out,
-            src_vocab: file.src_vocab(),
-            tgt_vocab: file.tgt_vocab(),
-            separator: file.separator(),
-        })
     }
+}
+
+/// A `Net` with its single layers and no stack yet, into `slot`.
+#[inline(never)]
+fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>, Error>) {
+    let file = r.file;
+    let layers = (|| {
+        Ok((
+            r.linear(Role::EncEmb, 0, 0)?,
+            r.linear(Role::DecEmb, 0, 0)?,
+            r.linear(Role::Out, 0, 0)?,
+        ))
+    })();
+    *slot = layers.map(|(src_emb, dec_emb, out)| Net {
+        desc: *file.desc(),
+        src_emb,
+        encoder: HVec::new(),
+        memory_proj: None,
+        attention: None,
+        bridge: HVec::new(),
+        bridge_c: HVec::new(),
+        dec_emb,
+        decoder: HVec::new(),
+        attentional: None,
+        out,
+        src_vocab: file.src_vocab(),
+        tgt_vocab: file.tgt_vocab(),
+        separator: file.separator(),
+    });
+}
+
+/// The stacks, the attention and the bridges of an [`empty`] `Net`.
+fn fill<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, net: &mut Net<'a, P>) -> Result<(), Error> {
+    bind_encoder(r, net)?;
+    bind_attention(r, net)?;
+    bind_decoder(r, net)
+}
+
+/// The encoder layers and the memory projection.
+#[inline(never)]
+fn bind_encoder<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    for l in 0..d.enc_layers {
+        let dir_cell = |dir| -> Result<Cell<'a, P>, Error> {
+            let w_ih = r.linear(Role::EncWih, l, dir)?;
+            let w_hh = r.linear(Role::EncWhh, l, dir)?;
+            let (kind, reset, rec) = (d.cells.enc, d.enc_reset, d.cells.enc_recurrent);
+            cell(kind, w_ih, w_hh, reset, rec, d.cells.fmt_enc)
+        };
+        let bwd = if d.enc_bidir {
+            Some(dir_cell(1)?)
+        } else {
+            None
+        };
+        let layer = RnnLayer::new(dir_cell(0)?, bwd)?;
+        net.encoder.push(layer).map_err(too_many)?;
+    }
+    if d.memory_proj.is_some() {
+        net.memory_proj = Some(r.linear(Role::MemoryProj, 0, 0)?);
+    }
+    Ok(())
+}
+
+/// The attention, if the decoder attends, and the attentional layer.
+#[inline(never)]
+fn bind_attention<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    if d.ordering != Ordering::None {
+        let (q, m) = (d.dec_hidden, d.memory_dim());
+        let score = match d.score {
+            ScoreKind::Additive => Score::Additive {
+                query: if d.attn_query_proj {
+                    Some(r.linear(Role::AttnQuery, 0, 0)?)
+                } else {
+                    None
+                },
+                key: if d.attn_key_proj {
+                    Some(r.linear(Role::AttnKey, 0, 0)?)
+                } else {
+                    None
+                },
+                v: r.linear(Role::AttnV, 0, 0)?,
+            },
+            ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
+                scale: P::scale(d.score_scale, d.score_scale_q),
+            },
+            ScoreKind::General => Score::General {
+                w: r.linear(Role::AttnGeneral, 0, 0)?,
+                scale: P::scale(d.score_scale, d.score_scale_q),
+            },
+        };
+        let key_fmt = if d.keys_stored() {
+            d.fmt_keys
+        } else {
+            d.memory_fmt()
+        };
+        net.attention = Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?);
+    }
+    if d.attentional.is_some() {
+        net.attentional = Some(r.linear(Role::Attentional, 0, 0)?);
+    }
+    Ok(())
+}
+
+/// The bridges and the decoder cells.
+#[inline(never)]
+fn bind_decoder<'a, P: ModelPrecision>(
+    r: &Reader<'_, 'a>,
+    net: &mut Net<'a, P>,
+) -> Result<(), Error> {
+    let d = net.desc;
+    for l in 0..d.dec_layers {
+        if d.init == Init::Dense {
+            net.bridge
+                .push(r.linear(Role::Bridge, l, 0)?)
+                .map_err(too_many)?;
+        }
+        if d.cells.init_cell == Init::Dense {
+            net.bridge_c
+                .push(r.linear(Role::BridgeC, l, 0)?)
+                .map_err(too_many)?;
+        }
+        let w_ih = r.linear(Role::DecWih, l, 0)?;
+        let w_hh = r.linear(Role::DecWhh, l, 0)?;
+        let c = cell(
+            d.cells.dec,
+            w_ih,
+            w_hh,
+            d.dec_reset,
+            d.cells.dec_recurrent,
+            d.cells.fmt_dec,
+        )?;
+        net.decoder.push(c).map_err(too_many)?;
+    }
+    Ok(())
+}
+
+/// A stack that does not hold another layer (the description allows no more).
+fn too_many<T>(_: T) -> Error {
+    Error::Inconsistent("layers: at most 4 per stack")
+}
+
+/// A cell of the description's kind from its two layers.
+fn cell<'a, P: Precision>(
+    kind: CellKind,
+    w_ih: Linear<'a, P>,
+    w_hh: Linear<'a, P>,
+    reset: ResetMode,
+    rec: Recurrent,
+    cell_fmt: Fmt,
+) -> Result<Cell<'a, P>, Error> {
+    Ok(match kind {
+        CellKind::Gru => Cell::Gru(GruCell::new(w_ih, w_hh, reset)?.with_recurrent(rec)),
+        CellKind::Lstm => Cell::Lstm(LstmCell::new(w_ih, w_hh, rec, cell_fmt)?),
+    })
 }
 
 impl<P: Precision> Net<'_, P> {
     /// Multiply-accumulates of the encoder per source position (both directions, all
     /// layers, the memory projection and precomputed keys).
     pub fn macs_per_source_position(&self) -> usize {
-        let gru: usize = self
+        let rnn: usize = self
             .encoder
             .iter()
             .map(|l| l.fwd.macs() * l.directions())
             .sum();
         let proj = self.memory_proj.map_or(0, |p| p.macs());
         let keys = self.attention.as_ref().map_or(0, |a| a.key_macs());
-        gru + proj + keys
+        rnn + proj + keys
+    }
+
+    /// Positions the encoder's recurrent layers step over for a source of `t`
+    /// positions whose first `valid` are real: `valid` when the padding is masked,
+    /// else `t`.
+    pub fn encoder_steps(&self, t: usize, valid: usize) -> usize {
+        if self.desc.cells.enc_mask.is_some() {
+            valid
+        } else {
+            t
+        }
+    }
+
+    /// Multiply-accumulates of the encoder on such a source: the recurrent layers'
+    /// over [`Net::encoder_steps`], the memory projection's and the keys' over all `t`.
+    pub fn encoder_macs(&self, t: usize, valid: usize) -> usize {
+        let rest = self.memory_proj.map_or(0, |p| p.macs())
+            + self.attention.as_ref().map_or(0, |a| a.key_macs());
+        let rnn = self.macs_per_source_position() - rest;
+        rnn * self.encoder_steps(t, valid) + rest * t
     }
 
     /// Multiply-accumulates of one decoder step over `t` source positions.
     pub fn macs_per_step(&self, t: usize) -> usize {
-        let gru: usize = self.decoder.iter().map(|c| c.macs()).sum();
+        let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(t));
         let attl = self.attentional.map_or(0, |a| a.macs());
-        gru + att + attl + self.out.macs()
+        rnn + att + attl + self.out.macs()
     }
 }

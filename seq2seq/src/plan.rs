@@ -5,7 +5,7 @@ use core::mem::size_of;
 
 use s2s_kernels::Precision;
 
-use crate::desc::{Init, ModelDesc, ScoreKind};
+use crate::desc::{CellKind, Init, ModelDesc, ScoreKind};
 
 /// The buffers of a run, in arena order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,14 +19,14 @@ pub enum Buf {
     Keys,
     EncLast,
     XBuf,
-    GruAct,
+    CellAct,
     DecState,
     DecEmb,
     Context,
     Weights,
     Tanh,
     Attentional,
-    GruWide,
+    CellWide,
     Proj,
     Scores,
     Query,
@@ -46,14 +46,14 @@ impl Buf {
         Buf::Keys,
         Buf::EncLast,
         Buf::XBuf,
-        Buf::GruAct,
+        Buf::CellAct,
         Buf::DecState,
         Buf::DecEmb,
         Buf::Context,
         Buf::Weights,
         Buf::Tanh,
         Buf::Attentional,
-        Buf::GruWide,
+        Buf::CellWide,
         Buf::Proj,
         Buf::Scores,
         Buf::Query,
@@ -68,16 +68,16 @@ impl Buf {
             Buf::EncB => "encoder outputs (2nd buffer)",
             Buf::Memory => "memory (projected)",
             Buf::Keys => "attention keys",
-            Buf::EncLast => "encoder final states",
+            Buf::EncLast => "encoder final states (and cell states)",
             Buf::XBuf => "encoder input row",
-            Buf::GruAct => "GRU scratch",
-            Buf::DecState => "decoder states",
+            Buf::CellAct => "recurrent cell scratch",
+            Buf::DecState => "decoder states (and cell states)",
             Buf::DecEmb => "decoder input embedding",
             Buf::Context => "context",
             Buf::Weights => "attention weights",
             Buf::Tanh => "additive score row",
             Buf::Attentional => "attentional vector",
-            Buf::GruWide => "GRU gates",
+            Buf::CellWide => "recurrent cell gates",
             Buf::Proj => "projection scratch",
             Buf::Scores => "attention scores",
             Buf::Query => "projected query",
@@ -114,10 +114,13 @@ impl Plan {
         let a = if additive { d.attn_dim } else { 0 };
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
+        // State vectors per unit: `h`, and `c` for an LSTM.
+        let states = |c: CellKind| 1 + (c == CellKind::Lstm) as usize;
+        let (enc_states, dec_states) = (states(d.cells.enc), states(d.cells.dec));
         let proj = [
             d.memory_proj.unwrap_or(0),
             if d.keys_stored() { d.key_dim() } else { 0 },
-            if d.init == Init::Dense {
+            if d.init == Init::Dense || d.cells.init_cell == Init::Dense {
                 d.dec_hidden
             } else {
                 0
@@ -138,16 +141,20 @@ impl Plan {
                     act,
                 ),
                 Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
-                Buf::EncLast => (d.enc_layers * d.enc_output(), act),
+                // (LSTM) the final cell states of every layer, then the final states.
+                Buf::EncLast => (enc_states * d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
-                Buf::GruAct => (h, act),
-                Buf::DecState => (d.dec_layers * d.dec_hidden, act),
+                Buf::CellAct => (h, act),
+                // The decoder's recurrent state: (LSTM) the layers' cell states, then
+                // their states (the top layer's last).
+                Buf::DecState => (dec_states * d.dec_layers * d.dec_hidden, act),
                 Buf::DecEmb => (d.dec_emb, act),
                 Buf::Context => (att as usize * d.memory_dim(), act),
                 Buf::Weights => (att as usize * t, act),
                 Buf::Tanh => (a, act),
                 Buf::Attentional => (d.attentional.unwrap_or(0), act),
-                Buf::GruWide => (6 * h, wide),
+                // A GRU step needs 6H (both gate products), an LSTM step 4H + 2H.
+                Buf::CellWide => (6 * h, wide),
                 Buf::Proj => (proj, wide),
                 Buf::Scores => (att as usize * t, wide),
                 Buf::Query => (a, wide),

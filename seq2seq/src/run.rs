@@ -3,10 +3,10 @@
 
 use attention_core::{AttnScratch, Mask};
 use heapless::Vec as HVec;
-use rnn_core::{GruScratch, SeqInput};
+use rnn_core::{fill_masked, CellScratch, SeqInput};
 use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
 
-use crate::desc::{Init, Ordering, Part};
+use crate::desc::{CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
@@ -44,6 +44,11 @@ pub enum Probe {
     Context,
     /// Luong attentional vector of a step.
     Attentional,
+    /// Final cell states of an LSTM encoder, all layers (once per source).
+    EncoderCells,
+    /// Cell states of an LSTM decoder, all layers: the initial ones, then after every
+    /// step.
+    DecoderCells,
 }
 
 /// The values of a [`Probe`].
@@ -123,7 +128,7 @@ fn take<'w, T: bytemuck::Pod>(rest: &mut &'w mut [u32], words: usize, n: usize) 
 fn is_wide(b: Buf) -> bool {
     matches!(
         b,
-        Buf::GruWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
+        Buf::CellWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
     )
 }
 
@@ -332,7 +337,7 @@ mod b {
     pub const CONTEXT: usize = Buf::Context as usize;
     pub const WEIGHTS: usize = Buf::Weights as usize;
     pub const ATTENTIONAL: usize = Buf::Attentional as usize;
-    pub const GRU_WIDE: usize = Buf::GruWide as usize;
+    pub const CELL_WIDE: usize = Buf::CellWide as usize;
     pub const PROJ: usize = Buf::Proj as usize;
     pub const SCORES: usize = Buf::Scores as usize;
     pub const LOGITS: usize = Buf::Logits as usize;
@@ -379,34 +384,46 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let h_max = d.enc_hidden.max(d.dec_hidden);
     let de = d.enc_output();
     let hd = d.dec_hidden;
+    let (enc_cells, dec_cells) = cell_states(d);
 
     // Encoder: all lanes through the stack together.
     let top = {
         let mut inputs: HVec<Embedded<'_, '_, P>, L> = HVec::new();
-        let mut rest: HVec<LaneBufs<'_, '_, P>, L> = HVec::new();
+        let mut rest: HVec<(LaneBufs<'_, '_, P>, usize), L> = HVec::new();
         for lane in lanes.iter_mut() {
             let Lane {
                 src_ids,
                 act,
                 wide,
                 t,
+                valid,
                 ..
             } = lane;
             let _ = inputs.push(Embedded {
                 table: &net.src_emb,
                 ids: &src_ids[..*t],
             });
-            let _ = rest.push((act, wide));
+            // A masked encoder steps over the real positions only; the padded ones keep
+            // the state and get their outputs below.
+            let len = if d.cells.enc_mask.is_some() {
+                *valid
+            } else {
+                *t
+            };
+            let _ = rest.push(((act, wide), len));
         }
         let mut seq: HVec<rnn_core::SeqLane<'_, P>, L> = HVec::new();
-        for (input, (act, wide)) in inputs.iter().zip(rest.iter_mut()) {
-            let [_, enc_a, enc_b, _, _, enc_last, xbuf, gru_act, ..] = &mut **act;
-            let scratch = GruScratch::with_hidden(h_max, &mut wide[b::GRU_WIDE][..], gru_act)?;
+        for (input, ((act, wide), len)) in inputs.iter().zip(rest.iter_mut()) {
+            let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, ..] = &mut **act;
+            let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
+            // (LSTM) the final cell states, then the final states.
+            let (cells, lasts) = enc_last.split_at_mut(enc_cells);
             let _ = seq.push(rnn_core::SeqLane {
                 input,
-                len: input.ids.len(),
+                len: *len,
                 bufs: [enc_a, enc_b],
-                lasts: enc_last,
+                lasts,
+                cells,
                 xbuf,
                 scratch,
             });
@@ -414,6 +431,11 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         rnn_core::run_stack_batch::<P, L>(&net.encoder, &mut seq)?
     };
     let top_buf = if top == 0 { b::ENC_A } else { b::ENC_B };
+    if let (Some(rule), Some(layer)) = (d.cells.enc_mask, net.encoder.last()) {
+        for lane in lanes.iter_mut() {
+            fill_masked(layer, lane.act[top_buf], lane.valid, lane.t, rule)?;
+        }
+    }
     for (lane, o) in lanes.iter().zip(obs.iter_mut()) {
         o.probe(
             Probe::EncoderOutputs,
@@ -478,32 +500,18 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        // Initial decoder state.
-        match d.init {
-            Init::Zeros => lane.act[b::DEC_STATE].fill(P::Act::default()),
-            Init::Last => {
-                let skip = d.enc_layers - d.dec_layers;
-                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-                for (l, dst) in state.chunks_exact_mut(hd).enumerate() {
-                    dst.copy_from_slice(&last[(l + skip) * de..][..de]);
-                }
-            }
-            Init::Dense => {
-                let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-                let summary = &last[(d.enc_layers - 1) * de..][..de];
-                let proj = &mut lane.wide[b::PROJ];
-                for (br, dst) in net.bridge.iter().zip(state.chunks_exact_mut(hd)) {
-                    br.apply(&[summary], &mut proj[..hd])?;
-                    for (o, &w) in dst.iter_mut().zip(proj.iter()) {
-                        *o = P::tanh(w);
-                    }
-                }
-            }
+        // Initial decoder states, and cell states of an LSTM decoder.
+        init_states(net, lane, false)?;
+        init_states(net, lane, true)?;
+        let (c, h) = lane.act[b::DEC_STATE].split_at(dec_cells);
+        o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
+        if d.cells.dec == CellKind::Lstm {
+            o.probe(Probe::DecoderCells, Values::Act(c, d.cells.fmt_dec));
         }
-        o.probe(
-            Probe::InitialState,
-            Values::Act(&lane.act[b::DEC_STATE][..], Fmt::Q15),
-        );
+        if d.cells.enc == CellKind::Lstm {
+            let cells = &lane.act[b::ENC_LAST][..enc_cells];
+            o.probe(Probe::EncoderCells, Values::Act(cells, d.cells.fmt_enc));
+        }
         o.encoded(t);
     }
 
@@ -512,7 +520,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         Some(att) if !att.keys_are_memory() => b::KEYS,
         _ => mem_buf,
     };
-    let top_state = (d.dec_layers - 1) * hd;
+    // The top layer's state ends the decoder's state buffer.
+    let top_state = dec_cells + (d.dec_layers - 1) * hd;
     for index in 0..d.max_steps {
         if lanes.iter().all(|l| l.done) {
             break;
@@ -529,11 +538,15 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         for (l, cell) in net.decoder.iter().enumerate() {
             let mut parts: HVec<[&[P::Act]; 2], L> = HVec::new();
             let mut hs: HVec<&mut [P::Act], L> = HVec::new();
-            let mut ss: HVec<GruScratch<'_, P>, L> = HVec::new();
+            let mut cs: HVec<&mut [P::Act], L> = HVec::new();
+            let mut ss: HVec<CellScratch<'_, P>, L> = HVec::new();
             for lane in lanes.iter_mut().filter(|l| !l.done) {
                 let Lane { act, wide, .. } = lane;
-                let [_, _, _, _, _, _, _, gru_act, dec_state, dec_emb, context, ..] = act;
-                let (below, here) = dec_state.split_at_mut(l * hd);
+                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, ..] = act;
+                // (LSTM) the layers' cell states, then their states.
+                let (cells, states) = dec_state.split_at_mut(dec_cells);
+                let (below, here) = states.split_at_mut(l * hd);
+                let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [&below[(l - 1) * hd..], &[]]
                 } else if d.ordering == Ordering::Bahdanau {
@@ -543,10 +556,10 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 };
                 let _ = parts.push(x);
                 let _ = hs.push(&mut here[..hd]);
-                let _ = ss.push(GruScratch::with_hidden(
+                let _ = ss.push(CellScratch::with_hidden(
                     h_max,
-                    &mut wide[b::GRU_WIDE][..],
-                    gru_act,
+                    &mut wide[b::CELL_WIDE][..],
+                    cell_act,
                 )?);
             }
             let nparts = if l == 0 && d.ordering == Ordering::Bahdanau {
@@ -558,8 +571,8 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             for x in parts.iter() {
                 let _ = xs.push(&x[..nparts]);
             }
-            let mut sr: HVec<&mut GruScratch<'_, P>, L> = ss.iter_mut().collect();
-            cell.step_batch::<L>(&xs, &mut hs, &mut sr)?;
+            let mut sr: HVec<&mut CellScratch<'_, P>, L> = ss.iter_mut().collect();
+            cell.step_batch::<L>(&xs, &mut hs, &mut cs, &mut sr)?;
         }
         for (lane, o) in lanes
             .iter_mut()
@@ -569,10 +582,17 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             if d.ordering == Ordering::Luong {
                 attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
             }
+            let state = &lane.act[b::DEC_STATE];
             o.probe(
                 Probe::DecoderState,
-                Values::Act(&lane.act[b::DEC_STATE][top_state..], Fmt::Q15),
+                Values::Act(&state[top_state..], Fmt::Q15),
             );
+            if d.cells.dec == CellKind::Lstm {
+                o.probe(
+                    Probe::DecoderCells,
+                    Values::Act(&state[..dec_cells], d.cells.fmt_dec),
+                );
+            }
             if net.attention.is_some() {
                 o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
                 o.probe(
@@ -583,7 +603,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            let parts = [(b::DEC_STATE, top_state), (b::CONTEXT, 0)];
+            let parts = part_bufs(d.att_parts(), top_state);
             batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
             for (lane, o) in lanes
                 .iter_mut()
@@ -600,15 +620,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 );
             }
         }
-        let mut parts: HVec<(usize, usize), 4> = HVec::new();
-        for p in d.out_parts() {
-            let _ = parts.push(match p {
-                Part::State => (b::DEC_STATE, top_state),
-                Part::Context => (b::CONTEXT, 0),
-                Part::Embedding => (b::DEC_EMB, 0),
-                Part::Attentional => (b::ATTENTIONAL, 0),
-            });
-        }
+        let parts = part_bufs(d.out_parts(), top_state);
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
         for ((lane, o), out) in lanes
             .iter_mut()
@@ -633,6 +645,109 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             } else {
                 out[lane.n] = y;
                 lane.n += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
+fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
+    parts
+        .map(|p| match p {
+            Part::State => (b::DEC_STATE, top_state),
+            Part::Context => (b::CONTEXT, 0),
+            Part::Embedding => (b::DEC_EMB, 0),
+            Part::Attentional => (b::ATTENTIONAL, 0),
+        })
+        .collect()
+}
+
+/// Values of (LSTM) cell states before the states in the encoder's final-state buffer
+/// and in the decoder's state buffer (0 for a GRU stack). The states come last, so that
+/// the top decoder layer's state ends its buffer.
+fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
+    let lstm = |c| (c == CellKind::Lstm) as usize;
+    (
+        lstm(d.cells.enc) * d.enc_layers * d.enc_output(),
+        lstm(d.cells.dec) * d.dec_layers * d.dec_hidden,
+    )
+}
+
+/// The decoder's initial states (`cells` false) or, for an LSTM decoder, its initial
+/// cell states (`cells` true): zeros, the encoder's final (cell) states, or `tanh` of
+/// dense bridges of the top encoder layer's final (cell) states, where a GRU encoder's
+/// final states stand in for the cell states it does not have. Cell states are
+/// converted to the decoder's cell format. Both stacks keep their cell states before
+/// their states, in the same buffer (see [`cell_states`]).
+fn init_states<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    cells: bool,
+) -> Result<(), Error> {
+    let d = &net.desc;
+    let (de, hd) = (d.enc_output(), d.dec_hidden);
+    let (enc_cells, dec_cells) = cell_states(d);
+    // Where the values come from and go to (offsets into ENC_LAST and DEC_STATE: cell
+    // states first, then states).
+    let (init, to, from, f_src, f_dst, bridges) = if !cells {
+        (
+            d.init,
+            dec_cells,
+            enc_cells,
+            Fmt::Q15,
+            Fmt::Q15,
+            &net.bridge,
+        )
+    } else if d.cells.dec == CellKind::Lstm {
+        // A GRU encoder's final states stand in for its cell states (`enc_cells` 0).
+        let f_src = match d.cells.enc {
+            CellKind::Lstm => d.cells.fmt_enc,
+            CellKind::Gru => Fmt::Q15,
+        };
+        (
+            d.cells.init_cell,
+            0,
+            0,
+            f_src,
+            d.cells.fmt_dec,
+            &net.bridge_c,
+        )
+    } else {
+        return Ok(());
+    };
+    let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
+    let (state, last) = (&mut state[to..to + d.dec_layers * hd], &last[from..]);
+    match init {
+        Init::Zeros => state.fill(P::Act::default()),
+        Init::Last => {
+            let skip = d.enc_layers - d.dec_layers;
+            for (l, to) in state.chunks_exact_mut(hd).enumerate() {
+                let from = &last[(l + skip) * de..][..de];
+                if f_src == f_dst {
+                    to.copy_from_slice(from);
+                } else {
+                    for (o, &v) in to.iter_mut().zip(from) {
+                        *o = P::narrow(P::widen(v, f_src), f_dst);
+                    }
+                }
+            }
+        }
+        Init::Dense => {
+            // The bridges' requantizers take their input's format (`part_fmts`).
+            let summary = &last[(d.enc_layers - 1) * de..][..de];
+            let proj = &mut lane.wide[b::PROJ];
+            let convert = f_dst != Fmt::Q15;
+            for (br, to) in bridges.iter().zip(state.chunks_exact_mut(hd)) {
+                br.apply(&[summary], &mut proj[..hd])?;
+                for (o, &w) in to.iter_mut().zip(proj.iter()) {
+                    let u = P::tanh(w);
+                    *o = if convert {
+                        P::narrow(P::widen(u, Fmt::Q15), f_dst)
+                    } else {
+                        u
+                    };
+                }
             }
         }
     }

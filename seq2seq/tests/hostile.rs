@@ -10,7 +10,7 @@ use common::{
 };
 use s2s_kernels::PrecisionKind;
 use seq2seq::builder::{aligned, ModelBuilder};
-use seq2seq::desc::{Init, ModelDesc, RawDesc};
+use seq2seq::desc::{CellKind, Init, ModelDesc, RawDesc};
 use seq2seq::format::{DType, RawTensor, Role, Slot, TensorId, VERSION};
 use seq2seq::{Error, ModelFile};
 
@@ -303,25 +303,34 @@ fn reserved_fields_and_padding_must_be_zero() {
     // A bad precision code, and a version this build does not read.
     let e = damaged(&bytes, |b| b[6] = 3);
     assert_eq!(e, Error::UnknownPrecision(3));
-    let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&1u16.to_le_bytes()));
-    assert_eq!(
-        e,
-        Error::UnsupportedVersion {
-            found: 1,
-            supported: VERSION
-        }
-    );
-    assert_eq!(
-        e.to_string(),
-        format!("model file format version 1, this build reads version {VERSION}")
-    );
+    // Version 2 (the description without the recurrent-cell fields) as well as 1.
+    for old in [1u16, 2] {
+        let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&old.to_le_bytes()));
+        assert_eq!(
+            e,
+            Error::UnsupportedVersion {
+                found: old,
+                supported: VERSION
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("model file format version {old}, this build reads version {VERSION}")
+        );
+    }
 }
 
 #[test]
 fn every_code_is_checked_whole() {
     let bytes = plain();
     type Set = fn(&mut RawDesc, u32);
-    let fields: [(&str, Set); 10] = [
+    let fields: [(&str, Set); 16] = [
+        ("enc_cell", |d, v| d.enc_cell = v),
+        ("dec_cell", |d, v| d.dec_cell = v),
+        ("enc_recurrent", |d, v| d.enc_recurrent = v),
+        ("dec_recurrent", |d, v| d.dec_recurrent = v),
+        ("enc_mask", |d, v| d.enc_mask = v),
+        ("init_cell", |d, v| d.init_cell = v),
         ("enc_reset", |d, v| d.enc_reset = v),
         ("dec_reset", |d, v| d.dec_reset = v),
         ("ordering", |d, v| d.ordering = v),
@@ -340,6 +349,88 @@ fn every_code_is_checked_whole() {
             assert_eq!(e, Error::BadField(name), "{name} = {v}");
         }
     }
+}
+
+/// The LSTM fields: codes out of range, fields a variant does not use left non-zero,
+/// settings that need what the model does not have.
+#[test]
+fn lstm_fields_are_checked() {
+    let bytes = plain();
+    // Codes just past the last valid one.
+    for (name, set) in [
+        ("enc_cell", (|d, v| d.enc_cell = v) as fn(&mut RawDesc, u32)),
+        ("enc_recurrent", |d, v| d.enc_recurrent = v),
+        ("dec_recurrent", |d, v| d.dec_recurrent = v),
+        ("enc_mask", |d, v| d.enc_mask = v),
+        ("init_cell", |d, v| d.init_cell = v),
+    ] {
+        let v = if name == "enc_cell" { 2 } else { 3 };
+        let e = damaged(&bytes, |b| with_desc(b, |d| set(d, v)));
+        assert_eq!(e, Error::BadField(name), "{name} = {v}");
+    }
+    // A GRU stack has no cell-state format; the two spare format bytes stay zero.
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.cell_fmts[0] = 12));
+    assert_eq!(e, Error::BadField("fmt_enc_cell"));
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.cell_fmts[1] = 12));
+    assert_eq!(e, Error::BadField("fmt_dec_cell"));
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.cell_fmts[3] = 1));
+    assert_eq!(e, Error::BadField("cell_fmts"));
+    // A mask without padding; a cell state for a GRU decoder; attentional parts
+    // without an attentional layer.
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.enc_mask = 1));
+    assert_eq!(
+        e,
+        Error::Inconsistent("enc_mask: a mask without source padding (src_pad_to)")
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.init_cell = 2));
+    assert_eq!(
+        e,
+        Error::Inconsistent("init_cell: a cell state for a GRU decoder")
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.att_parts = [1, 2, 0, 0]));
+    assert_eq!(
+        e,
+        Error::Inconsistent("att_parts: set without an attentional layer")
+    );
+    // The GRU file's matrices read as an LSTM's: 3H rows where 4H are needed.
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.enc_cell = 1));
+    assert!(matches!(e, Error::TensorShape { .. }), "{e:?}");
+
+    // An LSTM model: its own rules.
+    let mut d = plain_desc();
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
+    d.cells.init_cell = Init::Last;
+    d.cells.fmt_enc = s2s_kernels::Fmt { frac: 12 };
+    d.cells.fmt_dec = s2s_kernels::Fmt { frac: 11 };
+    let mut b = common::random_builder(&d, PrecisionKind::W8A16, &mut Rng::new(3));
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    let lstm = b.to_bytes().expect("a valid LSTM model");
+    for frac in [-1, 16, 30] {
+        let e = damaged(&lstm, |b| with_desc(b, |d| d.cell_fmts[0] = frac as i8));
+        assert_eq!(e, Error::BadField("fmt_enc_cell"), "{frac}");
+    }
+    let e = damaged(&lstm, |b| with_desc(b, |d| d.enc_reset = 1));
+    assert_eq!(
+        e,
+        Error::Inconsistent("enc_reset: set for an LSTM encoder (a GRU field)")
+    );
+    // A GRU encoder keeps no cell-state format...
+    let e = damaged(&lstm, |b| with_desc(b, |d| d.enc_cell = 0));
+    assert_eq!(e, Error::BadField("fmt_enc_cell"));
+    // ...and has no cell states to start the decoder's from.
+    let e = damaged(&lstm, |b| {
+        with_desc(b, |d| {
+            d.enc_cell = 0;
+            d.cell_fmts[0] = 0;
+        })
+    });
+    assert_eq!(
+        e,
+        Error::Inconsistent("init_cell last: the encoder has no cell state (GRU)")
+    );
+    let e = damaged(&lstm, |b| with_desc(b, |d| d.att_parts = [0, 1, 0, 0]));
+    assert_eq!(e, Error::BadField("att_parts"));
 }
 
 #[test]

@@ -8,10 +8,12 @@ use std::collections::HashMap;
 
 use common::{small_desc, SRC, TGT};
 
-use rnn_core::ResetMode;
+use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{PrecisionKind, F32};
 use seq2seq::builder::{aligned, ModelBuilder};
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, MAX_OUT_PARTS, NO_TOKEN};
+use seq2seq::desc::{
+    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, MAX_OUT_PARTS, NO_TOKEN,
+};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::run::{Observer, Step};
 use seq2seq::{Error, ModelFile, Net, Runner};
@@ -97,6 +99,15 @@ fn sig(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// The gates' activation.
+fn rec_act(rec: Recurrent, x: f64) -> f64 {
+    match rec {
+        Recurrent::Sigmoid => sig(x),
+        Recurrent::HardSigmoidKeras2 => (0.2 * x + 0.5).clamp(0.0, 1.0),
+        Recurrent::HardSigmoidKeras3 => (x / 6.0 + 0.5).clamp(0.0, 1.0),
+    }
+}
+
 impl Ref<'_> {
     fn mat(&self, role: Role, l: usize, dir: usize) -> (&[f32], Option<&[f32]>, usize) {
         let (_, cols, w) = &self.w[&TensorId::new(role, l, dir, Slot::Weight).to_u32()];
@@ -125,8 +136,72 @@ impl Ref<'_> {
             .map(|&v| v as f64)
             .collect()
     }
+    /// One step of encoder (`enc`) or decoder layer `l`, direction `dir`: the new `h`
+    /// and (LSTM) `c`.
+    fn cell(
+        &self,
+        enc: bool,
+        l: usize,
+        dir: usize,
+        x: &[f64],
+        h: &[f64],
+        c: &[f64],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (kind, rec) = if enc {
+            (self.d.cells.enc, self.d.cells.enc_recurrent)
+        } else {
+            (self.d.cells.dec, self.d.cells.dec_recurrent)
+        };
+        match kind {
+            CellKind::Gru => (self.gru(enc, l, dir, x, h, rec), vec![]),
+            CellKind::Lstm => self.lstm(enc, l, dir, x, h, c, rec),
+        }
+    }
+
+    /// One LSTM step: gates `[i, f, g, o]`, `c' = f c + i g`, `h' = o tanh(c')`.
+    #[allow(clippy::too_many_arguments)]
+    fn lstm(
+        &self,
+        enc: bool,
+        l: usize,
+        dir: usize,
+        x: &[f64],
+        h: &[f64],
+        c: &[f64],
+        rec: Recurrent,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (role_ih, role_hh) = if enc {
+            (Role::EncWih, Role::EncWhh)
+        } else {
+            (Role::DecWih, Role::DecWhh)
+        };
+        let n = h.len();
+        let gi = self.lin(role_ih, l, dir, x);
+        let gh = self.lin(role_hh, l, dir, h);
+        let z: Vec<f64> = gi.iter().zip(&gh).map(|(a, b)| a + b).collect();
+        let mut c2 = vec![0.0; n];
+        let mut h2 = vec![0.0; n];
+        for j in 0..n {
+            let i = rec_act(rec, z[j]);
+            let f = rec_act(rec, z[n + j]);
+            let g = z[2 * n + j].tanh();
+            let o = rec_act(rec, z[3 * n + j]);
+            c2[j] = f * c[j] + i * g;
+            h2[j] = o * c2[j].tanh();
+        }
+        (h2, c2)
+    }
+
     /// One GRU step of encoder (`enc`) or decoder layer `l`, direction `dir`.
-    fn gru(&self, enc: bool, l: usize, dir: usize, x: &[f64], h: &[f64]) -> Vec<f64> {
+    fn gru(
+        &self,
+        enc: bool,
+        l: usize,
+        dir: usize,
+        x: &[f64],
+        h: &[f64],
+        rec: Recurrent,
+    ) -> Vec<f64> {
         let (role_ih, role_hh, mode) = if enc {
             (Role::EncWih, Role::EncWhh, self.d.enc_reset)
         } else {
@@ -143,8 +218,10 @@ impl Ref<'_> {
                 .sum::<f64>()
                 + bhh.map_or(0.0, |b| b[r] as f64)
         };
-        let r: Vec<f64> = (0..n).map(|j| sig(gi[j] + row(j, h))).collect();
-        let z: Vec<f64> = (0..n).map(|j| sig(gi[n + j] + row(n + j, h))).collect();
+        let r: Vec<f64> = (0..n).map(|j| rec_act(rec, gi[j] + row(j, h))).collect();
+        let z: Vec<f64> = (0..n)
+            .map(|j| rec_act(rec, gi[n + j] + row(n + j, h)))
+            .collect();
         let rh: Vec<f64> = (0..n).map(|j| r[j] * h[j]).collect();
         (0..n)
             .map(|j| {
@@ -163,30 +240,41 @@ impl Ref<'_> {
         let t = src.len();
         // Encoder.
         let mut xs: Vec<Vec<f64>> = src.iter().map(|&id| self.emb(Role::EncEmb, id)).collect();
-        let mut finals = vec![];
+        // With a mask, the layers step over the real positions only; a padded
+        // position's output is the previous one (forward) or zeros.
+        let steps = if d.cells.enc_mask.is_some() { valid } else { t };
+        let (mut finals, mut final_cells) = (vec![], vec![]);
         for l in 0..d.enc_layers {
             let h0 = vec![0.0; d.enc_hidden];
             let mut fwd = vec![];
-            let mut h = h0.clone();
-            for x in &xs {
-                h = self.gru(true, l, 0, x, &h);
+            let (mut h, mut c) = (h0.clone(), h0.clone());
+            for x in &xs[..steps] {
+                (h, c) = self.cell(true, l, 0, x, &h, &c);
                 fwd.push(h.clone());
             }
-            let mut fin = h.clone();
+            for _ in steps..t {
+                fwd.push(match d.cells.enc_mask {
+                    Some(Masked::Previous) => h.clone(),
+                    _ => h0.clone(),
+                });
+            }
+            let (mut fin, mut fin_c) = (h.clone(), c.clone());
             let mut outs = fwd.clone();
             if d.enc_bidir {
-                let mut h = h0;
-                let mut bwd = vec![vec![]; t];
-                for p in (0..t).rev() {
-                    h = self.gru(true, l, 1, &xs[p], &h);
+                let (mut h, mut c) = (h0.clone(), h0.clone());
+                let mut bwd = vec![h0.clone(); t];
+                for p in (0..steps).rev() {
+                    (h, c) = self.cell(true, l, 1, &xs[p], &h, &c);
                     bwd[p] = h.clone();
                 }
                 fin.extend(&bwd[0]);
+                fin_c.extend(&c);
                 for p in 0..t {
                     outs[p].extend(&bwd[p]);
                 }
             }
             finals.push(fin);
+            final_cells.push(fin_c);
             xs = outs;
         }
         let memory: Vec<Vec<f64>> = match d.memory_proj {
@@ -211,6 +299,22 @@ impl Ref<'_> {
                 Init::Last => finals[l + d.enc_layers - d.dec_layers].clone(),
                 Init::Dense => self
                     .lin(Role::Bridge, l, 0, &finals[d.enc_layers - 1])
+                    .iter()
+                    .map(|v| v.tanh())
+                    .collect(),
+            })
+            .collect();
+        // A GRU encoder's "cell states" are its final states (for a cell bridge).
+        let top_cells = match d.cells.enc {
+            CellKind::Lstm => &final_cells[d.enc_layers - 1],
+            CellKind::Gru => &finals[d.enc_layers - 1],
+        };
+        let mut cells: Vec<Vec<f64>> = (0..d.dec_layers)
+            .map(|l| match d.cells.init_cell {
+                Init::Zeros => vec![0.0; d.dec_hidden],
+                Init::Last => final_cells[l + d.enc_layers - d.dec_layers].clone(),
+                Init::Dense => self
+                    .lin(Role::BridgeC, l, 0, top_cells)
                     .iter()
                     .map(|v| v.tanh())
                     .collect(),
@@ -262,15 +366,22 @@ impl Ref<'_> {
                 } else {
                     states[l - 1].clone()
                 };
-                states[l] = self.gru(false, l, 0, &x, &states[l]);
+                (states[l], cells[l]) = self.cell(false, l, 0, &x, &states[l], &cells[l]);
             }
             let s = states[d.dec_layers - 1].clone();
             if d.ordering == Ordering::Luong {
                 ctx = attend(&s);
             }
             let att: Vec<f64> = if d.attentional.is_some() {
-                let mut x = s.clone();
-                x.extend(&ctx);
+                let mut x = vec![];
+                for p in d.att_parts.iter().flatten() {
+                    x.extend(match p {
+                        Part::State => &s,
+                        Part::Context => &ctx,
+                        Part::Embedding => &e,
+                        Part::Attentional => unreachable!("checked by the description"),
+                    });
+                }
                 self.lin(Role::Attentional, 0, 0, &x)
                     .iter()
                     .map(|v| v.tanh())
@@ -423,6 +534,7 @@ fn luong_matches_reference_for_every_score() {
     let mut d = base_desc();
     d.ordering = Ordering::Luong;
     d.attentional = Some(5);
+    d.att_parts = parts(&[Part::State, Part::Context]);
     d.out_parts = parts(&[Part::Attentional]);
     for (i, score) in [
         ScoreKind::Dot,
@@ -468,6 +580,133 @@ fn keras_style_luong_with_padding_attended_matches_reference() {
     // Masking the padding instead gives a different computation.
     d.mask_padding = false;
     check_against_reference(&d, 22);
+}
+
+/// `d` with LSTM cells in the encoder and the decoder.
+fn lstm(mut d: ModelDesc) -> ModelDesc {
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
+    d
+}
+
+/// The Keras fixtures' layout: a bidirectional LSTM, the decoder from the encoder's
+/// final `[forward; backward]` states and cell states, Luong dot attention, an
+/// attentional layer over `[context; state]` (context first).
+fn keras_lstm() -> ModelDesc {
+    let mut d = lstm(base_desc());
+    d.enc_bidir = true;
+    d.dec_hidden = 12;
+    d.init = Init::Last;
+    d.cells.init_cell = Init::Last;
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::Dot;
+    d.attentional = Some(5);
+    d.att_parts = parts(&[Part::Context, Part::State]);
+    d.out_parts = parts(&[Part::Attentional]);
+    d
+}
+
+#[test]
+fn lstm_encoder_and_decoder_match_reference() {
+    // The Keras layout with each recurrent activation.
+    let mut d = keras_lstm();
+    for (i, rec) in [
+        Recurrent::HardSigmoidKeras2,
+        Recurrent::Sigmoid,
+        Recurrent::HardSigmoidKeras3,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        d.cells.enc_recurrent = rec;
+        d.cells.dec_recurrent = rec;
+        check_against_reference(&d, 40 + i as u64);
+    }
+    // Two layers each, the decoder's cell states from zeros, an attentional layer over
+    // [state; context; embedding].
+    d.enc_layers = 2;
+    d.dec_layers = 2;
+    d.cells.init_cell = Init::Zeros;
+    d.att_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
+    check_against_reference(&d, 43);
+}
+
+#[test]
+fn pytorch_style_lstm_with_bridges_for_h_and_c_matches_reference() {
+    // The PyTorch fixture's layout: Bahdanau additive attention, dense tanh bridges of
+    // the final states and of the final cell states, output over [state; context].
+    let mut d = lstm(base_desc());
+    d.enc_bidir = true;
+    d.dec_hidden = 7;
+    d.ordering = Ordering::Bahdanau;
+    d.init = Init::Dense;
+    d.cells.init_cell = Init::Dense;
+    d.out_parts = parts(&[Part::State, Part::Context]);
+    check_against_reference(&d, 50);
+    // Bridges into a two-layer decoder.
+    d.dec_layers = 2;
+    check_against_reference(&d, 51);
+}
+
+#[test]
+fn mixed_gru_and_lstm_stacks_match_reference() {
+    // A GRU encoder feeding an LSTM decoder: h from the encoder, c from zeros or from
+    // a bridge of the GRU's final state.
+    let mut d = base_desc();
+    d.cells.dec = CellKind::Lstm;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras3;
+    d.init = Init::Last;
+    d.cells.init_cell = Init::Zeros;
+    check_against_reference(&d, 60);
+    d.cells.init_cell = Init::Dense;
+    check_against_reference(&d, 61);
+    // An LSTM encoder feeding a GRU decoder (h only), and a GRU with a hard sigmoid.
+    let mut d = base_desc();
+    d.cells.enc = CellKind::Lstm;
+    d.init = Init::Last;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras2;
+    check_against_reference(&d, 62);
+}
+
+/// Post-padded sources with a masked encoder, as each Keras runs `mask_zero=True`:
+/// Keras 2 repeats the forward half's last real output over the padding (backward
+/// half 0), Keras 3's `Bidirectional` gives zeros; the final states are those after
+/// the real steps; the attention covers the padding (Keras' `Dot` drops the mask).
+#[test]
+fn masked_encoders_match_reference_for_both_keras_behaviours() {
+    let mut d = keras_lstm();
+    d.src_eos = None;
+    d.src_pad_to = 9;
+    d.mask_padding = true;
+    let mut outputs = vec![];
+    for (i, rule) in [Masked::Previous, Masked::Zeros].into_iter().enumerate() {
+        d.cells.enc_mask = Some(rule);
+        check_against_reference(&d, 70);
+        let (bytes, _) = random_model(&d, 70);
+        outputs.push(run_line(&bytes, "ab").unwrap().2);
+        // Stacked: each layer masked the same way.
+        let mut d2 = d;
+        d2.enc_layers = 2;
+        check_against_reference(&d2, 71 + i as u64);
+    }
+    // The two behaviours compute different things on the same weights.
+    assert_ne!(outputs[0], outputs[1]);
+    // A GRU encoder is masked the same way.
+    d.cells.enc = CellKind::Gru;
+    d.cells.init_cell = Init::Zeros;
+    d.cells.enc_mask = Some(Masked::Previous);
+    check_against_reference(&d, 73);
+}
+
+/// A model that stops when it predicts the padding token: the end token may be any
+/// target token, the padding token included.
+#[test]
+fn the_end_token_may_be_the_padding_token() {
+    let mut d = lstm(base_desc());
+    d.init = Init::Last;
+    d.cells.init_cell = Init::Last;
+    d.tgt_end = 0; // <pad>
+    check_against_reference(&d, 80);
 }
 
 /// A vanilla model whose output layer reads only the input embedding through a
@@ -632,10 +871,11 @@ fn corrupted_files_are_rejected_with_precise_errors() {
 /// lengths, finishing steps and failing lines.
 #[test]
 fn batched_lanes_equal_single_runs() {
-    for (seed, ordering) in [
-        (60, Ordering::Bahdanau),
-        (61, Ordering::Luong),
-        (62, Ordering::None),
+    for (seed, ordering, lstm_masked) in [
+        (60, Ordering::Bahdanau, false),
+        (61, Ordering::Luong, false),
+        (62, Ordering::None, false),
+        (63, Ordering::Luong, true),
     ] {
         let mut d = base_desc();
         d.ordering = ordering;
@@ -648,6 +888,15 @@ fn batched_lanes_equal_single_runs() {
         if ordering != Ordering::None {
             d.memory_proj = Some(5);
             d.out_parts = parts(&[Part::State, Part::Context]);
+        }
+        if lstm_masked {
+            // LSTMs in lanes of different real lengths, masked padding.
+            d = lstm(d);
+            d.dec_reset = ResetMode::After;
+            d.cells.init_cell = Init::Dense;
+            d.src_eos = None;
+            d.src_pad_to = 9;
+            d.cells.enc_mask = Some(Masked::Previous);
         }
         let (bytes, _) = random_model(&d, seed);
         let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();

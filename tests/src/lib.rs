@@ -115,6 +115,22 @@ pub fn s2s(args: &[&dyn AsRef<std::ffi::OsStr>], stdin: &str) -> Output {
     child.wait_with_output().expect("waiting for s2s")
 }
 
+/// `s2s import --config CONFIG --weights WEIGHTS -o OUT`.
+pub fn import(config: &Path, weights: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
 /// Runs `s2s` and returns its standard output; panics with its standard error unless it
 /// succeeds.
 pub fn s2s_ok(args: &[&dyn AsRef<std::ffi::OsStr>], stdin: &str) -> String {
@@ -195,6 +211,34 @@ pub fn dir_listing(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Asserts a failure with one error line containing every one of `needles`; returns the
+/// line.
+#[track_caller]
+pub fn assert_one_error(out: &Output, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "expected a failure, got {}; stderr: {stderr}",
+        out.status
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got:\n{stderr}");
+    let line = lines[0];
+    assert!(line.starts_with("error: "), "not an error line: {line}");
+    for n in needles {
+        assert!(line.contains(n), "{line:?} does not mention {n:?}");
+    }
+    line.to_string()
+}
+
+/// Asserts that `dir` holds exactly `files` (no output, no temporary file).
+#[track_caller]
+pub fn assert_only(dir: &Path, files: &[&str]) {
+    let mut want: Vec<String> = files.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(dir_listing(dir), want, "files left in {}", dir.display());
 }
 
 /// The PyTorch seq2seq tutorial's model in the sizes of

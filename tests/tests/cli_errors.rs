@@ -7,40 +7,12 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use s2s_tests::pytorch::{self, Tensor};
-use s2s_tests::{dir_listing, model_file, s2s, scratch_dir};
+use s2s_tests::{assert_one_error, assert_only, import, model_file, s2s, scratch_dir};
 
 /// The PyTorch example's weights and model file, built once.
 fn example() -> &'static (PathBuf, PathBuf) {
     static EXAMPLE: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     EXAMPLE.get_or_init(|| pytorch::build_model(&scratch_dir("cli-errors-example")))
-}
-
-/// Asserts a failure with one error line containing every one of `needles`; returns the
-/// line.
-#[track_caller]
-fn assert_one_error(out: &Output, needles: &[&str]) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "expected a failure, got {}; stderr: {stderr}",
-        out.status
-    );
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one error line, got:\n{stderr}");
-    let line = lines[0];
-    assert!(line.starts_with("error: "), "not an error line: {line}");
-    for n in needles {
-        assert!(line.contains(n), "{line:?} does not mention {n:?}");
-    }
-    line.to_string()
-}
-
-/// Asserts that `dir` holds exactly `files` (no output, no temporary file).
-#[track_caller]
-fn assert_only(dir: &Path, files: &[&str]) {
-    let mut want: Vec<String> = files.iter().map(|s| s.to_string()).collect();
-    want.sort();
-    assert_eq!(dir_listing(dir), want, "files left in {}", dir.display());
 }
 
 /// Copies of the netra model: cut to `len` bytes, or with one byte changed.
@@ -86,22 +58,6 @@ fn model_file_with_one_corrupted_byte() {
     let line = assert_one_error(&s2s(&[&"inspect", &model], ""), &[&path]);
     assert!(line.contains("CRC"), "{line:?} does not say CRC");
     assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "CRC"]);
-}
-
-/// `s2s import --config config --weights weights -o out`.
-fn import(config: &Path, weights: &Path, out: &Path) -> Output {
-    s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    )
 }
 
 /// Runs `s2s import` of the example configuration with changed tensors into `dir` and

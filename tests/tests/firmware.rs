@@ -10,15 +10,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use host_tools::device::{self, qemu, Firmware, QemuOptions};
-use rnn_core::ResetMode;
+use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_device::board::{find, Board, BOARDS};
 use s2s_device::exit::Exit;
 use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
+use seq2seq::desc::Cells;
 use seq2seq::desc::{ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::{DType, Slot, TensorId};
-use seq2seq::{Init, Ordering, ScoreKind, Split};
+use seq2seq::{CellKind, Init, Ordering, ScoreKind, Split};
 
 /// Inputs per (model, board) pair.
 const INPUTS: usize = 200;
@@ -43,17 +44,23 @@ fn eval_words(max_len: usize) -> Vec<String> {
     words
 }
 
-/// Runs the first 200 evaluation words through `model` on `board` and on the host, and
-/// requires every output (and, with `attention`, every attention weight) to be equal.
+/// Runs the first 200 evaluation words through `model` (of `target/models/`) on `board`
+/// and on the host, and requires every output (and, with `attention`, every attention
+/// weight) to be equal.
 fn device_matches_host(model: &str, board: &'static Board, max_len: usize, attention: bool) {
-    let path = model_file(model);
+    device_matches_host_at(&model_file(model), board, max_len, attention);
+}
+
+/// [`device_matches_host`] for the model file at `path`.
+fn device_matches_host_at(path: &Path, board: &'static Board, max_len: usize, attention: bool) {
+    let model = path.display();
     let words = eval_words(max_len);
     let options = QemuOptions {
         attention,
         timeout: PAIR_TIMEOUT,
         ..QemuOptions::new(board)
     };
-    let report = device::qemu_check(&path, &words, &options)
+    let report = device::qemu_check(path, &words, &options)
         .unwrap_or_else(|e| panic!("{model} on {}: {e}", board.name));
     println!("{}", report.render());
     assert!(
@@ -131,6 +138,99 @@ fn build(board: &Board, bin: &str) -> std::path::PathBuf {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+// ------------------------------------------------------------------ LSTM models
+
+/// Source length of the Keras LSTM fixtures (their fixed length).
+const KERAS_LSTM_MAX_LEN: usize = 16;
+
+#[test]
+fn keras2_lstm_w8a16_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "keras2-lstm-g2p-w8a16.s2s",
+        board("mps2-an386"),
+        KERAS_LSTM_MAX_LEN,
+        true,
+    );
+}
+
+#[test]
+fn keras3_lstm_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "keras3-lstm-g2p.s2s",
+        board("mps2-an386"),
+        KERAS_LSTM_MAX_LEN,
+        true,
+    );
+}
+
+#[test]
+fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "pytorch-lstm-g2p.s2s",
+        board("mps2-an386"),
+        usize::MAX,
+        false,
+    );
+}
+
+/// Fixed source length of the small LSTM model.
+const SMALL_LSTM_PAD_TO: usize = 12;
+
+/// A small model in the Keras fixtures' layout (their w8a16 files are larger than the
+/// 172 KiB model regions of lm3s6965evb and microbit): a bidirectional LSTM encoder
+/// over masked post-padding (Keras 2: the previous output repeated), Keras 2's hard
+/// sigmoid in the encoder and Keras 3's in the decoder, an LSTM decoder from the
+/// encoder's final states and cell states, Luong dot attention over every position and
+/// an attentional layer over `[context; state]`; cell states in `Q3.12` and `Q4.11`.
+fn small_lstm_desc() -> ModelDesc {
+    let mut d = small_desc();
+    d.cells.enc = CellKind::Lstm;
+    d.cells.dec = CellKind::Lstm;
+    d.cells.enc_recurrent = Recurrent::HardSigmoidKeras2;
+    d.cells.dec_recurrent = Recurrent::HardSigmoidKeras3;
+    d.enc_hidden = 8;
+    d.enc_bidir = true;
+    d.dec_hidden = 16;
+    d.src_eos = None;
+    d.src_pad_to = SMALL_LSTM_PAD_TO;
+    d.cells.enc_mask = Some(Masked::Previous);
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::Dot;
+    d.mask_padding = true;
+    d.init = Init::Last;
+    d.cells.init_cell = Init::Last;
+    d.attentional = Some(12);
+    d.att_parts = [Some(Part::Context), Some(Part::State), None, None];
+    d.out_parts = [Some(Part::Attentional), None, None, None];
+    d.cells.fmt_enc = Fmt { frac: 12 };
+    d.cells.fmt_dec = Fmt { frac: 11 };
+    d
+}
+
+#[test]
+fn small_lstm_w8a16_on_microbit_matches_the_host() {
+    let dir = scratch_dir("firmware-lstm-microbit");
+    let model = synthetic(
+        &dir,
+        "lstm-w8a16.s2s",
+        &small_lstm_desc(),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&model, board("microbit"), SMALL_LSTM_PAD_TO, true);
+}
+
+#[test]
+fn small_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
+    let dir = scratch_dir("firmware-lstm-lm3s6965evb");
+    let model = synthetic(
+        &dir,
+        "lstm-w8a16.s2s",
+        &small_lstm_desc(),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&model, board("lm3s6965evb"), SMALL_LSTM_PAD_TO, true);
+}
+
 // ------------------------------------------------------------------ bad models
 
 const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
@@ -177,6 +277,8 @@ fn small_desc() -> ModelDesc {
         fmt_keys: Fmt { frac: 12 },
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
+        cells: Cells::GRU,
+        att_parts: [None; MAX_OUT_PARTS],
     }
 }
 
@@ -328,6 +430,7 @@ fn a_model_beyond_the_arena_is_refused() {
     let mut d = small_desc();
     d.memory_proj = Some(400);
     d.ordering = Ordering::Luong;
+    // An additive score of size 8 needs both its matrices (the description checks it).
     d.attn_dim = 8;
     d.attn_query_proj = true;
     d.attn_key_proj = true;

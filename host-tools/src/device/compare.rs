@@ -8,7 +8,8 @@ use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
 /// The host's side: decodings at the device's number of positions, and the MACs.
 struct HostSide {
     outputs: Vec<Result<Decoded, String>>,
-    macs_per_position: usize,
+    /// Positions the encoder steps over and its MACs, per input.
+    enc_steps_macs: Vec<(usize, usize)>,
     /// Decoder MACs per step of each input (depends on its source positions).
     macs_per_step: Vec<usize>,
 }
@@ -25,9 +26,22 @@ fn host_side(m: &LoadedModel, inputs: &[String], positions: usize, keep: Keep) -
                 .iter()
                 .map(|o| o.as_ref().map_or(0, |d| net.macs_per_step(d.source.len())))
                 .collect();
+            // A masked encoder steps over the real positions only.
+            let mut ids = vec![0u16; positions];
+            let enc_steps_macs = inputs
+                .iter()
+                .zip(&outputs)
+                .map(|(l, o)| {
+                    let t = o.as_ref().map_or(0, |d| d.source.len());
+                    let valid =
+                        seq2seq::vocab::encode_source(&net.desc, &net.src_vocab, l, &mut ids)
+                            .map_or(t, |(_, valid)| valid);
+                    (net.encoder_steps(t, valid), net.encoder_macs(t, valid))
+                })
+                .collect();
             HostSide {
                 outputs,
-                macs_per_position: net.macs_per_source_position(),
+                enc_steps_macs,
                 macs_per_step,
             }
         }))
@@ -68,7 +82,8 @@ pub fn compare(
     };
     let h = host_side(host, inputs, session.model.positions, keep)?;
     let mut mismatches = Vec::new();
-    let (mut rejected, mut attention_rows, mut positions, mut dec_macs) = (0, 0, 0, 0u128);
+    let (mut rejected, mut attention_rows, mut positions) = (0, 0, 0);
+    let (mut enc_macs, mut dec_macs) = (0u128, 0u128);
     let mut enc = Vec::new();
     let mut steps = Vec::new();
     for (i, ((input, dev), hst)) in inputs
@@ -87,7 +102,9 @@ pub fn compare(
         match (dev, hst) {
             (Ok(d), Ok(hd)) => {
                 enc.push(d.enc_insns);
-                positions += hd.source.len();
+                let (enc_steps, macs) = h.enc_steps_macs[i];
+                positions += enc_steps;
+                enc_macs += macs as u128;
                 steps.extend_from_slice(&d.step_insns);
                 dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
                 if d.ids != hd.ids {
@@ -139,7 +156,7 @@ pub fn compare(
         enc: Spread::of(enc),
         positions,
         step: Spread::of(steps),
-        macs_per_position: h.macs_per_position,
+        enc_macs,
         dec_macs,
         elapsed: session.elapsed,
     })

@@ -78,12 +78,13 @@ pub struct QemuReport {
     pub attention_rows: usize,
     /// Instructions per encoder pass.
     pub enc: Spread,
-    /// Source positions over all decoded inputs (end token and padding included).
+    /// Source positions the encoder stepped over, all decoded inputs together (end
+    /// token and padding included, the padding of a masked encoder excepted).
     pub positions: usize,
     /// Instructions per decoder step (end-token steps included).
     pub step: Spread,
-    /// Encoder MACs per source position.
-    pub macs_per_position: usize,
+    /// Encoder MACs over all decoded inputs.
+    pub enc_macs: u128,
     /// Decoder MACs over all steps.
     pub dec_macs: u128,
     /// Wall-clock time of the QEMU run.
@@ -101,10 +102,14 @@ impl QemuReport {
         self.enc.mean * self.enc.n as f64 / self.positions.max(1) as f64
     }
 
+    /// Encoder MACs per position stepped over.
+    pub fn macs_per_position(&self) -> f64 {
+        self.enc_macs as f64 / self.positions.max(1) as f64
+    }
+
     /// Encoder instructions per MAC.
     pub fn enc_insns_per_mac(&self) -> f64 {
-        let macs = self.positions as f64 * self.macs_per_position as f64;
-        self.enc.mean * self.enc.n as f64 / macs.max(1.0)
+        self.enc.mean * self.enc.n as f64 / (self.enc_macs as f64).max(1.0)
     }
 
     /// Mean decoder MACs per step.
@@ -175,7 +180,7 @@ impl QemuReport {
             let _ = writeln!(
                 s,
                 "MACs            {} per source position, {} per step; {:.2} / {:.2} instructions per MAC (encoder / decoder)",
-                thousands(self.macs_per_position),
+                f(self.macs_per_position()),
                 f(self.macs_per_step()),
                 self.enc_insns_per_mac(),
                 self.dec_insns_per_mac()

@@ -150,6 +150,8 @@ fn probe_name(p: Probe) -> Option<&'static str> {
         Probe::Memory => "memory",
         Probe::DecoderState => "decoder state",
         Probe::Context => "context",
+        Probe::EncoderCells => "encoder cells",
+        Probe::DecoderCells => "decoder cells",
         _ => return None,
     })
 }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE};
+use seq2seq::desc::{
+    Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+};
 use serde::Deserialize;
 
 use crate::error::{Error, Place, Result};
@@ -96,8 +98,16 @@ pub struct EncoderSection {
     /// Bidirectional layers.
     #[serde(default)]
     pub bidirectional: bool,
-    /// Candidate-gate form.
-    pub reset: ResetName,
+    /// `gru` or `lstm`.
+    #[serde(default = "gru")]
+    pub cell: CellName,
+    /// Candidate-gate form (GRU only, required there).
+    pub reset: Option<ResetName>,
+    /// Activation of the gates.
+    #[serde(default = "sigmoid")]
+    pub recurrent_activation: RecurrentName,
+    /// Output of masked (padded) positions; absent: padding is not masked.
+    pub masked_output: Option<MaskedName>,
 }
 
 /// `[attention]`.
@@ -123,6 +133,8 @@ pub struct AttentionSection {
     pub memory_proj: Option<usize>,
     /// Luong's attentional layer size.
     pub attentional: Option<usize>,
+    /// Parts of the attentional layer's input, in order (default `[state, context]`).
+    pub attentional_input: Option<Vec<PartName>>,
 }
 
 /// `[decoder]`.
@@ -136,10 +148,19 @@ pub struct DecoderSection {
     /// Stacked layers.
     #[serde(default = "one")]
     pub layers: usize,
-    /// Candidate-gate form.
-    pub reset: ResetName,
+    /// `gru` or `lstm`.
+    #[serde(default = "gru")]
+    pub cell: CellName,
+    /// Candidate-gate form (GRU only, required there).
+    pub reset: Option<ResetName>,
+    /// Activation of the gates.
+    #[serde(default = "sigmoid")]
+    pub recurrent_activation: RecurrentName,
     /// Initial state.
     pub init: InitName,
+    /// Initial cell state of an LSTM decoder (default: `init` after an LSTM encoder,
+    /// `zeros` after a GRU encoder).
+    pub init_cell: Option<InitName>,
     /// Parts of the output layer's input, in order.
     pub output: Vec<PartName>,
 }
@@ -165,8 +186,9 @@ pub struct FullMapping {
     /// The stored matrix is `(in, out)` (Keras kernels): transpose it.
     #[serde(default)]
     pub transpose: bool,
-    /// Gate order of a GRU matrix as stored, e.g. `zrh` for Keras; ours is `rzn`
-    /// (`h` and `n` both name the candidate).
+    /// Gate order of a recurrent matrix as stored: for a GRU e.g. `zrh` for Keras
+    /// (ours is `rzn`; `h` and `n` both name the candidate), for an LSTM e.g. `iofc`
+    /// for ONNX (ours is `ifgo`, as PyTorch and Keras store it; `c` names `g`).
     pub gates: Option<String>,
 }
 
@@ -233,6 +255,25 @@ names!(
     None = "none" }
 );
 names!(
+    /// Recurrent cell.
+    CellName { /// GRU.
+    Gru = "gru", /// LSTM.
+    Lstm = "lstm" }
+);
+names!(
+    /// Activation of a cell's gates.
+    RecurrentName { /// The logistic sigmoid.
+    Sigmoid = "sigmoid", /// `clip(0.2 x + 0.5, 0, 1)`: Keras 2 and tf.keras `hard_sigmoid`.
+    HardSigmoidKeras2 = "hard-sigmoid-keras2", /// `clip(x / 6 + 0.5, 0, 1)`: Keras 3 `hard_sigmoid`.
+    HardSigmoidKeras3 = "hard-sigmoid-keras3" }
+);
+names!(
+    /// Output of a masked encoder step.
+    MaskedName { /// The previous step's output (Keras 2; Keras 3 unidirectional layers).
+    Previous = "previous", /// Zeros (Keras 3 and tf.keras `Bidirectional`).
+    Zeros = "zeros" }
+);
+names!(
     /// Initial decoder state.
     InitName { /// Zeros.
     Zeros = "zeros", /// The encoder's last state.
@@ -251,6 +292,12 @@ names!(
 fn chars() -> SplitName {
     SplitName::Chars
 }
+fn gru() -> CellName {
+    CellName::Gru
+}
+fn sigmoid() -> RecurrentName {
+    RecurrentName::Sigmoid
+}
 fn one() -> usize {
     1
 }
@@ -259,6 +306,27 @@ fn yes() -> bool {
 }
 fn length() -> MaskName {
     MaskName::Length
+}
+
+impl From<PartName> for Part {
+    fn from(p: PartName) -> Self {
+        match p {
+            PartName::State => Part::State,
+            PartName::Context => Part::Context,
+            PartName::Embedding => Part::Embedding,
+            PartName::Attentional => Part::Attentional,
+        }
+    }
+}
+
+impl From<InitName> for Init {
+    fn from(i: InitName) -> Self {
+        match i {
+            InitName::Zeros => Init::Zeros,
+            InitName::Last => Init::Last,
+            InitName::Dense => Init::Dense,
+        }
+    }
 }
 
 impl From<ResetName> for ResetMode {
@@ -332,15 +400,10 @@ impl Config {
             ));
         }
         let mut out_parts = [None; MAX_OUT_PARTS];
-        for (o, p) in out_parts.iter_mut().zip(&self.decoder.output) {
-            *o = Some(match p {
-                PartName::State => Part::State,
-                PartName::Context => Part::Context,
-                PartName::Embedding => Part::Embedding,
-                PartName::Attentional => Part::Attentional,
-            });
+        for (o, &p) in out_parts.iter_mut().zip(&self.decoder.output) {
+            *o = Some(p.into());
         }
-        let d = ModelDesc {
+        let mut d = ModelDesc {
             src_vocab: s.tokens.len(),
             tgt_vocab: t.tokens.len(),
             enc_emb: self.encoder.embedding,
@@ -348,7 +411,7 @@ impl Config {
             enc_layers: self.encoder.layers,
             enc_hidden: self.encoder.hidden,
             enc_bidir: self.encoder.bidirectional,
-            enc_reset: self.encoder.reset.into(),
+            enc_reset: ResetMode::After,
             memory_proj: att.and_then(|a| a.memory_proj),
             ordering,
             score,
@@ -358,14 +421,10 @@ impl Config {
             attn_key_proj: additive.is_some_and(|a| a.key_proj),
             mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
             src_pad_to: s.pad_to.unwrap_or(0),
-            init: match self.decoder.init {
-                InitName::Zeros => Init::Zeros,
-                InitName::Last => Init::Last,
-                InitName::Dense => Init::Dense,
-            },
+            init: self.decoder.init.into(),
             dec_layers: self.decoder.layers,
             dec_hidden: self.decoder.hidden,
-            dec_reset: self.decoder.reset.into(),
+            dec_reset: ResetMode::After,
             attentional: att.and_then(|a| a.attentional),
             out_parts,
             src_pad: tok(&s.tokens, &s.pad, "source pad")?,
@@ -397,7 +456,12 @@ impl Config {
                 1.0
             },
             score_scale_q: Requant::ONE,
+            cells: Cells::GRU,
+            att_parts: [None; MAX_OUT_PARTS],
         };
+        // The cells, their gates' activation and reset form, masking, the LSTM
+        // decoder's initial cell state and the attentional layer's input.
+        crate::import::cells::configure(self, &mut d)?;
         // Round-trip through the stored form so every field gets the file's checks.
         d.to_raw()
             .and_then(|raw| ModelDesc::from_raw(&raw))
@@ -489,7 +553,14 @@ mod tests {
 
     #[test]
     fn the_example_configurations_give_valid_descriptions() {
-        for name in ["netra", "g2p-en", "examples/pytorch-bahdanau"] {
+        for name in [
+            "netra",
+            "g2p-en",
+            "examples/pytorch-bahdanau",
+            "examples/keras2-lstm-g2p",
+            "examples/keras3-lstm-g2p",
+            "examples/pytorch-lstm-g2p",
+        ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
             let d = Config::load(&path).unwrap().desc().unwrap();
             assert_eq!(ModelDesc::from_raw(&d.to_raw().unwrap()), Ok(d));

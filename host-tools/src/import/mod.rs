@@ -1,5 +1,6 @@
 //! `s2s import`: a configuration plus a trained weights file into an f32 model file.
 
+pub mod cells;
 pub mod config;
 
 use std::collections::BTreeMap;
@@ -12,12 +13,10 @@ use seq2seq::format::{DType, Slot, TensorId};
 
 use crate::error::{Error, Place, Result};
 use crate::formats::{read_weights, Tensor};
+use crate::import::cells::{cell_name, cell_of, gate_perm, our_gates, reorder_gates};
 use crate::import::config::Config;
 use crate::io::write_atomic;
 use crate::model::LoadedModel;
-
-/// The canonical gate order of our GRU matrices.
-const OUR_GATES: [char; 3] = ['r', 'z', 'n'];
 
 /// The name of a layer in `[weights]`.
 pub fn layer_name(s: &LayerSpec) -> String {
@@ -80,31 +79,6 @@ fn as_matrix(shape: &[usize]) -> Option<(usize, usize)> {
         [r, c] => Some((*r, *c)),
         _ => None,
     }
-}
-
-/// Row order that turns gate blocks stored in `from` order into ours.
-fn gate_perm(from: &str) -> Result<[usize; 3], String> {
-    let from: Vec<char> = from
-        .chars()
-        .map(|c| if c == 'h' { 'n' } else { c })
-        .collect();
-    let mut perm = [0; 3];
-    for (i, g) in OUR_GATES.iter().enumerate() {
-        perm[i] = from
-            .iter()
-            .position(|c| c == g)
-            .filter(|_| from.len() == 3)
-            .ok_or_else(|| format!("gates {from:?}: need a permutation of r, z and n (or h)"))?;
-    }
-    Ok(perm)
-}
-
-/// Reorders the three gate blocks of a `3H x cols` row-major matrix (or a `3H` vector).
-fn reorder_gates(data: &[f32], rows: usize, cols: usize, perm: [usize; 3]) -> Vec<f32> {
-    let block = rows / 3 * cols;
-    perm.iter()
-        .flat_map(|&p| data[p * block..(p + 1) * block].iter().copied())
-        .collect()
 }
 
 fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
@@ -173,19 +147,38 @@ fn import_desc(
             .get(name)
             .ok_or_else(|| (None, format!("[weights] has no entry for layer {name:?}")))?
             .full();
+        let cell = cell_of(&desc, spec.role);
+        let perm = match (cell, m.gates.as_deref()) {
+            (_, None) => None,
+            (Some(kind), Some(g)) => Some(gate_perm(kind, g).map_err(|e| (Some(name.clone()), e))?),
+            (None, Some(_)) => {
+                return Err((
+                    Some(name.clone()),
+                    "gates only apply to recurrent matrices".into(),
+                ))
+            }
+        };
         let ctx = |e: String| (Some(name.clone()), e);
-        let perm = m.gates.as_deref().map(gate_perm).transpose().map_err(ctx)?;
-        let is_gru = spec.rows % 3 == 0
-            && matches!(
-                spec.role,
-                seq2seq::format::Role::EncWih
-                    | seq2seq::format::Role::EncWhh
-                    | seq2seq::format::Role::DecWih
-                    | seq2seq::format::Role::DecWhh
-            );
-        if perm.is_some() && !is_gru {
-            return Err(ctx("gates only apply to GRU matrices".into()));
-        }
+        // What a recurrent matrix of the wrong size most likely is.
+        let fits = |r: usize| match cell {
+            Some(kind) => {
+                let g = our_gates(kind);
+                let h = spec.rows / g.len();
+                let gates: Vec<String> = g.iter().map(|c| c.to_string()).collect();
+                if r == 3 * h || r == 4 * h {
+                    format!(
+                        " (a {} of {h} units has {} x {h} = {} rows, gates [{}])",
+                        cell_name(kind),
+                        g.len(),
+                        spec.rows,
+                        gates.join(", ")
+                    )
+                } else {
+                    String::new()
+                }
+            }
+            None => String::new(),
+        };
 
         let (shape, data) = resolve(&by_name, &m.weight).map_err(ctx)?;
         let (mut r, mut c) = as_matrix(&shape).ok_or_else(|| {
@@ -201,7 +194,7 @@ fn import_desc(
         }
         if (r, c) != (spec.rows, spec.cols) {
             return Err(ctx(format!(
-                "tensor {:?} gives a {r}x{c} matrix{}, the configuration needs {}x{}",
+                "tensor {:?} gives a {r}x{c} matrix{}, the configuration needs {}x{}{}",
                 m.weight,
                 if m.transpose {
                     " after transposing"
@@ -209,10 +202,11 @@ fn import_desc(
                     ""
                 },
                 spec.rows,
-                spec.cols
+                spec.cols,
+                fits(r)
             )));
         }
-        if let Some(p) = perm {
+        if let Some(p) = &perm {
             w = reorder_gates(&w, r, c, p);
         }
         let bias = match &m.bias {
@@ -228,7 +222,7 @@ fn import_desc(
                         spec.rows
                     )));
                 }
-                Some(match perm {
+                Some(match &perm {
                     Some(p) => reorder_gates(bdata, spec.rows, 1, p),
                     None => bdata.to_vec(),
                 })
@@ -245,19 +239,6 @@ fn import_desc(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gate_permutations() {
-        assert_eq!(gate_perm("rzn").unwrap(), [0, 1, 2]);
-        assert_eq!(gate_perm("zrh").unwrap(), [1, 0, 2]);
-        assert!(gate_perm("rz").is_err());
-        assert!(gate_perm("rzq").is_err());
-        // Keras [z, r, h] blocks of one row each -> ours [r, z, n].
-        assert_eq!(
-            reorder_gates(&[1.0, 2.0, 3.0], 3, 1, [1, 0, 2]),
-            [2.0, 1.0, 3.0]
-        );
-    }
 
     #[test]
     fn transpose_and_indexing() {

@@ -32,6 +32,9 @@ pub trait LinearImpl: 'static {
             Self::linear(l, j.x, j.out);
         }
     }
+    /// Sees every LSTM cell state computed (the calibration records their range); by
+    /// default nothing.
+    fn cell_state(_c: f32) {}
 }
 
 /// `F32` with dense layers computed by `I`.
@@ -92,6 +95,17 @@ impl<I: LinearImpl> Precision for F32Like<I> {
     }
     fn blend(z: f32, h: f32, n: f32) -> f32 {
         F32::blend(z, h, n)
+    }
+    fn hard_sigmoid_keras2(x: f32) -> f32 {
+        F32::hard_sigmoid_keras2(x)
+    }
+    fn hard_sigmoid_keras3(x: f32) -> f32 {
+        F32::hard_sigmoid_keras3(x)
+    }
+    fn cell_update(f: f32, c: f32, i: f32, g: f32, fc: Fmt) -> f32 {
+        let c = F32::cell_update(f, c, i, g, fc);
+        I::cell_state(c);
+        c
     }
     fn widen(a: f32, f: Fmt) -> f32 {
         F32::widen(a, f)

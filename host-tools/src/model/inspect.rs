@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use seq2seq::desc::{Init, ModelDesc, Ordering};
+use rnn_core::{Masked, Recurrent};
+use seq2seq::desc::{CellKind, Init, ModelDesc, Ordering};
 use seq2seq::plan::{Buf, Plan};
 use seq2seq::Split;
 
@@ -13,10 +14,33 @@ use crate::model::LoadedModel;
 /// Source positions `inspect` sizes the workspace for when the model has no fixed length.
 pub const DEFAULT_POSITIONS: usize = 32;
 
-fn reset(r: rnn_core::ResetMode) -> &'static str {
-    match r {
-        rnn_core::ResetMode::After => "reset after",
-        rnn_core::ResetMode::Before => "reset before",
+/// A stack's cell and its notes: `("GRU", " (reset after)")`, `("LSTM", "")`, ...
+fn cell(kind: CellKind, r: rnn_core::ResetMode, rec: Recurrent) -> (&'static str, String) {
+    let mut notes = vec![];
+    if kind == CellKind::Gru {
+        notes.push(match r {
+            rnn_core::ResetMode::After => "reset after",
+            rnn_core::ResetMode::Before => "reset before",
+        });
+    }
+    match rec {
+        Recurrent::Sigmoid => {}
+        Recurrent::HardSigmoidKeras2 => notes.push("hard sigmoid of Keras 2"),
+        Recurrent::HardSigmoidKeras3 => notes.push("hard sigmoid of Keras 3"),
+    }
+    let name = crate::import::cells::cell_name(kind);
+    if notes.is_empty() {
+        (name, String::new())
+    } else {
+        (name, format!(" ({})", notes.join(", ")))
+    }
+}
+
+fn init_name(i: Init) -> &'static str {
+    match i {
+        Init::Zeros => "zeros",
+        Init::Last => "last encoder state",
+        Init::Dense => "tanh(W h_enc + b)",
     }
 }
 
@@ -40,19 +64,28 @@ pub fn thousands(n: usize) -> String {
 /// Describes the architecture in one line per part.
 pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
     let mut v = vec![];
-    let layers = |n: usize, h: usize, bi: bool, r| {
+    let layers = |n: usize, h: usize, bi: bool, (cell, notes): (&str, String)| {
         format!(
-            "{n} x {}GRU {h} ({})",
+            "{n} x {}{cell} {h}{notes}",
             if bi { "bidirectional " } else { "" },
-            reset(r)
         )
+    };
+    let masked = match d.cells.enc_mask {
+        None => "",
+        Some(Masked::Previous) => ", padding masked (previous output repeated)",
+        Some(Masked::Zeros) => ", padding masked (zero outputs)",
     };
     v.push((
         "encoder".into(),
         format!(
-            "embedding {}, {}{}",
+            "embedding {}, {}{}{masked}",
             d.enc_emb,
-            layers(d.enc_layers, d.enc_hidden, d.enc_bidir, d.enc_reset),
+            layers(
+                d.enc_layers,
+                d.enc_hidden,
+                d.enc_bidir,
+                cell(d.cells.enc, d.enc_reset, d.cells.enc_recurrent)
+            ),
             d.memory_proj
                 .map_or(String::new(), |m| format!(", memory projection {m}"))
         ),
@@ -80,24 +113,40 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
         }
     };
     v.push(("attention".into(), att));
-    let init = match d.init {
-        Init::Zeros => "zeros",
-        Init::Last => "last encoder state",
-        Init::Dense => "tanh(W h_enc + b)",
+    let mut init = init_name(d.init).to_string();
+    if d.cells.dec == CellKind::Lstm {
+        init += &format!(
+            ", cell state {}",
+            match d.cells.init_cell {
+                Init::Zeros => "zeros",
+                Init::Last => "last encoder cell state",
+                Init::Dense if d.cells.enc == CellKind::Lstm => "tanh(W c_enc + b)",
+                Init::Dense => "tanh(W h_enc + b)",
+            }
+        );
+    }
+    let names = |parts: &mut dyn Iterator<Item = seq2seq::Part>| -> String {
+        parts
+            .map(|p| format!("{p:?}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    let parts: Vec<String> = d
-        .out_parts()
-        .map(|p| format!("{p:?}").to_lowercase())
-        .collect();
     v.push((
         "decoder".into(),
         format!(
             "embedding {}, {}, init {init}{}, output from [{}]",
             d.dec_emb,
-            layers(d.dec_layers, d.dec_hidden, false, d.dec_reset),
-            d.attentional
-                .map_or(String::new(), |a| format!(", attentional {a}")),
-            parts.join(", ")
+            layers(
+                d.dec_layers,
+                d.dec_hidden,
+                false,
+                cell(d.cells.dec, d.dec_reset, d.cells.dec_recurrent)
+            ),
+            d.attentional.map_or(String::new(), |a| format!(
+                ", attentional {a} from [{}]",
+                names(&mut d.att_parts())
+            )),
+            names(&mut d.out_parts())
         ),
     ));
     v

@@ -22,6 +22,8 @@ pub struct Calibration {
     pub logits_max: f32,
     /// Input statistics of every dense layer, for error-compensating rounding.
     pub hessians: crate::quantize::gptq::Hessians,
+    /// Largest `|c|` of the encoder's and the decoder's LSTM cell states, every step.
+    pub cell_max: [f32; 2],
     /// The sequences used.
     pub lines: Vec<String>,
 }
@@ -72,6 +74,7 @@ pub fn calibrate(
     let vocab = file.src_vocab();
     let mut c = Calibration::default();
     let mut usable = vec![];
+    let mut ids = vec![0u16; m.positions()];
     for (i, l) in lines.iter().enumerate() {
         let text = l.trim();
         let known = text
@@ -92,6 +95,9 @@ pub fn calibrate(
                 "line {}: every symbol is outside the vocabulary",
                 i + 1
             ));
+        } else if let Err(e) = seq2seq::vocab::encode_source(desc, &vocab, text, &mut ids) {
+            // Longer than a fixed-length model's input, say: not calibration data.
+            c.skipped.push(format!("line {}: {e}", i + 1));
         } else {
             usable.push(text.to_string());
         }
@@ -113,7 +119,8 @@ pub fn calibrate(
         logits_max: 0.0,
         sequences: 0,
     };
-    c.hessians = crate::quantize::gptq::collect(m, &usable, &mut ranges, progress)?;
+    let rec = crate::quantize::gptq::collect(m, &usable, &mut ranges, progress)?;
+    (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
     (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
     c.lines = usable;
     Ok(c)

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use s2s_kernels::{Fmt, Requant};
-use seq2seq::desc::ModelDesc;
+use seq2seq::desc::{CellKind, Init, ModelDesc};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Probe, ScoreKind};
 
@@ -22,6 +22,13 @@ pub fn choose_frac(max: f32) -> i8 {
         f -= 1;
     }
     f
+}
+
+/// The format of LSTM cell states whose largest magnitude is `max`: [`choose_frac`]
+/// within `0..=15`, the formats the cell update supports (`|c|` beyond 32767 is
+/// impossible in practice, below 1 the format is `Q0.15`).
+pub fn choose_cell_frac(max: f32) -> i8 {
+    choose_frac(max).clamp(0, seq2seq::desc::MAX_CELL_FRAC)
 }
 
 fn fmt_name(f: Fmt) -> String {
@@ -64,6 +71,23 @@ pub(crate) fn choose_formats(
     if desc.keys_stored() {
         desc.fmt_keys = Fmt {
             frac: choose_frac(get(Probe::Keys)),
+        };
+    }
+    // LSTM cell states: a power-of-two format from the largest |c| seen at any step
+    // (the decoder's also holds its initial cell states, the encoder's final ones
+    // when it starts from them).
+    let [enc_c, mut dec_c] = calib.cell_max;
+    if desc.cells.init_cell == Init::Last {
+        dec_c = dec_c.max(enc_c);
+    }
+    if desc.cells.enc == CellKind::Lstm {
+        desc.cells.fmt_enc = Fmt {
+            frac: choose_cell_frac(enc_c),
+        };
+    }
+    if desc.cells.dec == CellKind::Lstm {
+        desc.cells.fmt_dec = Fmt {
+            frac: choose_cell_frac(dec_c),
         };
     }
     if matches!(
@@ -109,8 +133,15 @@ pub(crate) fn choose_formats(
     row(
         "encoder outputs",
         get(Probe::EncoderOutputs),
-        "Q0.15 (GRU states)".into(),
+        "Q0.15 (recurrent states)".into(),
     );
+    if desc.cells.enc == CellKind::Lstm {
+        row(
+            "encoder cells",
+            enc_c,
+            fmt_name(desc.cells.fmt_enc) + ", every step",
+        );
+    }
     if desc.memory_proj.is_some() {
         row("memory", get(Probe::Memory), fmt_name(desc.fmt_memory));
     }
@@ -120,8 +151,15 @@ pub(crate) fn choose_formats(
     row(
         "decoder states",
         get(Probe::DecoderState),
-        "Q0.15 (GRU states)".into(),
+        "Q0.15 (recurrent states)".into(),
     );
+    if desc.cells.dec == CellKind::Lstm {
+        row(
+            "decoder cells",
+            dec_c,
+            fmt_name(desc.cells.fmt_dec) + ", every step",
+        );
+    }
     if desc.has_attention() {
         row(
             "context",
@@ -161,6 +199,9 @@ mod tests {
         assert_eq!(choose_frac(0.9), 14);
         assert_eq!(choose_frac(3.0), 13);
         assert_eq!(choose_frac(1e9), -8);
+        assert_eq!(choose_cell_frac(0.3), 15);
+        assert_eq!(choose_cell_frac(5.0), 12);
+        assert_eq!(choose_cell_frac(1e9), 0);
     }
 
     #[test]

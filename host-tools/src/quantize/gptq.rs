@@ -39,6 +39,21 @@ struct State {
     /// Weight address ranges of every layer of the bound model.
     layers: Vec<(Range<usize>, Role, usize, usize, usize)>,
     h: Hessians,
+    /// The role of the last layer applied: an LSTM step applies its recurrent matrix
+    /// right before it updates its cell states, so this says whose cell states follow.
+    last: Option<Role>,
+    /// Largest `|c|` of the encoder's and the decoder's LSTM cell states.
+    cell_max: [f32; 2],
+}
+
+/// What a calibration pass records: the dense layers' input statistics and the largest
+/// LSTM cell states.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    /// `sum x x^T` per layer (and row range).
+    pub hessians: Hessians,
+    /// Largest `|c|` over every step of the encoder's and the decoder's LSTM cells.
+    pub cell_max: [f32; 2],
 }
 
 impl State {
@@ -80,6 +95,7 @@ impl LinearImpl for Record {
                 if let Some((r, role, layer, dir, _)) =
                     st.layers.iter().find(|(r, ..)| r.contains(&addr)).cloned()
                 {
+                    st.last = Some(role);
                     let row0 = (addr - r.start) / 4 / l.cols();
                     let v: Vec<f64> = x.iter().flat_map(|p| p.iter().map(|&a| a as f64)).collect();
                     st.add((role, layer, dir, row0), &v);
@@ -88,17 +104,30 @@ impl LinearImpl for Record {
         });
         F32::linear(&as_f32(l), x, out)
     }
+
+    fn cell_state(c: f32) {
+        STATE.with(|s| {
+            if let Some(st) = s.borrow_mut().as_mut() {
+                let stack = match st.last {
+                    Some(Role::EncWhh) => 0,
+                    Some(Role::DecWhh) => 1,
+                    _ => return,
+                };
+                st.cell_max[stack] = st.cell_max[stack].max(c.abs());
+            }
+        });
+    }
 }
 
-/// Runs the f32 model over `lines` and returns the input statistics of every layer;
-/// `obs` sees every run too (the calibration's ranges come from the same pass) and
-/// `progress` the number of lines done.
+/// Runs the f32 model over `lines` and returns the input statistics of every layer and
+/// the largest LSTM cell states; `obs` sees every run too (the calibration's ranges
+/// come from the same pass) and `progress` the number of lines done.
 pub fn collect(
     m: &LoadedModel,
     lines: &[String],
     obs: &mut impl Observer<Recording>,
     mut progress: impl FnMut(usize),
-) -> Result<Hessians> {
+) -> Result<Recorded> {
     let file = m.file();
     let mut layers = vec![];
     for s in file.desc().layer_specs() {
@@ -113,6 +142,8 @@ pub fn collect(
         *st.borrow_mut() = Some(State {
             layers,
             h: Hessians::default(),
+            last: None,
+            cell_max: [0.0; 2],
         })
     });
     let result = (|| {
@@ -129,8 +160,16 @@ pub fn collect(
         }
         Ok(())
     })();
-    let h = STATE.with(|st| st.borrow_mut().take().map(|s| s.h).unwrap_or_default());
-    result.map(|()| h)
+    let rec = STATE.with(|st| {
+        st.borrow_mut()
+            .take()
+            .map(|s| Recorded {
+                hessians: s.h,
+                cell_max: s.cell_max,
+            })
+            .unwrap_or_default()
+    });
+    result.map(|()| rec)
 }
 
 /// Cholesky factor `L` (lower) of a symmetric positive definite `n x n` matrix given

@@ -2,10 +2,11 @@
 //! (int8 weights, int16 activations, integers only), calibrated on whole sequences.
 //!
 //! Weights: symmetric int8 per output row, `s_r = max|w_r| / 127`. Activations in
-//! `w8a16` are `Q(15-f).f` per tensor kind; `f` is fixed where the range is known (GRU
-//! states, tanh and sigmoid outputs, attention weights: `Q0.15`) and calibrated where it
-//! is not (embeddings from their tables, the projected memory and the keys from runs of
-//! the float model over the calibration set). Each layer's requantizer per row and input
+//! `w8a16` are `Q(15-f).f` per tensor kind; `f` is fixed where the range is known
+//! (recurrent states, tanh and sigmoid outputs, attention weights: `Q0.15`) and
+//! calibrated where it is not (embeddings from their tables; the projected memory, the
+//! keys and the LSTM cell states from runs of the float model over the calibration
+//! set). Each layer's requantizer per row and input
 //! part folds `s_r` and the part's format into one integer multiplier and shift that
 //! lands the result in the wide `Q16.15` domain; biases are stored there as `i32`.
 

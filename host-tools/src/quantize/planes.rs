@@ -89,8 +89,8 @@ pub(crate) fn round_layers(
                 scales[r0..r1].copy_from_slice(&bs);
             }
             if s.is_embedding() {
-                // An embedding row's error reaches the model through the first GRU
-                // layer's input matrix: weigh it by W^T W of those columns.
+                // An embedding row's error reaches the model through the first
+                // recurrent layer's input matrix: weigh it by W^T W of those columns.
                 let consumer = if s.role == Role::EncEmb {
                     Role::EncWih
                 } else {

@@ -3,11 +3,12 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
-use rnn_core::ResetMode;
+use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
+    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS,
+    MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, Runner};
@@ -84,12 +85,16 @@ pub fn small_desc() -> ModelDesc {
         fmt_keys: Default::default(),
         score_scale: 1.0,
         score_scale_q: Requant::ONE,
+        cells: Cells::GRU,
+        att_parts: [None; MAX_OUT_PARTS],
     }
 }
 
 /// A random description that [`ModelDesc::check`] accepts: every ordering and score,
-/// uni- and bidirectional stacks of 1 to 3 layers, every initial state, memory
-/// projection and attentional layer or not, padding or not, tiny sizes.
+/// GRU and LSTM cells with every recurrent activation, uni- and bidirectional stacks
+/// of 1 to 3 layers, every initial state (and initial cell state), memory projection
+/// and attentional layer (over any parts) or not, padding (masked or not) or not, tiny
+/// sizes.
 pub fn random_desc(r: &mut Rng) -> ModelDesc {
     loop {
         let d = try_desc(r);
@@ -142,6 +147,39 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
         (true, true, true) => r.range(1, 5),
     };
     let attentional = (attention && r.bool()).then(|| r.range(1, 5));
+    let mut att_parts = [None; MAX_OUT_PARTS];
+    if attentional.is_some() {
+        let from = [Part::State, Part::Context, Part::Embedding];
+        for slot in att_parts.iter_mut().take(r.range(1, 3)) {
+            *slot = Some(r.pick(&from));
+        }
+    }
+    let (enc_cell, dec_cell) = (
+        r.pick(&[CellKind::Gru, CellKind::Lstm]),
+        r.pick(&[CellKind::Gru, CellKind::Lstm]),
+    );
+    let reset = |r: &mut Rng, cell| match cell {
+        CellKind::Gru => r.pick(&[ResetMode::After, ResetMode::Before]),
+        CellKind::Lstm => ResetMode::After,
+    };
+    let recurrent = |r: &mut Rng| {
+        r.pick(&[
+            Recurrent::Sigmoid,
+            Recurrent::HardSigmoidKeras2,
+            Recurrent::HardSigmoidKeras3,
+        ])
+    };
+    let cell_fmt = |r: &mut Rng, cell| Fmt {
+        frac: match cell {
+            CellKind::Gru => 0,
+            CellKind::Lstm => r.range(0, 15) as i8,
+        },
+    };
+    let init_cell = match (dec_cell, enc_cell) {
+        (CellKind::Gru, _) => Init::Zeros,
+        (CellKind::Lstm, CellKind::Lstm) if init == Init::Last => Init::Last,
+        (CellKind::Lstm, _) => r.pick(&[Init::Zeros, Init::Dense]),
+    };
     let mut candidates = vec![Part::State, Part::Embedding];
     if attention {
         candidates.push(Part::Context);
@@ -158,6 +196,7 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
     } else {
         0
     };
+    let enc_mask = (src_pad_to > 0 && r.bool()).then(|| r.pick(&[Masked::Previous, Masked::Zeros]));
     // Any format the parser admits, extremes included.
     let frac = |r: &mut Rng| Fmt {
         frac: r.range(0, (MAX_FRAC - MIN_FRAC) as usize) as i8 + MIN_FRAC,
@@ -170,7 +209,7 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
         enc_layers,
         enc_hidden,
         enc_bidir,
-        enc_reset: r.pick(&[ResetMode::After, ResetMode::Before]),
+        enc_reset: reset(r, enc_cell),
         memory_proj,
         ordering,
         score,
@@ -182,7 +221,7 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
         init,
         dec_layers,
         dec_hidden,
-        dec_reset: r.pick(&[ResetMode::After, ResetMode::Before]),
+        dec_reset: reset(r, dec_cell),
         attentional,
         out_parts,
         src_pad: 0,
@@ -203,6 +242,17 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             1.0 + r.f32()
         },
         score_scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
+        cells: Cells {
+            enc: enc_cell,
+            dec: dec_cell,
+            enc_recurrent: recurrent(r),
+            dec_recurrent: recurrent(r),
+            enc_mask,
+            init_cell,
+            fmt_enc: cell_fmt(r, enc_cell),
+            fmt_dec: cell_fmt(r, dec_cell),
+        },
+        att_parts,
     }
 }
 

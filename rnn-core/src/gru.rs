@@ -1,0 +1,281 @@
+//! The GRU cell.
+
+use heapless::Vec as HVec;
+use s2s_kernels::{Job, Linear, Precision, ShapeError};
+
+use crate::{CellScratch, Error, Recurrent};
+
+/// Where the reset gate acts in the candidate `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ResetMode {
+    /// `n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`: PyTorch, Keras
+    /// `reset_after=True`, ONNX `linear_before_reset=1`.
+    After = 0,
+    /// `n = tanh(W_in x + b_in + W_hn (r * h) + b_hn)`: Keras `reset_after=False`,
+    /// ONNX `linear_before_reset=0`.
+    Before = 1,
+}
+
+impl ResetMode {
+    /// The mode with this file id.
+    pub fn from_id(id: u8) -> Option<Self> {
+        match id {
+            0 => Some(Self::After),
+            1 => Some(Self::Before),
+            _ => None,
+        }
+    }
+}
+
+/// One GRU cell: `W_ih` (`3H x I`, with `b_ih`) and `W_hh` (`3H x H`, with `b_hh`),
+/// rows stacked `[r, z, n]`; `r` and `z` use the recurrent activation (the logistic
+/// sigmoid unless [`GruCell::with_recurrent`] says otherwise).
+pub struct GruCell<'a, P: Precision> {
+    w_ih: Linear<'a, P>,
+    w_hh: Linear<'a, P>,
+    mode: ResetMode,
+    rec: Recurrent,
+}
+
+impl<P: Precision> Clone for GruCell<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for GruCell<'_, P> {}
+
+impl<P: Precision> core::fmt::Debug for GruCell<'_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "GruCell(in {}, hidden {}, reset {:?}, {:?})",
+            self.input(),
+            self.hidden(),
+            self.mode,
+            self.rec
+        )
+    }
+}
+
+/// The gates' activation as a type, so that the element-wise loops are compiled once
+/// for the logistic sigmoid (what nearly every GRU uses, with no per-element dispatch)
+/// and once for any [`Recurrent`]; the matrix products are shared.
+trait GateFn<P: Precision>: Copy {
+    fn gate(self, x: P::Wide) -> P::Act;
+}
+
+#[derive(Clone, Copy)]
+struct Sigmoid;
+
+impl<P: Precision> GateFn<P> for Sigmoid {
+    #[inline]
+    fn gate(self, x: P::Wide) -> P::Act {
+        P::sigmoid(x)
+    }
+}
+
+impl<P: Precision> GateFn<P> for Recurrent {
+    #[inline]
+    fn gate(self, x: P::Wide) -> P::Act {
+        self.apply::<P>(x)
+    }
+}
+
+impl<'a, P: Precision> GruCell<'a, P> {
+    /// A cell from its two layers; checks that they have `3H` rows for `H = w_hh.cols()`.
+    pub fn new(w_ih: Linear<'a, P>, w_hh: Linear<'a, P>, mode: ResetMode) -> Result<Self, Error> {
+        let h = w_hh.cols();
+        if h == 0 || w_hh.rows() != 3 * h || w_ih.rows() != 3 * h || w_hh.parts() != 1 {
+            return Err(Error::GateRows {
+                gates: 3,
+                input_rows: w_ih.rows(),
+                recurrent_rows: w_hh.rows(),
+                hidden: h,
+            });
+        }
+        Ok(GruCell {
+            w_ih,
+            w_hh,
+            mode,
+            rec: Recurrent::Sigmoid,
+        })
+    }
+
+    /// The same cell with the recurrent activation `rec` for its `r` and `z` gates.
+    pub fn with_recurrent(self, rec: Recurrent) -> Self {
+        GruCell { rec, ..self }
+    }
+
+    /// Hidden size `H`.
+    pub fn hidden(&self) -> usize {
+        self.w_hh.cols()
+    }
+    /// Input size `I` (all parts).
+    pub fn input(&self) -> usize {
+        self.w_ih.cols()
+    }
+    /// The input layer `W_ih` (with `b_ih`).
+    pub fn w_ih(&self) -> &Linear<'a, P> {
+        &self.w_ih
+    }
+    /// The recurrent layer `W_hh` (with `b_hh`).
+    pub fn w_hh(&self) -> &Linear<'a, P> {
+        &self.w_hh
+    }
+    /// Where the reset gate acts.
+    pub fn mode(&self) -> ResetMode {
+        self.mode
+    }
+    /// The activation of the `r` and `z` gates.
+    pub fn recurrent(&self) -> Recurrent {
+        self.rec
+    }
+    /// Multiply-accumulates of one step.
+    pub fn macs(&self) -> usize {
+        self.w_ih.macs() + self.w_hh.macs()
+    }
+
+    /// One step: `h <- GRU(x, h)`, where the input `x` may come in parts (a
+    /// concatenation that is never copied; as many parts as the input layer declares).
+    pub fn step(
+        &self,
+        x: &[&[P::Act]],
+        h: &mut [P::Act],
+        s: &mut CellScratch<'_, P>,
+    ) -> Result<(), Error> {
+        self.step_batch::<1>(&[x], &mut [h], &mut [s])
+    }
+
+    /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `s[i]` are
+    /// lane `i`'s): the matrix products go through [`Linear::apply_batch`], so a
+    /// precision can share the weight traffic between lanes; every lane gets exactly
+    /// what [`GruCell::step`] would give it. (Kept out of line, as the LSTM's: a step
+    /// through [`crate::Cell`] needs the stack of one cell's locals, not of both.)
+    #[inline(never)]
+    pub fn step_batch<const N: usize>(
+        &self,
+        x: &[&[&[P::Act]]],
+        h: &mut [&mut [P::Act]],
+        s: &mut [&mut CellScratch<'_, P>],
+    ) -> Result<(), Error> {
+        let n = self.hidden();
+        let lanes = x.len();
+        if lanes > N || h.len() != lanes || s.len() != lanes {
+            return Err(Error::Shape(ShapeError {
+                what: "GRU lanes",
+                expected: lanes.min(N),
+                found: h.len().min(s.len()),
+            }));
+        }
+        for (hi, si) in h.iter().zip(s.iter()) {
+            if hi.len() != n || si.wide.len() < 6 * n || si.act.len() < n {
+                return Err(Error::Shape(ShapeError {
+                    what: "GRU state",
+                    expected: n,
+                    found: hi.len(),
+                }));
+            }
+        }
+        // gi = W_ih x + b_ih for every lane.
+        {
+            let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
+            for (xi, si) in x.iter().zip(s.iter_mut()) {
+                let _ = jobs.push(Job {
+                    x: xi,
+                    out: &mut si.wide[..3 * n],
+                });
+            }
+            self.w_ih.apply_batch(&mut jobs)?;
+        }
+        // gh = W_hh h + b_hh (rows r, z and, reset after, n).
+        let direct = match self.mode {
+            ResetMode::After => 3 * n,
+            ResetMode::Before => 2 * n,
+        };
+        let rows = self.w_hh.row_range(0..direct)?;
+        self.recurrent_rows::<N>(&rows, h, s, direct, false)?;
+        if self.mode == ResetMode::Before {
+            // rh = r * h, then the candidate rows read it.
+            match self.rec {
+                Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s),
+                rec => reset_h(rec, n, h, s),
+            }
+            let rows = self.w_hh.row_range(2 * n..3 * n)?;
+            self.recurrent_rows::<N>(&rows, h, s, n, true)?;
+        }
+        match self.rec {
+            Recurrent::Sigmoid => update(Sigmoid, self.mode, n, h, s),
+            rec => update(rec, self.mode, n, h, s),
+        }
+        Ok(())
+    }
+
+    /// `gh[off..off + rows] = rows . v + b` for every lane, where `v` is the state, or
+    /// `r * h` for the candidate rows of the reset-before form.
+    fn recurrent_rows<const N: usize>(
+        &self,
+        rows: &Linear<'_, P>,
+        h: &[&mut [P::Act]],
+        s: &mut [&mut CellScratch<'_, P>],
+        len: usize,
+        candidate: bool,
+    ) -> Result<(), ShapeError> {
+        let n = self.hidden();
+        let off = if candidate { 2 * n } else { 0 };
+        let mut inputs: HVec<[&[P::Act]; 1], N> = HVec::new();
+        let mut outs: HVec<&mut [P::Wide], N> = HVec::new();
+        for (hi, si) in h.iter().zip(s.iter_mut()) {
+            let CellScratch { wide, act } = &mut **si;
+            let v: &[P::Act] = if candidate { &act[..n] } else { &hi[..] };
+            let _ = inputs.push([v]);
+            let _ = outs.push(&mut wide[3 * n + off..3 * n + off + len]);
+        }
+        let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
+        for (xi, o) in inputs.iter().zip(outs.iter_mut()) {
+            let _ = jobs.push(Job { x: xi, out: o });
+        }
+        rows.apply_batch(&mut jobs)
+    }
+}
+
+/// `rh = r * h` for every lane (the reset-before form), `r` from the summed gate rows.
+fn reset_h<P: Precision, A: GateFn<P>>(
+    act: A,
+    n: usize,
+    h: &[&mut [P::Act]],
+    s: &mut [&mut CellScratch<'_, P>],
+) {
+    for (hi, si) in h.iter().zip(s.iter_mut()) {
+        let (gi, gh) = si.wide.split_at(3 * n);
+        for j in 0..n {
+            let r = act.gate(P::add(gi[j], gh[j]));
+            si.act[j] = P::gate_act(r, hi[j]);
+        }
+    }
+}
+
+/// The gates and the new state of every lane from `gi` and `gh`.
+fn update<P: Precision, A: GateFn<P>>(
+    act: A,
+    mode: ResetMode,
+    n: usize,
+    h: &mut [&mut [P::Act]],
+    s: &[&mut CellScratch<'_, P>],
+) {
+    for (hi, si) in h.iter_mut().zip(s.iter()) {
+        let (gi, gh) = (&si.wide[..3 * n], &si.wide[3 * n..6 * n]);
+        for j in 0..n {
+            let z = act.gate(P::add(gi[n + j], gh[n + j]));
+            let c = match mode {
+                ResetMode::After => {
+                    let r = act.gate(P::add(gi[j], gh[j]));
+                    P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j]))
+                }
+                ResetMode::Before => P::add(gi[2 * n + j], gh[2 * n + j]),
+            };
+            hi[j] = P::blend(z, hi[j], P::tanh(c));
+        }
+    }
+}
