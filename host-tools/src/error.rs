@@ -84,6 +84,9 @@ pub enum Error {
         /// What went wrong, with how to fix it where there is a way.
         message: String,
     },
+    /// The tensor library failed while training (a shape or numeric failure).
+    #[error("training: {0}")]
+    Training(String),
     /// A device run failed or disagreed with the host.
     #[error("{board}: {message}")]
     Device {

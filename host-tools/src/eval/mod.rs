@@ -7,38 +7,19 @@ pub mod rates;
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Error, Place, Result};
-use crate::io::read_lines;
+use crate::data::{data_rows, read_pairs};
+use crate::error::{Error, Result};
 use crate::model::{decode_lines, Keep, LoadedModel};
 use rates::{split_tokens, Report};
-
-/// The rows of a data file, without blank and `#` lines: `(line number, text)`.
-fn data_rows(path: &Path) -> Result<Vec<(usize, String)>> {
-    Ok(read_lines(Some(path))?
-        .into_iter()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|(i, l)| (i + 1, l))
-        .collect())
-}
 
 /// `s2s eval`: token and sequence error rates of `model` against the
 /// `source<TAB>reference` lines of `data`, overall and by source length, written to `out`.
 pub fn eval_file(model: &Path, data: &Path, out: &mut dyn Write) -> Result {
     let m = LoadedModel::load(model)?;
-    let mut sources = vec![];
-    let mut refs = vec![];
-    for (n, row) in data_rows(data)? {
-        let (s, t) = row.split_once('\t').ok_or_else(|| {
-            Error::invalid(
-                data.display(),
-                Place::Line(n),
-                "expected source<TAB>reference",
-            )
-        })?;
-        sources.push(s.to_string());
-        refs.push(t.to_string());
-    }
+    let (sources, refs): (Vec<String>, Vec<String>) = read_pairs(data)?
+        .into_iter()
+        .map(|p| (p.source, p.target))
+        .unzip();
     let decoded = decode_lines(&m, &sources, Keep::default())?;
     let sep = m.file().separator().to_string();
     let mut report = Report::default();
