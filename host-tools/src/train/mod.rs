@@ -19,6 +19,8 @@ pub mod fit;
 pub mod log;
 pub mod model;
 pub mod params;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -30,15 +30,17 @@ struct Decoder {
 }
 
 /// One greedy decode: output ids (end token excluded) and, per step, the gap between
-/// the two largest logits; with `keep_weights`, every step's attention weights.
+/// the two largest logits; when asked, every step's attention weights and logits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Greedy {
     /// Output ids.
     pub ids: Vec<u32>,
     /// Top-two logit gap of every step (the end token's step included).
     pub gaps: Vec<f32>,
-    /// Attention weights of every step over the attended positions.
+    /// Attention weights of every step over the attended positions (when kept).
     pub weights: Vec<Vec<f32>>,
+    /// Logits of every step (when kept).
+    pub logits: Vec<Vec<f32>>,
 }
 
 impl<'a> Model<'a> {
@@ -297,8 +299,9 @@ impl<'a> Model<'a> {
     }
 
     /// Greedy decoding of the batch's sources (their targets are not used): from the
-    /// start token until the end token or `max_steps`, as the runtime decodes.
-    pub fn greedy(&mut self, b: &Batch, keep_weights: bool) -> Result<Vec<Greedy>> {
+    /// start token until the end token or `max_steps`, as the runtime decodes; with
+    /// `keep`, every step's attention weights and logits too.
+    pub fn greedy(&mut self, b: &Batch, keep: bool) -> Result<Vec<Greedy>> {
         let d = self.desc;
         let (mem, mut states) = self.encode(b)?;
         let dec = self.decoder()?;
@@ -325,7 +328,7 @@ impl<'a> Model<'a> {
             states = next;
             let logits: Vec<Vec<f32>> =
                 x.matmul(&dec.out.0)?.broadcast_add(&dec.out.1)?.to_vec2()?;
-            let weights: Option<Vec<Vec<f32>>> = match (&weights, keep_weights) {
+            let weights: Option<Vec<Vec<f32>>> = match (&weights, keep) {
                 (Some(w), true) => Some(w.to_vec2()?),
                 _ => None,
             };
@@ -337,6 +340,9 @@ impl<'a> Model<'a> {
                 out[i].gaps.push(gap);
                 if let Some(w) = &weights {
                     out[i].weights.push(w[i][..attend[i]].to_vec());
+                }
+                if keep {
+                    out[i].logits.push(row.clone());
                 }
                 y[i] = best;
                 if best == u32::from(d.tgt_end) {
