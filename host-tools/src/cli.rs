@@ -115,13 +115,26 @@ pub enum Cmd {
         #[arg(long)]
         attention: Option<PathBuf>,
     },
-    /// Token and sequence error rates against references (`source<TAB>reference` lines).
+    /// Token and sequence error rates against references (`source<TAB>reference` lines),
+    /// overall and by source length, with the mean attention entropy; several models
+    /// are compared on the same data.
     Eval {
-        /// Model file.
-        model: PathBuf,
+        /// Model files.
+        #[arg(required = true)]
+        models: Vec<PathBuf>,
         /// TSV file of sources and references.
         #[arg(long)]
         data: PathBuf,
+        /// Source-length buckets this wide (default: 1-4, 5-8, 9-12, 13+).
+        #[arg(long)]
+        bucket_width: Option<usize>,
+        /// Write every model's counts per bucket as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Draw the token error rate against source length (.png or .svg), one line per
+        /// model.
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
     /// Quantize an f32 model: int8 weights with int16 activations (w8a16) or f32 math (w8f32).
     Quantize {

@@ -73,7 +73,20 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             tsv,
             attention,
         } => model::run::run_file(&model, input.as_deref(), tsv, attention.as_deref(), stdout)?,
-        Cmd::Eval { model, data } => eval::eval_file(&model, &data, stdout)?,
+        Cmd::Eval {
+            models,
+            data,
+            bucket_width,
+            json,
+            plot,
+        } => {
+            let options = eval::EvalOptions {
+                bucket_width,
+                json,
+                plot,
+            };
+            eval::eval_file(&models, &data, &options, stdout)?
+        }
         Cmd::Quantize {
             model,
             calib,
