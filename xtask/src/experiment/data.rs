@@ -8,19 +8,24 @@ use crate::Result;
 /// Seed of the CMUdict split.
 pub const CMUDICT_SPLIT_SEED: u64 = 15;
 /// Seeds and sizes of the generated tasks: (seed, train, valid, test).
-pub const LENGTH_DATA: (u64, usize, usize, usize) = (2, 20_000, 500, 2_000);
+pub const LENGTH_DATA: (u64, usize, usize, usize) = (2, 8_000, 300, 1_000);
 /// See [`LENGTH_DATA`].
 pub const DATES_DATA: (u64, usize, usize, usize) = (3, 20_000, 1_000, 1_000);
+
+/// FNV-1a of the seed's little-endian bytes and a text.
+pub fn split_key(seed: u64, text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.to_le_bytes().iter().chain(text.as_bytes()) {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
 
 /// Which split a headword is in: FNV-1a of the seed and the word, modulo 100: below 90
 /// train, below 95 validation, else test. Stable across machines and versions, and
 /// independent of the dictionary's order.
 pub fn split_of(word: &str, seed: u64) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in seed.to_le_bytes().iter().chain(word.as_bytes()) {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    match h % 100 {
+    match split_key(seed, word) % 100 {
         0..=89 => 0,
         90..=94 => 1,
         _ => 2,

@@ -5,7 +5,9 @@
 //! newer than its inputs is skipped. After every stage the report is written again
 //! from the results there are so far.
 
+mod align;
 mod data;
+mod doc;
 mod report;
 mod runs;
 
@@ -137,7 +139,7 @@ pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
             if result.is_ok() { "done" } else { "failed" },
             t.elapsed().as_secs_f64()
         );
-        report::write(&e)?;
+        doc::write(&e)?;
         result?;
     }
     Ok(())

@@ -36,6 +36,12 @@ const CMUDICT: &[&str] = &[
     "--quiet",
 ];
 
+/// The options of both length-task runs.
+const LENGTH: &[&str] = &[
+    "--epochs", "12", "--batch", "64", "--lr", "0.002", "--lr-decay", "0.5", "--clip", "1",
+    "--dropout", "0", "--patience", "3", "--quiet",
+];
+
 /// Every run.
 pub const RUNS: &[Run] = &[
     Run {
@@ -61,5 +67,32 @@ pub const RUNS: &[Run] = &[
         seed: 1,
         args: CMUDICT,
         budget_minutes: 90,
+    },
+    Run {
+        name: "length-vanilla",
+        config: "models/experiments/length-vanilla.toml",
+        data: "length",
+        seed: 2,
+        args: LENGTH,
+        budget_minutes: 60,
+    },
+    Run {
+        name: "length-bahdanau",
+        config: "models/experiments/length-bahdanau.toml",
+        data: "length",
+        seed: 2,
+        args: LENGTH,
+        budget_minutes: 60,
+    },
+    Run {
+        name: "dates",
+        config: "models/train/dates.toml",
+        data: "dates",
+        seed: 3,
+        args: &[
+            "--epochs", "30", "--batch", "64", "--lr", "0.003", "--lr-decay", "0.5", "--clip", "1",
+            "--dropout", "0.1", "--patience", "5", "--quiet",
+        ],
+        budget_minutes: 15,
     },
 ];
