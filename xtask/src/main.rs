@@ -9,8 +9,11 @@
 //! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the core
 //!   crates on every board's thumb target, with their `defmt` and `fast-math` features
 //!   too, the firmware's `rust-version`, `cargo publish --dry-run` of the core crates,
-//!   docs, the workspace tests, the firmware's clippy for each board); stops at the
-//!   first failure;
+//!   docs, the workspace tests, `s2s` without its `train` feature, a CI-sized training
+//!   run of the date model, the firmware's clippy for each board); stops at the first
+//!   failure;
+//! * `experiment [--stage NAME]`: the measurements of docs/EXPERIMENTS.md (hours,
+//!   resumable);
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
 //!   instruction counts, flash and RAM, and an attention heatmap in the terminal.
 //!
@@ -25,6 +28,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 mod experiment;
+mod train_check;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -92,6 +96,8 @@ commands:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
+  train-check
+          the CI-sized training run of `test` alone (the date model, about a minute)
   experiment [--stage NAME]
           the measurements of docs/EXPERIMENTS.md (hours; resumable): every stage in
           order, or one of them:
@@ -104,6 +110,10 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["train-check"] => Ctx::new().and_then(|c| {
+            c.models()?;
+            c.train_check()
+        }),
         ["experiment"] => Ctx::new().and_then(|c| experiment::experiment(&c, None)),
         ["experiment", "--stage", stage] => {
             Ctx::new().and_then(|c| experiment::experiment(&c, Some(stage)))
@@ -531,6 +541,18 @@ impl Ctx {
         })?;
         steps.step("test", || {
             self.run(self.cargo().args(["test", "--workspace"]))
+        })?;
+        steps.step("build s2s without the train feature", || {
+            self.run(self.cargo().args([
+                "check",
+                "-p",
+                "host-tools",
+                "--no-default-features",
+                "--all-targets",
+            ]))
+        })?;
+        steps.step("train the date model (CI size, release)", || {
+            self.train_check()
         })?;
         for board in s2s_device::BOARDS {
             steps.step(&format!("firmware clippy for {}", board.name), || {

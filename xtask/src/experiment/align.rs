@@ -58,7 +58,10 @@ pub fn near_path(rows: &[Vec<f64>], path: &[usize]) -> Vec<f64> {
 /// The spelling of a date source (see host-tools' `data::dates`).
 pub fn spelling(source: &str) -> &'static str {
     let b = source.as_bytes();
-    let digits = |idx: &[usize]| idx.iter().all(|&i| b.get(i).is_some_and(u8::is_ascii_digit));
+    let digits = |idx: &[usize]| {
+        idx.iter()
+            .all(|&i| b.get(i).is_some_and(u8::is_ascii_digit))
+    };
     if b.len() == 10 && b[4] == b'-' && digits(&[0, 1, 2, 3]) {
         "iso"
     } else if b.len() == 10 && b[2] == b'.' {
@@ -81,7 +84,9 @@ pub const SEGMENTS: [(&str, std::ops::Range<usize>); 3] =
 /// Per spelling: sequences and the mean share near the monotonic path of each segment,
 /// over the correctly shaped outputs of an `s2s run --attention` file.
 pub fn segment_shares(runs: &Value) -> Result<Value> {
-    let runs = runs.as_array().ok_or("the attention file is not a JSON list")?;
+    let runs = runs
+        .as_array()
+        .ok_or("the attention file is not a JSON list")?;
     let mut acc: std::collections::BTreeMap<&str, (usize, [f64; 3])> = Default::default();
     for r in runs {
         let text = r["text"].as_str().unwrap_or("");
@@ -132,7 +137,9 @@ mod tests {
             .map(|i| (0..4).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
             .collect();
         assert_eq!(monotonic_path(&eye), [0, 1, 2, 3]);
-        assert!(near_path(&eye, &monotonic_path(&eye)).iter().all(|&s| s == 1.0));
+        assert!(near_path(&eye, &monotonic_path(&eye))
+            .iter()
+            .all(|&s| s == 1.0));
         // Reversed: the path can hold only one row on the anti-diagonal exactly.
         let anti: Vec<Vec<f64>> = (0..5)
             .map(|i| (0..5).map(|j| if i + j == 4 { 1.0 } else { 0.0 }).collect())

@@ -57,7 +57,10 @@ fn runs_table(e: &Exp) -> String {
             .map_or("-".into(), |p| p.to_string());
         let (epochs, time, per) = match log_times(&e.path(&format!("{}.csv", r.name))) {
             Some((n, best, t, per)) => (
-                format!("{n} ({best}){}", if report.is_none() { ", running" } else { "" }),
+                format!(
+                    "{n} ({best}){}",
+                    if report.is_none() { ", running" } else { "" }
+                ),
                 format!("{:.0} min", t / 60.0),
                 format!("{per:.0}"),
             ),
@@ -84,7 +87,9 @@ fn bucket_cells(m: &Value, entropy: bool) -> Vec<String> {
     )];
     for b in m["buckets"].as_array().into_iter().flatten() {
         cells.push(if entropy {
-            b["entropy"].as_f64().map_or("-".into(), |h| format!("{h:.2}"))
+            b["entropy"]
+                .as_f64()
+                .map_or("-".into(), |h| format!("{h:.2}"))
         } else {
             format!("{} / {} ({})", pct(&b["ter"]), pct(&b["ser"]), b["count"])
         });
@@ -117,7 +122,9 @@ fn eval_table(v: &Value, first: &str, entropy: bool) -> String {
         let cells = bucket_cells(m, entropy);
         let cells = if entropy { cells[1..].to_vec() } else { cells };
         let all = if entropy {
-            m["all"]["entropy"].as_f64().map_or("-".into(), |h| format!("{h:.2}"))
+            m["all"]["entropy"]
+                .as_f64()
+                .map_or("-".into(), |h| format!("{h:.2}"))
         } else {
             String::new()
         };
@@ -139,7 +146,9 @@ fn cmudict(e: &Exp) -> String {
     s += "Test split, PER / WER in % (phoneme and word error rates, stress kept; `s2s eval`), overall and by source length (n words):\n\n";
     s += &eval_table(&test, "all", false);
     if let Some(strat) = json(&e.result("cmudict-stratified.json")) {
-        let n = strat["models"][0]["buckets"][0]["count"].as_u64().unwrap_or(0);
+        let n = strat["models"][0]["buckets"][0]["count"]
+            .as_u64()
+            .unwrap_or(0);
         let _ = write!(
             s,
             "\nStratified: {n} words from each bucket of the test split (the smallest bucket's size; the first ones in the order of FNV-1a with seed {STRATIFIED_SEED}), PER / WER in %:\n\n"
@@ -199,13 +208,23 @@ fn dates(e: &Exp) -> String {
     );
     for (source, what) in DATE_MAPS {
         let name = source.replace([' ', '/', ','], "_");
-        let _ = writeln!(s, "![{source}](experiments/dates-{name}.png)\n\n`{source}`: {what}.\n");
+        let _ = writeln!(
+            s,
+            "![{source}](experiments/dates-{name}.png)\n\n`{source}`: {what}.\n"
+        );
     }
     if let Some(a) = json(&e.result("dates-alignment.json")) {
         s += "Share of each output step's attention within one source position of the best monotonic alignment, mean per output segment (test split, correctly shaped outputs):\n\n| spelling | n | year | month | day |\n|---|---|---|---|---|\n";
         for (name, r) in a.as_object().into_iter().flatten() {
             let f = |k: &str| r[k].as_f64().map_or("-".into(), |x| format!("{x:.2}"));
-            let _ = writeln!(s, "| {name} | {} | {} | {} | {} |", r["n"], f("year"), f("month"), f("day"));
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} |",
+                r["n"],
+                f("year"),
+                f("month"),
+                f("day")
+            );
         }
     }
     s
@@ -224,8 +243,12 @@ fn device(e: &Exp) -> String {
             r["file_bytes"],
             pct(&r["sequence_agreement"]),
             pct(&r["token_agreement"]),
-            r["insns_per_token"].as_f64().map_or("-".into(), |x| format!("{x:.0}")),
-            r["insns_encoder"].as_f64().map_or("-".into(), |x| format!("{x:.0}")),
+            r["insns_per_token"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.0}")),
+            r["insns_encoder"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.0}")),
         );
     }
     for name in v.as_object().into_iter().flatten().map(|(k, _)| k) {
@@ -250,7 +273,10 @@ const SKELETON: &str = "# Experiments\n\n<!-- generated:setup -->\n<!-- /generat
 
 /// Replaces the text between the markers of `name`.
 fn fill(doc: &str, name: &str, body: &str) -> String {
-    let (open, close) = (format!("<!-- generated:{name} -->"), format!("<!-- /generated:{name} -->"));
+    let (open, close) = (
+        format!("<!-- generated:{name} -->"),
+        format!("<!-- /generated:{name} -->"),
+    );
     match (doc.find(&open), doc.find(&close)) {
         (Some(a), Some(b)) if a < b => format!("{}{open}\n{body}{}", &doc[..a], &doc[b..]),
         _ => doc.to_string(),

@@ -96,7 +96,10 @@ pub fn cmudict_eval(e: &Exp) -> Result {
     let strat_path = e.path("cmudict/test-stratified.tsv");
     crate::write(&strat_path, &strat)?;
 
-    let (json, plot) = (e.result("cmudict-test.json"), e.picture("cmudict-length.png"));
+    let (json, plot) = (
+        e.result("cmudict-test.json"),
+        e.picture("cmudict-length.png"),
+    );
     let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"eval"];
     for m in &models {
         args.push(m);
@@ -109,7 +112,12 @@ pub fn cmudict_eval(e: &Exp) -> Result {
     print!("{out}");
     let json2 = e.result("cmudict-stratified.json");
     let mut full = args.clone();
-    full.extend([&"--data" as &dyn AsRef<std::ffi::OsStr>, &strat_path, &"--json", &json2]);
+    full.extend([
+        &"--data" as &dyn AsRef<std::ffi::OsStr>,
+        &strat_path,
+        &"--json",
+        &json2,
+    ]);
     print!("{}", e.capture_s2s(&full)?);
 
     // Heatmaps: the longest test word of 9 and of 13+ letters by Bahdanau, the second
@@ -148,8 +156,17 @@ pub fn length_eval(e: &Exp) -> Result {
     print!(
         "{}",
         e.capture_s2s(&[
-            &"eval", &models[0], &models[1], &"--data", &test, &"--bucket-width", &"10",
-            &"--json", &json, &"--plot", &plot,
+            &"eval",
+            &models[0],
+            &models[1],
+            &"--data",
+            &test,
+            &"--bucket-width",
+            &"10",
+            &"--json",
+            &json,
+            &"--plot",
+            &plot,
         ])?
     );
     Ok(())
@@ -157,9 +174,18 @@ pub fn length_eval(e: &Exp) -> Result {
 
 /// The spellings whose heatmaps are drawn, with what they should show.
 pub const DATE_MAPS: [(&str, &str); 3] = [
-    ("2024-03-12", "a diagonal: every output character copies its source character"),
-    ("12 march 2024", "crossings: the year, then the month word, then the day, which comes first"),
-    ("12/03/24", "vertical bands: \"20\" of the year has no source character of its own"),
+    (
+        "2024-03-12",
+        "a diagonal: every output character copies its source character",
+    ),
+    (
+        "12 march 2024",
+        "crossings: the year, then the month word, then the day, which comes first",
+    ),
+    (
+        "12/03/24",
+        "vertical bands: \"20\" of the year has no source character of its own",
+    ),
 ];
 
 /// Dates: accuracy, heatmaps, and the share of attention near the best monotonic
@@ -181,7 +207,8 @@ pub fn dates_eval(e: &Exp) -> Result {
     let att = e.result("dates-attention.json");
     let sources = e.path("dates/test.txt");
     e.capture_s2s(&[&"run", &model, &"--input", &sources, &"--attention", &att])?;
-    let runs: Value = serde_json::from_str(&read(&att)?).map_err(|err| format!("{}: {err}", att.display()))?;
+    let runs: Value =
+        serde_json::from_str(&read(&att)?).map_err(|err| format!("{}: {err}", att.display()))?;
     let shares = segment_shares(&runs)?;
     let text = serde_json::to_string_pretty(&shares).map_err(|err| err.to_string())?;
     crate::write(&e.result("dates-alignment.json"), &text)
@@ -202,8 +229,16 @@ pub fn device(e: &Exp) -> Result {
     e.dirs()?;
     let results: Value = serde_json::from_str(&read(&e.result("cmudict-test.json"))?)
         .map_err(|err| format!("cmudict-test.json: {err} (run the cmudict-eval stage first)"))?;
-    let ter = |i: usize| results["models"][i]["all"]["ter"].as_f64().unwrap_or(f64::MAX);
-    let best = if ter(1) <= ter(2) { "cmudict-bahdanau" } else { "cmudict-luong" };
+    let ter = |i: usize| {
+        results["models"][i]["all"]["ter"]
+            .as_f64()
+            .unwrap_or(f64::MAX)
+    };
+    let best = if ter(1) <= ter(2) {
+        "cmudict-bahdanau"
+    } else {
+        "cmudict-luong"
+    };
     let date = "dates";
     e.need(&[best, date])?;
     // Calibration sources: the first 1000 training words, and the date validation set.
@@ -224,19 +259,51 @@ pub fn device(e: &Exp) -> Result {
     let cmu_words = e.path("cmudict/device-words.txt");
     crate::write(&cmu_words, &words)?;
     let dates_test = read(&e.path("dates/test.txt"))?;
-    let date_words: String = dates_test.lines().take(50).map(|l| format!("{l}\n")).collect();
+    let date_words: String = dates_test
+        .lines()
+        .take(50)
+        .map(|l| format!("{l}\n"))
+        .collect();
     let date_inputs = e.path("dates/device-inputs.txt");
     crate::write(&date_inputs, &date_words)?;
 
     let mut summary = serde_json::Map::new();
     for (name, calib, check_input, inputs, board) in [
-        (best, &cmu_calib, e.path("cmudict/test.tsv"), &cmu_words, "mps2-an386"),
-        (date, &e.path("dates/valid.txt"), e.path("dates/test.tsv"), &date_inputs, "microbit"),
+        (
+            best,
+            &cmu_calib,
+            e.path("cmudict/test.tsv"),
+            &cmu_words,
+            "mps2-an386",
+        ),
+        (
+            date,
+            &e.path("dates/valid.txt"),
+            e.path("dates/test.tsv"),
+            &date_inputs,
+            "microbit",
+        ),
     ] {
         let f32_model = e.path(&format!("{name}.s2s"));
         let q = e.path(&format!("{name}-w8a16.s2s"));
-        let quant = e.capture_s2s(&[&"quantize", &f32_model, &"--scheme", &"w8a16", &"--calib", calib, &"-o", &q])?;
-        let check = e.capture_s2s(&[&"check", &q, &"--reference", &f32_model, &"--input", &check_input])?;
+        let quant = e.capture_s2s(&[
+            &"quantize",
+            &f32_model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            calib,
+            &"-o",
+            &q,
+        ])?;
+        let check = e.capture_s2s(&[
+            &"check",
+            &q,
+            &"--reference",
+            &f32_model,
+            &"--input",
+            &check_input,
+        ])?;
         print!("{check}");
         let qemu = e.capture_s2s(&[&"qemu", &q, &"--board", &board, &"--input", inputs])?;
         print!("{qemu}");
@@ -257,6 +324,7 @@ pub fn device(e: &Exp) -> Result {
             }),
         );
     }
-    let text = serde_json::to_string_pretty(&Value::Object(summary)).map_err(|err| err.to_string())?;
+    let text =
+        serde_json::to_string_pretty(&Value::Object(summary)).map_err(|err| err.to_string())?;
     crate::write(&e.result("device.json"), &text)
 }

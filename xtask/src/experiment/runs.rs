@@ -38,8 +38,21 @@ const CMUDICT: &[&str] = &[
 
 /// The options of both length-task runs.
 const LENGTH: &[&str] = &[
-    "--epochs", "12", "--batch", "64", "--lr", "0.002", "--lr-decay", "0.5", "--clip", "1",
-    "--dropout", "0", "--patience", "3", "--quiet",
+    "--epochs",
+    "12",
+    "--batch",
+    "64",
+    "--lr",
+    "0.002",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--dropout",
+    "0",
+    "--patience",
+    "3",
+    "--quiet",
 ];
 
 /// Every run.
@@ -90,8 +103,21 @@ pub const RUNS: &[Run] = &[
         data: "dates",
         seed: 3,
         args: &[
-            "--epochs", "30", "--batch", "64", "--lr", "0.003", "--lr-decay", "0.5", "--clip", "1",
-            "--dropout", "0.1", "--patience", "5", "--quiet",
+            "--epochs",
+            "30",
+            "--batch",
+            "64",
+            "--lr",
+            "0.003",
+            "--lr-decay",
+            "0.5",
+            "--clip",
+            "1",
+            "--dropout",
+            "0.1",
+            "--patience",
+            "5",
+            "--quiet",
         ],
         budget_minutes: 15,
     },
