@@ -1,5 +1,5 @@
 //! From string pairs to padded batches: the vocabularies (given in the configuration, or
-//! built from the training data by the rule of [`build_vocabularies`]), the token ids of
+//! built from the data by the rule of [`build_vocabularies`]), the token ids of
 //! every pair (sources through the core's own [`encode_source`], so training sees
 //! exactly what `s2s run` will), and mini-batches with their padding masks.
 
@@ -33,7 +33,9 @@ fn source_symbols(cfg: &Config, line: &str) -> Vec<String> {
     }
 }
 
-/// Fills in the vocabularies a configuration leaves out, from the training pairs:
+/// Fills in the vocabularies a configuration leaves out, from the pairs (training and
+/// validation: a validation token never seen in training stays a token the model
+/// learns never to produce):
 ///
 /// * source: the padding token, then the unknown and end tokens when the
 ///   configuration names them, then every other source symbol of the data (characters
@@ -42,7 +44,7 @@ fn source_symbols(cfg: &Config, line: &str) -> Vec<String> {
 ///   (characters when `separator` is empty, else the words), sorted by code point.
 ///
 /// A vocabulary the configuration gives is kept as it is.
-pub fn build_vocabularies(cfg: &mut Config, pairs: &[Pair]) {
+pub fn build_vocabularies<'p>(cfg: &mut Config, pairs: impl Iterator<Item = &'p Pair> + Clone) {
     if cfg.source.tokens.is_empty() {
         let s = &cfg.source;
         let mut tokens: Vec<String> = [Some(&s.pad), s.unk.as_ref(), s.eos.as_ref()]
@@ -51,7 +53,7 @@ pub fn build_vocabularies(cfg: &mut Config, pairs: &[Pair]) {
             .cloned()
             .collect();
         let symbols: BTreeSet<String> = pairs
-            .iter()
+            .clone()
             .flat_map(|p| source_symbols(cfg, &p.source))
             .collect();
         let new: Vec<String> = symbols
@@ -69,7 +71,6 @@ pub fn build_vocabularies(cfg: &mut Config, pairs: &[Pair]) {
             tokens.push(t.end.clone());
         }
         let symbols: BTreeSet<String> = pairs
-            .iter()
             .flat_map(|p| split_tokens(&p.target, &t.separator))
             .collect();
         let new: Vec<String> = symbols

@@ -229,7 +229,7 @@ pub fn train_file(
             "no source<TAB>target pairs",
         ));
     }
-    build_vocabularies(&mut cfg, &train_pairs);
+    build_vocabularies(&mut cfg, train_pairs.iter().chain(&valid_pairs));
     let desc = cfg.desc()?;
     let threads = match opt.threads {
         0 => std::env::var("RAYON_NUM_THREADS")

@@ -199,7 +199,7 @@ fn every_architecture_decodes_like_the_runtime() {
             body.contains("mask = \"none\""),
         );
         let mut cfg = Config::load(&path).unwrap();
-        build_vocabularies(&mut cfg, &data);
+        build_vocabularies(&mut cfg, data.iter());
         let desc = cfg.desc().unwrap();
         let params = Params::init(&desc, &mut SplitMix64::new(i as u64), &Device::Cpu).unwrap();
         let (s, t) = (&cfg.source.tokens, &cfg.target.tokens);
@@ -350,7 +350,7 @@ fn vocabularies_follow_the_rule() {
             target: "yz".into(),
         },
     ];
-    build_vocabularies(&mut cfg, &data);
+    build_vocabularies(&mut cfg, data.iter());
     assert_eq!(cfg.source.tokens, ["<pad>", "<unk>", " ", "a", "b", "c"]);
     assert_eq!(cfg.target.tokens, ["<s>", "</s>", "-", "x", "y", "z"]);
     std::fs::remove_dir_all(&dir).unwrap();
