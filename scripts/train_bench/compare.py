@@ -10,7 +10,9 @@ alternating (s2s, Keras, s2s, Keras, ...) so that both see the same load on the
 machine, each for E epochs with the same batch size and thread count. Prints a
 Markdown table: seconds per training epoch (s2s: the `train_seconds` of its CSV log,
 validation excluded; Keras: `fit` of one epoch, from the second epoch on, after jax's
-compilation) and the ratio, plus the CPU seconds (user + system) of each process.
+compilation), their median and the fastest epoch (the one least disturbed by other
+work on a shared machine), the ratios, and the CPU seconds (user + system) of each
+process.
 
 Run it with the Python of requirements.txt; S2S is the release binary
 (target/release/s2s).
@@ -67,7 +69,7 @@ def main():
             "--data", str(tmp / "train.tsv"), "--valid", str(tmp / "valid.tsv"),
             "-o", str(run) + ".s2s", "--epochs", str(a.epochs), "--batch", str(a.batch),
             "--threads", str(a.threads), "--dropout", "0.2", "--patience", "100",
-            "--seed", "1", "--quiet",
+            "--seed", "1", "--quiet", "--report", str(run) + ".json",
         ])
         log = (run.with_suffix(".csv")).read_text().splitlines()[1:]
         secs = [float(l.split(",")[6]) for l in log if int(l.split(",")[0]) > 0]
@@ -83,14 +85,17 @@ def main():
         theirs_cpu.append(cpu)
         print(f"round {r + 1}: keras {k['epoch_seconds']}", file=sys.stderr)
     mo, mk = statistics.median(ours), statistics.median(theirs)
+    lo, lk = min(ours), min(theirs)
+    params = json.loads((tmp / "s2s-0.json").read_text())["parameters"]
     print(f"| trainer | parameters | seconds per epoch ({a.words} words, batch {a.batch}, "
-          f"{a.threads} threads), median | CPU seconds per run ({a.epochs} epochs) |")
+          f"{a.threads} threads): median, fastest (all) | CPU seconds per run ({a.epochs} epochs, "
+          f"start-up and compilation included) |")
     print("|---|---|---|---|")
-    print(f"| s2s train (candle) | see its log | {mo:.1f} (of {', '.join(f'{x:.1f}' for x in ours)}) "
+    print(f"| s2s train (candle 0.11) | {params} | {mo:.1f}, {lo:.1f} ({', '.join(f'{x:.1f}' for x in ours)}) "
           f"| {', '.join(f'{x:.0f}' for x in ours_cpu)} |")
-    print(f"| {k['framework']} | {k['parameters']} | {mk:.1f} (of {', '.join(f'{x:.1f}' for x in theirs)}) "
+    print(f"| {k['framework']} | {k['parameters']} | {mk:.1f}, {lk:.1f} ({', '.join(f'{x:.1f}' for x in theirs)}) "
           f"| {', '.join(f'{x:.0f}' for x in theirs_cpu)} |")
-    print(f"\nKeras / s2s time per epoch: {mk / mo:.2f}")
+    print(f"\nKeras / s2s seconds per epoch: {mk / mo:.2f} (medians), {lk / lo:.2f} (fastest epochs)")
 
 
 if __name__ == "__main__":
