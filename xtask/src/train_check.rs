@@ -86,7 +86,10 @@ fn check_report(path: &Path) -> Result {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|d| !(d["gap"].as_f64().unwrap_or(f64::INFINITY) < 1e-4))
+        .filter(|d| {
+            let gap = d["gap"].as_f64().unwrap_or(f64::INFINITY);
+            gap.is_nan() || gap >= 1e-4
+        })
         .collect();
     let agreement = 100.0 * equal as f64 / n.max(1) as f64;
     println!(
@@ -94,13 +97,13 @@ fn check_report(path: &Path) -> Result {
         far.len()
     );
     let mut failed = Vec::new();
-    if !(best < initial / 2.0) {
+    if best.is_nan() || best >= initial / 2.0 {
         failed.push("the validation loss did not fall below half its initial value");
     }
-    if !(accuracy >= MIN_SEQUENCE_ACCURACY) {
+    if accuracy.is_nan() || accuracy < MIN_SEQUENCE_ACCURACY {
         failed.push("the validation sequence accuracy is below its floor");
     }
-    if !(agreement >= MIN_AGREEMENT) || !far.is_empty() {
+    if agreement < MIN_AGREEMENT || !far.is_empty() {
         failed.push("the written model does not decode like the training code");
     }
     if failed.is_empty() {

@@ -159,16 +159,13 @@ impl Chart {
             };
             let mut d = String::new();
             for (i, v) in series.values.iter().enumerate() {
-                match v {
-                    Some(v) => {
-                        let cmd = if d.is_empty() || series.values[i - 1].is_none() {
-                            'M'
-                        } else {
-                            'L'
-                        };
-                        let _ = write!(d, "{cmd}{:.1} {:.1} ", x(i), y(*v));
-                    }
-                    None => {}
+                if let Some(v) = v {
+                    let cmd = if d.is_empty() || series.values[i - 1].is_none() {
+                        'M'
+                    } else {
+                        'L'
+                    };
+                    let _ = write!(d, "{cmd}{:.1} {:.1} ", x(i), y(*v));
                 }
             }
             let _ = writeln!(

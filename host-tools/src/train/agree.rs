@@ -74,7 +74,9 @@ impl Agreement {
 
     /// Differences that are not at a near tie.
     pub fn far(&self) -> impl Iterator<Item = &Difference> {
-        self.differences.iter().filter(|d| !(d.gap < NEAR_TIE))
+        self.differences
+            .iter()
+            .filter(|d| d.gap.is_nan() || d.gap >= NEAR_TIE)
     }
 
     /// Whether the rule holds: at least `min_percent` equal, every difference at a near

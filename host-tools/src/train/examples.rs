@@ -47,39 +47,31 @@ fn source_symbols(cfg: &Config, line: &str) -> Vec<String> {
 pub fn build_vocabularies<'p>(cfg: &mut Config, pairs: impl Iterator<Item = &'p Pair> + Clone) {
     if cfg.source.tokens.is_empty() {
         let s = &cfg.source;
-        let mut tokens: Vec<String> = [Some(&s.pad), s.unk.as_ref(), s.eos.as_ref()]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect();
-        let symbols: BTreeSet<String> = pairs
-            .clone()
-            .flat_map(|p| source_symbols(cfg, &p.source))
-            .collect();
-        let new: Vec<String> = symbols
-            .into_iter()
-            .filter(|t| !tokens.contains(t))
-            .collect();
-        tokens.extend(new);
-        tokens.dedup();
-        cfg.source.tokens = tokens;
+        let specials = [Some(&s.pad), s.unk.as_ref(), s.eos.as_ref()];
+        let symbols = pairs.clone().flat_map(|p| source_symbols(cfg, &p.source));
+        cfg.source.tokens = vocabulary(specials.into_iter().flatten(), symbols);
     }
     if cfg.target.tokens.is_empty() {
         let t = &cfg.target;
-        let mut tokens = vec![t.start.clone()];
-        if t.end != t.start {
-            tokens.push(t.end.clone());
-        }
-        let symbols: BTreeSet<String> = pairs
-            .flat_map(|p| split_tokens(&p.target, &t.separator))
-            .collect();
-        let new: Vec<String> = symbols
-            .into_iter()
-            .filter(|s| !tokens.contains(s))
-            .collect();
-        tokens.extend(new);
-        cfg.target.tokens = tokens;
+        let symbols = pairs.flat_map(|p| split_tokens(&p.target, &t.separator));
+        cfg.target.tokens = vocabulary([&t.start, &t.end].into_iter(), symbols);
     }
+}
+
+/// The special tokens (each once, in order), then the other symbols, sorted.
+fn vocabulary<'s>(
+    specials: impl Iterator<Item = &'s String>,
+    symbols: impl Iterator<Item = String>,
+) -> Vec<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for s in specials {
+        if !tokens.contains(s) {
+            tokens.push(s.clone());
+        }
+    }
+    let rest: BTreeSet<String> = symbols.filter(|s| !tokens.contains(s)).collect();
+    tokens.extend(rest);
+    tokens
 }
 
 /// One pair as ids.

@@ -167,7 +167,7 @@ fn fingerprint(parts: &[&[u8]]) -> String {
 fn hold_out(mut pairs: Vec<Pair>, seed: u64) -> (Vec<Pair>, Vec<Pair>) {
     let n = ((pairs.len() as f64 * HOLDOUT_SHARE).round() as usize).clamp(1, pairs.len() - 1);
     let mut idx: Vec<usize> = (0..pairs.len()).collect();
-    SplitMix64::new(seed ^ 0x5eed_0f_da7a).shuffle(&mut idx);
+    SplitMix64::new(seed ^ 0x005e_ed0f_da7a).shuffle(&mut idx);
     let held: std::collections::HashSet<usize> = idx[..n].iter().copied().collect();
     let mut valid = Vec::with_capacity(n);
     let mut train = Vec::with_capacity(pairs.len() - n);

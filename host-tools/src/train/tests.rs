@@ -338,7 +338,7 @@ fn vocabularies_follow_the_rule() {
     let dir = tmp("vocab");
     let path = config(&dir, "v", VARIANTS[0].1, false);
     let mut cfg = Config::load(&path).unwrap();
-    let data = vec![
+    let data = [
         Pair {
             line: 1,
             source: "Ba a".into(),
