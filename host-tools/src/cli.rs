@@ -51,8 +51,8 @@ pub enum Cmd {
         #[arg(short, long)]
         output: PathBuf,
     },
-    /// Train a model from source<TAB>target pairs: the configuration of import without
-    /// [weights] (vocabularies may be left out: they are built from the data).
+    /// Train a model from `source<TAB>target` pairs: the configuration of import without
+    /// `[weights]` (vocabularies may be left out: they are built from the data).
     Train {
         /// Model configuration (architecture, vocabularies).
         #[arg(long)]
@@ -69,7 +69,7 @@ pub enum Cmd {
         #[command(flatten)]
         options: TrainArgs,
     },
-    /// Write a synthetic data set: DIR/<split>.tsv (pairs) and DIR/<split>.txt (sources).
+    /// Write a synthetic data set: `DIR/<split>.tsv` (pairs) and `DIR/<split>.txt` (sources).
     Generate {
         /// The task.
         #[arg(value_enum)]

@@ -16,7 +16,7 @@ use crate::eval::rates::split_tokens;
 use crate::import::config::{Config, SplitName};
 
 /// Added to the attention score of a masked position (its weight becomes exactly 0).
-const MASKED: f32 = -1e9;
+pub const MASKED: f32 = -1e9;
 
 /// The symbols of a source as the model splits them (lowercased when asked).
 fn source_symbols(cfg: &Config, line: &str) -> Vec<String> {
