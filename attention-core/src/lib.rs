@@ -310,6 +310,7 @@ impl<'a, P: Precision> Attention<'a, P> {
                 found: keys.len(),
             }));
         }
+        let keys_all = keys;
         let keys = keys[..n * k].chunks_exact(k);
         let scores = &mut s.scores[..n];
         match &self.score {
@@ -331,14 +332,9 @@ impl<'a, P: Precision> Attention<'a, P> {
                         }
                     }
                 }
-                for (e, key) in scores.iter_mut().zip(keys) {
-                    for ((t, &q), &kj) in tv.iter_mut().zip(qw.iter()).zip(key) {
-                        *t = P::tanh(P::add(q, P::widen(kj, self.key_fmt)));
-                    }
-                    let mut out = [P::Wide::default()];
-                    v.apply(&[tv], &mut out)?;
-                    *e = out[0];
-                }
+                // v over the tanh rows of all positions in one call (a precision may
+                // fuse it: see `Precision::additive_scores`).
+                P::additive_scores(qw, &keys_all[..n * k], self.key_fmt, v, tv, scores)?;
             }
             Score::Dot { scale } | Score::General { scale, .. } => {
                 for (e, key) in scores.iter_mut().zip(keys) {

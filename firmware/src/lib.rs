@@ -13,6 +13,8 @@ pub mod app;
 pub mod boards;
 pub mod capacity;
 pub mod fault;
+#[cfg(feature = "kernel-suite")]
+pub mod heap;
 pub mod measure;
 pub mod model;
 

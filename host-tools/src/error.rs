@@ -64,6 +64,22 @@ pub enum Error {
         #[source]
         source: seq2seq::Error,
     },
+    /// A model file of another format version: says how to re-create it.
+    #[error(
+        "{}: model file format version {found}, this build reads version {supported}; \
+         re-create it from its weights with `s2s import --config MODEL.toml --weights WEIGHTS \
+         -o {0}` (then `s2s quantize` for w8a16 or w8f32), or a trained one with its `s2s train` \
+         command plus `--resume` (written again from its checkpoint)",
+        path.display()
+    )]
+    ModelVersion {
+        /// The model file.
+        path: PathBuf,
+        /// Its version.
+        found: u16,
+        /// The version this build reads.
+        supported: u16,
+    },
     /// An input line that a model rejects (numbered from 1).
     #[error("input line {line}: {source}")]
     Input {
@@ -116,13 +132,21 @@ impl Error {
         }
     }
 
-    /// The core refused the model file `path`.
+    /// The core refused the model file `path` (a file of another format version gets
+    /// [`Error::ModelVersion`], which says how to re-create it).
     pub fn model(path: impl AsRef<Path>) -> impl FnOnce(seq2seq::Error) -> Error {
         let path = path.as_ref().to_path_buf();
-        move |source| Error::Model {
-            path,
-            place: Place::File,
-            source,
+        move |source| match source {
+            seq2seq::Error::UnsupportedVersion { found, supported } => Error::ModelVersion {
+                path,
+                found,
+                supported,
+            },
+            source => Error::Model {
+                path,
+                place: Place::File,
+                source,
+            },
         }
     }
 

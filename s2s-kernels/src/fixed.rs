@@ -103,16 +103,82 @@ impl Requant {
     }
 
     /// `round(x * m)`, saturated to `i32`. One 32x32->64-bit multiply.
-    #[inline]
+    ///
+    /// Multipliers below one half (`shift >= 32`, every dense layer's in practice) take
+    /// a short path: `|x * mult| <= 2^62`, so the rounded result fits `i32` without
+    /// saturation and only the product's high word needs shifting. The same integers as
+    /// [`shift_round_i64`] of the product (`extremes::requant_apply_is_exact_and_saturated`).
+    // One copy on the Cortex-M0 (flash is short there; a call costs little against it).
+    #[cfg_attr(not(s2s_isa = "v6m"), inline)]
+    #[cfg_attr(s2s_isa = "v6m", inline(never))]
     pub fn apply(self, x: i32) -> i32 {
-        let p = x as i64 * self.mult as i64;
-        shift_round_i64(p, self.shift)
+        let p = mul_i64(x, self.mult);
+        let s = self.shift;
+        if s == 32 {
+            // round(p / 2^32): the high word plus the rounding bit below it.
+            ((p >> 32) as i32).wrapping_add(((p as u32) >> 31) as i32)
+        } else if (33..=62).contains(&s) {
+            // floor((floor(p / 2^(s-1)) + 1) / 2) = floor((p + 2^(s-1)) / 2^s), and
+            // p / 2^(s-1) is the high word shifted by s - 33.
+            (((p >> 32) as i32 >> (s - 33)) + 1) >> 1
+        } else if (1..=31).contains(&s) {
+            // Multipliers of one half and more (embeddings): the same rounding on the
+            // two words, then saturation. |p| <= 2^62, so adding 2^(s-1) cannot wrap.
+            let r = p + (1i64 << (s - 1));
+            let (lo, hi) = (r as u32, (r >> 32) as i32);
+            let y = (lo >> s | (hi as u32) << (32 - s)) as i32;
+            // The result fits i32 when the bits above it are all copies of its sign.
+            if hi >> s == y >> 31 {
+                y
+            } else if hi < 0 {
+                i32::MIN
+            } else {
+                i32::MAX
+            }
+        } else {
+            shift_round_i64(p, s)
+        }
+    }
+
+    /// [`Requant::apply`] as a call, for the callers that are not hot (embedding rows,
+    /// parts longer than one run): one copy of its code instead of one per caller (the
+    /// small boards' flash is short).
+    #[inline(never)]
+    pub(crate) fn apply_cold(self, x: i32) -> i32 {
+        self.apply(x)
     }
 
     /// True when the shift is in range (as [`Requant::from_real`] makes them).
     pub fn is_valid(self) -> bool {
         (0..=62).contains(&self.shift) && self.mult >= 0
     }
+}
+
+/// `a * b` exactly, as `i64`. On Armv6-M (no 32x32->64 multiply instruction) from four
+/// 16x16->32 products instead of the library's 64x64 multiply, which costs twice as much.
+#[inline(always)]
+pub(crate) fn mul_i64(a: i32, b: i32) -> i64 {
+    #[cfg(s2s_isa = "v6m")]
+    {
+        mul_i64_halves(a, b)
+    }
+    #[cfg(not(s2s_isa = "v6m"))]
+    {
+        a as i64 * b as i64
+    }
+}
+
+/// `a * b` from 16-bit halves: `a = ah 2^16 + al` (`al` unsigned, `ah` signed), the same
+/// for `b`; every partial product fits 32 bits.
+#[cfg(any(test, s2s_isa = "v6m"))]
+#[inline(always)]
+fn mul_i64_halves(a: i32, b: i32) -> i64 {
+    let (al, ah) = ((a & 0xffff) as u32, a >> 16);
+    let (bl, bh) = ((b & 0xffff) as u32, b >> 16);
+    let low = (al * bl) as i64;
+    // |ah * bl|, |al * bh| < 2^31: each fits i32; their sum may not.
+    let mid = (ah * bl as i32) as i64 + (al as i32 * bh) as i64;
+    (((ah * bh) as i64) << 32) + (mid << 16) + low
 }
 
 /// `u * x` where `u` is a `Q0.15` value in `[0, 1)` and `x` any `i32`, rounded half up,
@@ -165,7 +231,33 @@ mod tests {
         assert_eq!(shift_round_i64(-(1i64 << 40), 70), 0);
     }
 
+    #[test]
+    fn mul_i64_halves_is_the_product() {
+        let v = [
+            i32::MIN,
+            i32::MIN + 1,
+            -65536,
+            -65535,
+            -1,
+            0,
+            1,
+            65535,
+            65536,
+            i32::MAX,
+        ];
+        for &a in &v {
+            for &b in &v {
+                assert_eq!(mul_i64_halves(a, b), a as i64 * b as i64, "{a} * {b}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn mul_i64_halves_is_the_product_anywhere(a in any::<i32>(), b in any::<i32>()) {
+            prop_assert_eq!(mul_i64_halves(a, b), a as i64 * b as i64);
+        }
+
         #[test]
         fn mul_q15_i32_equals_exact_rounding(u in 0i16..=i16::MAX, x in any::<i32>()) {
             let exact = ((u as i64 * x as i64) + (1 << 14)) >> 15;

@@ -10,6 +10,13 @@
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
 //!
+//! On Cortex-M targets the hot kernels (int8 x int16 and f32 matrix-vector products,
+//! the nonlinearities, the softmax, the attention's weighted sum) run in code written
+//! for the instruction set (`SMLAD` on the M4/M33, `MLA` on the M3, Thumb-1 on the M0,
+//! `VMLA` on FPU parts), selected by `build.rs` from the target name. They give exactly
+//! the portable kernels' results: the shared test suite checks it on the host and on
+//! each QEMU board ([`W8A16Portable`], [`F32Portable`] are the references).
+//!
 //! ```
 //! use s2s_kernels::{Linear, Precision, F32};
 //!
@@ -23,21 +30,34 @@
 //! assert_eq!(F32::tanh(0.0), 0.0);
 //! ```
 #![cfg_attr(not(test), no_std)]
-#![forbid(unsafe_code)]
+// Unsafe code (inline assembly) lives in `arm/` only, compiled for Cortex-M targets only.
+#![cfg_attr(not(s2s_arm), forbid(unsafe_code))]
+#![cfg_attr(s2s_arm, deny(unsafe_code))]
 
+#[cfg(s2s_arm)]
+#[allow(unsafe_code)]
+mod arm;
 pub mod fixed;
 pub mod float;
+#[cfg(any(test, s2s_isa = "dsp"))]
+mod fulltable;
 pub mod lut;
+mod native;
+mod portable;
 pub mod precision;
 mod tables;
 
+#[cfg(any(test, feature = "suite"))]
+extern crate alloc;
+
 #[cfg(test)]
 mod extremes;
-#[cfg(test)]
-mod suite;
+#[cfg(any(test, feature = "suite"))]
+pub mod suite;
 
 pub use fixed::Requant;
 pub use precision::{
-    dot_i16, dot_i8_i16, Float, FloatWeight, Fmt, Job, Linear, Precision, PrecisionKind,
-    ShapeError, F32, W8A16, W8F32,
+    additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,
+    Job, Kernels, Linear, Native, Portable, Precision, PrecisionKind, ShapeError, W8A16Portable,
+    F32, W8A16, W8F32,
 };

@@ -19,7 +19,7 @@ use core::ops::Range;
 use bytemuck::Pod;
 
 use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
-use crate::{float, lut};
+use crate::{float, lut, native, portable};
 
 /// The number formats a model file can carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,6 +103,32 @@ fn check(what: &'static str, expected: usize, found: usize) -> Result<(), ShapeE
     }
 }
 
+/// Which implementation of the kernels a precision runs: [`Native`] or [`Portable`].
+///
+/// Both give the same bits (the shared suite proves it on the host and on each QEMU
+/// board); [`Portable`] exists so that the native kernels can be checked against it on
+/// the device itself.
+pub trait Kernels: Copy + Default + Debug + 'static {
+    /// True for the target's own kernels.
+    const NATIVE: bool;
+}
+
+/// The kernels of the target's instruction set where this crate has some (Cortex-M0 to
+/// M33, chosen by `build.rs` from the target name), the portable ones elsewhere.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Native;
+
+/// The portable Rust kernels on every target: the reference of [`Native`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Portable;
+
+impl Kernels for Native {
+    const NATIVE: bool = true;
+}
+impl Kernels for Portable {
+    const NATIVE: bool = false;
+}
+
 /// Number formats and the primitive operations of the model code, implemented by
 /// [`F32`], [`W8F32`] and [`W8A16`].
 ///
@@ -172,6 +198,21 @@ pub trait Precision: Sized + 'static {
     fn dot(a: &[Self::Act], fa: Fmt, b: &[Self::Act], fb: Fmt, s: Self::Scale) -> Self::Wide;
     /// Softmax of wide values into unit weights.
     fn softmax(x: &[Self::Wide], out: &mut [Self::Act]);
+    /// Additive attention scores `e_i = v . tanh(q + k_i)` (`v` with its bias) for each
+    /// of the `scores.len()` keys in `keys` (`q.len()` values each, format `fk`, widened),
+    /// using `tanh` (`q.len()` long) as scratch; `v` is one row over `q.len()` columns.
+    /// The default ([`additive_scores_primitives`]) runs the primitives one by one; an
+    /// implementation may fuse them, and must give exactly the same values.
+    fn additive_scores(
+        q: &[Self::Wide],
+        keys: &[Self::Act],
+        fk: Fmt,
+        v: &Linear<'_, Self>,
+        tanh: &mut [Self::Act],
+        scores: &mut [Self::Wide],
+    ) -> Result<(), ShapeError> {
+        additive_scores_primitives(q, keys, fk, v, tanh, scores)
+    }
     /// `out_j = sum_i w_i * rows[i * d + j]` for unit weights `w`: a convex combination
     /// of `w.len()` rows of length `d = out.len()`, in the rows' own format.
     fn weighted_sum(w: &[Self::Act], rows: &[Self::Act], out: &mut [Self::Act]);
@@ -182,6 +223,31 @@ pub trait Precision: Sized + 'static {
     fn act_to_f32(a: Self::Act, f: Fmt) -> f32;
     /// A wide value as f32 (reports only).
     fn wide_to_f32(w: Self::Wide) -> f32;
+}
+
+/// [`Precision::additive_scores`] from the primitives: per key, `tanh(add(q_j,
+/// widen(k_j)))` into `tanh`, then `v` applied to it.
+pub fn additive_scores_primitives<P: Precision>(
+    q: &[P::Wide],
+    keys: &[P::Act],
+    fk: Fmt,
+    v: &Linear<'_, P>,
+    tanh: &mut [P::Act],
+    scores: &mut [P::Wide],
+) -> Result<(), ShapeError> {
+    let a = q.len();
+    check("key scratch", a, tanh.len().min(a))?;
+    check("keys", scores.len() * a, keys.len().min(scores.len() * a))?;
+    let tanh = &mut tanh[..a];
+    for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a.max(1))) {
+        for ((t, &qj), &kj) in tanh.iter_mut().zip(q).zip(key) {
+            *t = P::tanh(P::add(qj, P::widen(kj, fk)));
+        }
+        let mut out = [P::Wide::default()];
+        v.apply(&[tanh], &mut out)?;
+        *e = out[0];
+    }
+    Ok(())
 }
 
 /// One input of a batched layer application and where its output goes.
@@ -378,6 +444,11 @@ pub trait FloatWeight: Copy + Debug + Pod {
     const MAX_PLANES: usize;
     /// `acc + w . x` (unscaled), summed sequentially.
     fn dot_acc(acc: f32, w: &[Self], x: &[f32]) -> f32;
+    /// The same sum by the target's own kernel (same order, same bits).
+    #[inline]
+    fn dot_acc_native(acc: f32, w: &[Self], x: &[f32]) -> f32 {
+        Self::dot_acc(acc, w, x)
+    }
     /// Scale of row `r`.
     fn row_scale(q: &[Self::RowQ], r: usize) -> f32;
     /// Whether a stored row scale is usable (finite).
@@ -398,6 +469,10 @@ impl FloatWeight for f32 {
     #[inline]
     fn dot_acc(acc: f32, w: &[f32], x: &[f32]) -> f32 {
         float::dot_acc(acc, w, x)
+    }
+    #[inline]
+    fn dot_acc_native(acc: f32, w: &[f32], x: &[f32]) -> f32 {
+        native::dot_f32(acc, w, x)
     }
     #[inline]
     fn row_scale(_: &[()], _: usize) -> f32 {
@@ -433,16 +508,18 @@ impl FloatWeight for i8 {
     }
 }
 
-/// The float precisions, generic over weight storage: f32 math throughout.
+/// The float precisions, generic over weight storage and kernels: f32 math throughout.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Float<W>(PhantomData<W>);
+pub struct Float<W, K = Native>(PhantomData<(W, K)>);
 
 /// f32 weights and activations.
 pub type F32 = Float<f32>;
 /// int8 weights with an f32 scale per row, dequantized on the fly; f32 math.
 pub type W8F32 = Float<i8>;
+/// [`F32`] on the portable kernels (the reference of the FPU kernels).
+pub type F32Portable = Float<f32, Portable>;
 
-impl<W: FloatWeight> Precision for Float<W> {
+impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
     const KIND: PrecisionKind = W::KIND;
     const MAX_PLANES: usize = W::MAX_PLANES;
     type Act = f32;
@@ -471,7 +548,12 @@ impl<W: FloatWeight> Precision for Float<W> {
                 let mut acc = 0.0;
                 let mut off = 0;
                 for part in x {
-                    acc = W::dot_acc(acc, &plane[off..off + part.len()], part);
+                    let w = &plane[off..off + part.len()];
+                    acc = if K::NATIVE {
+                        W::dot_acc_native(acc, w, part)
+                    } else {
+                        W::dot_acc(acc, w, part)
+                    };
                     off += part.len();
                 }
                 y += acc * W::row_scale(l.q, r * l.planes + p);
@@ -554,27 +636,33 @@ impl<W: FloatWeight> Precision for Float<W> {
     }
 }
 
-/// int8 weights, int16 activations, int32 accumulators: integers only at run time.
+/// int8 weights, int16 activations, int32 accumulators: integers only at run time, on
+/// kernels `K`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct W8A16;
+pub struct Int<K = Native>(PhantomData<K>);
+
+/// int8 weights, int16 activations, int32 accumulators: integers only at run time.
+pub type W8A16 = Int;
+/// [`W8A16`] on the portable kernels (the reference of the instruction-set kernels).
+pub type W8A16Portable = Int<Portable>;
 
 /// Longest run of int8 x int16 products that an `i32` accumulator holds exactly for
 /// every `i8` weight, `-128` included: `511 * 128 * 32768 < 2^31` (512 would reach it).
 pub const I32_EXACT_RUN: usize = 511;
 
-/// `w . x` of int8 weights and int16 activations, exact: an `i32` accumulator over
-/// runs of at most [`I32_EXACT_RUN`] products, added in `i64` across runs.
+pub use crate::portable::dot_i8_i16;
+
+/// An activation of format `f` as a `Q16.15` wide value: for the formats with at most 15
+/// fractional bits and at least -1 (every calibrated memory and key) an exact left
+/// shift (`|a| * 2^16 <= 2^31`), otherwise a rounding shift, saturated.
 #[inline]
-pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
-    let mut total = 0i64;
-    for (wc, xc) in w.chunks(I32_EXACT_RUN).zip(x.chunks(I32_EXACT_RUN)) {
-        let mut acc = 0i32;
-        for (&a, &b) in wc.iter().zip(xc) {
-            acc += a as i32 * b as i32;
-        }
-        total += acc as i64;
+pub(crate) fn widen_q(a: i16, f: Fmt) -> i32 {
+    let s = WIDE_FRAC - f.frac as i32;
+    if (0..=16).contains(&s) {
+        (a as i32) << s
+    } else {
+        shift_round_i32(a as i32, -s)
     }
-    total
 }
 
 /// `a . b` of two int16 vectors, exact: each product fits `i32`, the sum is `i64`
@@ -587,7 +675,7 @@ pub fn dot_i16(a: &[i16], b: &[i16]) -> i64 {
         .sum()
 }
 
-impl Precision for W8A16 {
+impl<K: Kernels> Precision for Int<K> {
     const KIND: PrecisionKind = PrecisionKind::W8A16;
     const MAX_PLANES: usize = 2;
     type Act = i16;
@@ -608,38 +696,21 @@ impl Precision for W8A16 {
     }
 
     fn linear(l: &Linear<'_, Self>, x: &[&[i16]], out: &mut [i32]) {
-        let np = l.parts;
-        let row_w = l.cols * l.planes;
-        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(row_w)).enumerate() {
-            let mut acc: i32 = l.bias.map_or(0, |b| b[r]);
-            for (p, plane) in row.chunks_exact(l.cols).enumerate() {
-                let q = &l.q[(r * l.planes + p) * np..][..np];
-                let mut off = 0;
-                for (part, rq) in x.iter().zip(q) {
-                    let d = dot_i8_i16(&plane[off..off + part.len()], part);
-                    off += part.len();
-                    // Runs up to I32_EXACT_RUN stay in i32 (the common case): one
-                    // 32x32->64 multiply per row and part.
-                    let y = match i32::try_from(d) {
-                        Ok(d) => rq.apply(d),
-                        Err(_) => requant_i64(d, *rq),
-                    };
-                    acc = acc.saturating_add(y);
-                }
-            }
-            *o = acc;
+        if K::NATIVE {
+            native::linear(l, x, out)
+        } else {
+            portable::linear(l, x, out)
         }
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
-        let row_w = table.cols * table.planes;
-        let w = &table.w[row * row_w..(row + 1) * row_w];
-        for (j, o) in out.iter_mut().enumerate() {
+        let (cols, planes) = (table.cols, table.planes);
+        let w = &table.w[row * cols * planes..][..cols * planes];
+        let q = &table.q[row * planes..][..planes];
+        for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
-            for p in 0..table.planes {
-                acc = acc.saturating_add(
-                    table.q[row * table.planes + p].apply(w[p * table.cols + j] as i32),
-                );
+            for (wp, rq) in w.chunks_exact(cols).zip(q) {
+                acc = acc.saturating_add(rq.apply_cold(wp[j] as i32));
             }
             *o = sat_i16(acc);
         }
@@ -647,11 +718,19 @@ impl Precision for W8A16 {
 
     #[inline]
     fn sigmoid(x: i32) -> i16 {
-        lut::sigmoid_q15(x)
+        if K::NATIVE {
+            native::sigmoid_q15(x)
+        } else {
+            lut::sigmoid_q15(x)
+        }
     }
     #[inline]
     fn tanh(x: i32) -> i16 {
-        lut::tanh_q15(x)
+        if K::NATIVE {
+            native::tanh_q15(x)
+        } else {
+            lut::tanh_q15(x)
+        }
     }
     #[inline]
     fn add(a: i32, b: i32) -> i32 {
@@ -673,7 +752,7 @@ impl Precision for W8A16 {
     }
     #[inline]
     fn widen(a: i16, f: Fmt) -> i32 {
-        shift_round_i32(a as i32, f.frac as i32 - WIDE_FRAC)
+        widen_q(a, f)
     }
     #[inline]
     fn narrow(w: i32, f: Fmt) -> i16 {
@@ -685,17 +764,31 @@ impl Precision for W8A16 {
         s.apply(w)
     }
     fn softmax(x: &[i32], out: &mut [i16]) {
-        lut::softmax_q15(x, out);
+        if K::NATIVE {
+            native::softmax_q15(x, out);
+        } else {
+            lut::softmax_q15(x, out);
+        }
+    }
+    fn additive_scores(
+        q: &[i32],
+        keys: &[i16],
+        fk: Fmt,
+        v: &Linear<'_, Self>,
+        tanh: &mut [i16],
+        scores: &mut [i32],
+    ) -> Result<(), ShapeError> {
+        if K::NATIVE {
+            native::additive_scores(q, keys, fk, v, tanh, scores)
+        } else {
+            additive_scores_primitives(q, keys, fk, v, tanh, scores)
+        }
     }
     fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
-        let d = out.len();
-        // Products fit i32; the sums are i64 so that no weights can make them wrap.
-        for (j, o) in out.iter_mut().enumerate() {
-            let mut acc = 0i64;
-            for (&wi, row) in w.iter().zip(rows.chunks_exact(d.max(1))) {
-                acc += (wi as i32 * row[j] as i32) as i64;
-            }
-            *o = sat_i16(fixed::shift_round_i64(acc, 15));
+        if K::NATIVE {
+            native::weighted_sum(w, rows, out)
+        } else {
+            portable::weighted_sum(w, rows, out)
         }
     }
     fn unit_to_f32(a: i16) -> f32 {
@@ -707,18 +800,4 @@ impl Precision for W8A16 {
     fn wide_to_f32(w: i32) -> f32 {
         w as f32 / 32768.0
     }
-}
-
-/// Applies a requantizer to an `i64` accumulator (runs longer than [`I32_EXACT_RUN`]):
-/// the accumulator is first brought into `i32` range by a rounding shift taken from the
-/// multiplier's own shift, so the result differs from exact by at most one unit.
-fn requant_i64(d: i64, q: Requant) -> i32 {
-    // A shift outside 0..=62 never comes from the quantizer; treat it as 0 (no panic).
-    let pre = (64 - d.unsigned_abs().leading_zeros() as i32 - 31).clamp(0, q.shift.max(0));
-    let d = fixed::shift_round_i64(d, pre);
-    Requant {
-        mult: q.mult,
-        shift: q.shift - pre,
-    }
-    .apply(d)
 }

@@ -1,11 +1,12 @@
 //! One test suite for every [`Precision`]: each primitive against an f64 reference, with
 //! tolerances stated per primitive and per precision in real units ([`Tolerances`]).
 //!
-//! [`precision_suite!`] generates one module of tests per instantiation:
+//! `precision_suite!` generates one module of tests per instantiation (in this crate's
+//! tests):
 //!
 //! ```text
 //! precision_suite!(w8a16, W8A16, IntFixture, W8A16_TOL);
-//! precision_suite!(w8a16_bit_exact, W8A16, IntFixture, W8A16_TOL, bit_exact_with = W8A16);
+//! precision_suite!(w8a16_bit_exact, W8A16, IntFixture, W8A16_TOL, bit_exact_with = W8A16Portable);
 //! ```
 //!
 //! The fixture (`FloatFixture` or `IntFixture`) knows how to make the precision's
@@ -19,40 +20,81 @@
 //! measure the arithmetic of the implementation (accumulation, requantization,
 //! rounding, tables), not the weight rounding.
 //!
-//! # An optimised implementation
-//!
-//! A later implementation of the same number formats (say a Cortex-M kernel set with
-//! packed 16-bit multiplies) adds one line here:
-//!
-//! ```text
-//! precision_suite!(w8a16_dsp, W8A16Dsp, IntFixture, W8A16_TOL, bit_exact_with = W8A16);
-//! ```
+//! # Optimised implementations
 //!
 //! With `bit_exact_with = R` every primitive is also run through `R` on the same bits
 //! (the storage is reinterpreted with `bytemuck`, so both must use the same storage
-//! types) and the outputs must be identical bit for bit: the optimised code then gives
-//! exactly what the host tools, the golden tests and the firmware give. That mode is
-//! exercised by `w8a16_bit_exact` (`W8A16` against itself).
+//! types) and the outputs must be identical bit for bit. The instruction-set kernels
+//! (`arm/`) are held to it against the portable ones ([`W8A16Portable`],
+//! [`F32Portable`]): they then give exactly what the host tools, the golden tests and
+//! the other boards give.
 //!
-//! The suite is `#[cfg(test)]`: such an implementation belongs in this crate, next to
-//! the trait and the reference it must match (a `cfg(target_arch)`-gated module with a
-//! portable fallback that the host tests run). Should it ever live in another crate,
-//! the macro only uses `$crate::suite::...` paths and `std`, so exposing it means
-//! `#[cfg(any(test, feature = "test-suite"))] pub mod suite;` plus `#[macro_export]`.
+//! The suite runs in this crate's tests (`cargo test -p s2s-kernels`), where
+//! [`W8A16`] and [`F32`] are the portable kernels, and, compiled with the `suite`
+//! feature (`no_std` with `alloc`), on each QEMU board: the firmware's `kernel-suite`
+//! binary runs [`run_all`] for the board's native kernels against [`W8A16Portable`] and
+//! [`F32Portable`], tolerances and bit-exactness alike, at a [`Scale`] that fits the
+//! board's RAM (the same generators and seeds; the small boards cap the layer sizes).
+//! Measurements are printed in the tests only; on a board a failure panics.
 
+// What only the printed measurements use.
+#![cfg_attr(not(test), allow(unused_variables))]
+
+use alloc::vec;
+use alloc::vec::Vec;
 use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
 use crate::fixed::WIDE_FRAC;
-use crate::{
-    float, lut, Float, FloatWeight, Fmt, Job, Linear, Precision, Requant, F32, W8A16, W8F32,
-};
+use crate::{float, lut, Float, FloatWeight, Fmt, Job, Kernels, Linear, Precision, Requant};
+#[cfg(any(test, doc))]
+use crate::{F32Portable, W8A16Portable, F32, W8A16, W8F32};
+
+/// Prints a measurement in the tests; on a board (no `std`, little flash) nothing. The
+/// assertions' messages name the case in integers only, for the same reason: a failing
+/// case is reproduced on the host, where the measurements are printed.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        #[cfg(test)]
+        eprintln!($($t)*);
+    }};
+}
+
+/// `2^k`, exactly.
+fn pow2(k: i32) -> f64 {
+    libm::ldexp(1.0, k)
+}
+
+/// How large the suite's cases are. The host and the mps2 boards run [`Scale::FULL`];
+/// boards with little RAM cap the rows and columns of the test layers (drawn as on the
+/// host, then capped).
+#[derive(Clone, Copy, Debug)]
+pub struct Scale {
+    /// Most rows of a `linear` test layer with short parts (16 in full).
+    pub rows: usize,
+    /// Most rows of a `linear` test layer with long parts (16 in full).
+    pub long_rows: usize,
+    /// Longest long part (1024 in full: every long part is beyond `I32_EXACT_RUN`).
+    pub long_cols: usize,
+    /// Most rows of an `embed` test table (20 in full).
+    pub embed_rows: usize,
+}
+
+impl Scale {
+    /// The host's cases, whole.
+    pub const FULL: Scale = Scale {
+        rows: 16,
+        long_rows: 16,
+        long_cols: 1024,
+        embed_rows: 20,
+    };
+}
 
 /// Tolerances of one precision's primitives against the f64 reference, in real units.
 /// Every test prints the largest error it measured next to its tolerance.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Tolerances {
+pub struct Tolerances {
     /// `linear`: `|y - y_ref| <= linear_abs + linear_rel * sum_k |w_k x_k|` (layers of
     /// 1-16 rows, 1-2 input parts of formats [`LINEAR_FMTS`], 1-2 planes, 1-2048 columns).
     pub linear_abs: f64,
@@ -94,10 +136,16 @@ pub(crate) struct Tolerances {
     /// `weighted_sum`: each output, rows in [`WSUM_FMT`] (`Q3.12`) with values in
     /// `[-7, 7]`, 1-64 unit weights summing to about one.
     pub weighted_sum: f64,
+    /// `additive_scores`: `|e - e_ref| <= additive_abs + additive_rel * sum_j |v_j|`
+    /// (queries in `[-6, 6]`, keys of the formats [`KEY_FMTS`], 1-96 values, 1-30 keys,
+    /// `v` in `[-2, 2]` with 1-2 planes).
+    pub additive_abs: f64,
+    /// See `additive_abs`: the tanh's error, and the key's rounding into `Q16.15`.
+    pub additive_rel: f64,
 }
 
 /// f32: the errors of f32 arithmetic (and of the `fast-math` functions when enabled).
-pub(crate) const F32_TOL: Tolerances = Tolerances {
+pub const F32_TOL: Tolerances = Tolerances {
     linear_abs: 1e-6,
     linear_rel: 2e-6,
     embed: 0.0,
@@ -120,10 +168,12 @@ pub(crate) const F32_TOL: Tolerances = Tolerances {
     softmax_sum: 1e-6 + 2.0 * float::MAX_REL_ERROR_EXP as f64,
     softmax_sum_per_element: 0.0,
     weighted_sum: 2e-6,
+    additive_abs: 1e-5,
+    additive_rel: 1e-6 + float::MAX_ERROR_TANH as f64,
 };
 
 /// int8 weights, f32 math: as f32 (the reference uses the dequantized weights).
-pub(crate) const W8F32_TOL: Tolerances = Tolerances {
+pub const W8F32_TOL: Tolerances = Tolerances {
     embed: 1e-6,
     ..F32_TOL
 };
@@ -133,7 +183,7 @@ const U15: f64 = 1.0 / 32768.0;
 
 /// int8 weights, int16 activations: every rounding is half up, so each is within half a
 /// unit of its format; the tables are within their stated errors ([`lut`]).
-pub(crate) const W8A16_TOL: Tolerances = Tolerances {
+pub const W8A16_TOL: Tolerances = Tolerances {
     // One rounding (<= 1/2 unit) per plane and part, two (< 1 unit) for a part whose
     // dot product leaves i32 (possible only beyond I32_EXACT_RUN columns): at most 4
     // units with 2 parts and 2 planes. The multiplier's 31-bit mantissa is a relative
@@ -159,33 +209,49 @@ pub(crate) const W8A16_TOL: Tolerances = Tolerances {
     softmax_sum_per_element: lut::SOFTMAX_SUM_TOLERANCE_PER_ELEMENT * U15,
     // One rounding to Q3.12.
     weighted_sum: 0.5 / 4096.0,
+    // One rounding per plane; the tanh table's error and the key's rounding (formats
+    // with more than 15 fractional bits) per unit of |v|.
+    additive_abs: 2.0 * 0.5 * U15 + 1e-9,
+    additive_rel: lut::MAX_ERROR_TANH_Q15 + 0.5 * U15,
 };
 
 /// Formats of the input parts of the `linear` test layers.
-pub(crate) const LINEAR_FMTS: [Fmt; 4] = [
+pub const LINEAR_FMTS: [Fmt; 4] = [
     Fmt::Q15,
     Fmt { frac: 14 },
     Fmt { frac: 12 },
     Fmt { frac: 9 },
 ];
 /// Format of the `embed` test tables.
-pub(crate) const EMBED_FMT: Fmt = Fmt { frac: 12 };
+pub const EMBED_FMT: Fmt = Fmt { frac: 12 };
 /// Format `narrow` is tested into.
-pub(crate) const NARROW_FMT: Fmt = Fmt { frac: 12 };
+pub const NARROW_FMT: Fmt = Fmt { frac: 12 };
 /// Format of the rows of `weighted_sum`.
-pub(crate) const WSUM_FMT: Fmt = Fmt { frac: 12 };
+pub const WSUM_FMT: Fmt = Fmt { frac: 12 };
 /// Formats of the two operands of `dot`.
-pub(crate) const DOT_FMTS: (Fmt, Fmt) = (Fmt { frac: 12 }, Fmt::Q15);
+pub const DOT_FMTS: (Fmt, Fmt) = (Fmt { frac: 12 }, Fmt::Q15);
+/// Formats of the keys of `additive_scores`: exact shifts into `Q16.15` (15 fractional
+/// bits down to -1), a rounding one (17) and a saturating one (-3).
+pub const KEY_FMTS: [Fmt; 6] = [
+    Fmt { frac: 11 },
+    Fmt::Q15,
+    Fmt { frac: 4 },
+    Fmt { frac: -1 },
+    Fmt { frac: 17 },
+    Fmt { frac: -3 },
+];
 
 /// A small deterministic generator (SplitMix64), so that the measured maxima are
 /// reproducible.
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
-    pub(crate) fn u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -193,21 +259,21 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.u64() >> 11) as f64 / (1u64 << 53) as f64
     }
     /// Uniform in `[lo, hi)`.
-    pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
     }
     /// Uniform in `lo..=hi`.
-    pub(crate) fn range(&mut self, lo: usize, hi: usize) -> usize {
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + (self.u64() % (hi - lo + 1) as u64) as usize
     }
 }
 
 /// A layer that owns its storage, with the weights and bias it represents in reals.
-pub(crate) struct OwnedLayer<P: Precision> {
+pub struct OwnedLayer<P: Precision> {
     rows: usize,
     cols: usize,
     parts: usize,
@@ -215,18 +281,19 @@ pub(crate) struct OwnedLayer<P: Precision> {
     q: Vec<P::RowQ>,
     bias: Option<Vec<P::Bias>>,
     /// The weights as the layer represents them (planes summed), row-major.
-    pub(crate) deq: Vec<f64>,
+    pub deq: Vec<f64>,
     /// The bias as the layer represents it (zeros without one).
-    pub(crate) deq_bias: Vec<f64>,
+    pub deq_bias: Vec<f64>,
 }
 
 impl<P: Precision> OwnedLayer<P> {
-    pub(crate) fn linear(&self) -> Linear<'_, P> {
+    /// The layer, for its own precision.
+    pub fn linear(&self) -> Linear<'_, P> {
         self.linear_as::<P>()
     }
 
     /// The same storage seen by a precision `R` with the same storage types.
-    pub(crate) fn linear_as<R: Precision>(&self) -> Linear<'_, R> {
+    pub fn linear_as<R: Precision>(&self) -> Linear<'_, R> {
         Linear::new(
             self.rows,
             self.cols,
@@ -243,7 +310,7 @@ impl<P: Precision> OwnedLayer<P> {
 /// `host-tools/src/quantize.rs`): `s = max|w| / 127` in f32, codes rounded to nearest;
 /// each further plane quantizes the f32 residual of the previous ones the same way.
 /// Codes are `[row][plane][col]`, scales `[row][plane]`; also returns the reals.
-pub(crate) fn int8_planes(
+pub fn int8_planes(
     w: &[f64],
     rows: usize,
     cols: usize,
@@ -265,7 +332,7 @@ pub(crate) fn int8_planes(
                 let c = if s == 0.0 {
                     0
                 } else {
-                    (*v / s).round().clamp(-127.0, 127.0) as i8
+                    libm::roundf(*v / s).clamp(-127.0, 127.0) as i8
                 };
                 codes[(r * planes + p) * cols + k] = c;
                 *v -= c as f32 * s;
@@ -280,7 +347,7 @@ type Act<F> = <<F as Fixture>::P as Precision>::Act;
 type Wide<F> = <<F as Fixture>::P as Precision>::Wide;
 
 /// How to feed a precision from reals and read its results back as reals.
-pub(crate) trait Fixture {
+pub trait Fixture {
     /// The precision under test.
     type P: Precision;
     /// The activation of format `f` closest to `x` (saturated).
@@ -305,7 +372,7 @@ pub(crate) trait Fixture {
 }
 
 /// Float storage that the float fixture can build layers of.
-pub(crate) trait FloatStore: FloatWeight {
+pub trait FloatStore: FloatWeight {
     /// Weights, row quantization and the reals they represent.
     fn build(
         w: &[f64],
@@ -331,10 +398,10 @@ impl FloatStore for i8 {
 }
 
 /// The fixture of [`F32`] and [`W8F32`].
-pub(crate) struct FloatFixture<P>(PhantomData<P>);
+pub struct FloatFixture<P>(PhantomData<P>);
 
-impl<W: FloatStore> Fixture for FloatFixture<Float<W>> {
-    type P = Float<W>;
+impl<W: FloatStore, K: Kernels> Fixture for FloatFixture<Float<W, K>> {
+    type P = Float<W, K>;
     fn act(x: f64, _: Fmt) -> f32 {
         x as f32
     }
@@ -354,7 +421,7 @@ impl<W: FloatStore> Fixture for FloatFixture<Float<W>> {
         w: &[f64],
         bias: Option<&[f64]>,
         _embedding: bool,
-    ) -> OwnedLayer<Float<W>> {
+    ) -> OwnedLayer<Float<W, K>> {
         let cols = parts.iter().map(|p| p.0).sum();
         let (w, q, deq) = W::build(w, rows, cols, planes);
         let bias: Option<Vec<f32>> = bias.map(|b| b.iter().map(|&v| v as f32).collect());
@@ -376,7 +443,7 @@ impl<W: FloatStore> Fixture for FloatFixture<Float<W>> {
 }
 
 /// The fixture of [`W8A16`] and of any implementation with its storage types.
-pub(crate) struct IntFixture<P>(PhantomData<P>);
+pub struct IntFixture<P>(PhantomData<P>);
 
 impl<P> Fixture for IntFixture<P>
 where
@@ -384,17 +451,13 @@ where
 {
     type P = P;
     fn act(x: f64, f: Fmt) -> i16 {
-        (x * 2f64.powi(f.frac as i32) + 0.5)
-            .floor()
-            .clamp(i16::MIN as f64, i16::MAX as f64) as i16
+        libm::floor(x * pow2(f.frac as i32) + 0.5).clamp(i16::MIN as f64, i16::MAX as f64) as i16
     }
     fn act_real(a: i16, f: Fmt) -> f64 {
-        a as f64 / 2f64.powi(f.frac as i32)
+        a as f64 / pow2(f.frac as i32)
     }
     fn wide(x: f64) -> i32 {
-        (x * 32768.0 + 0.5)
-            .floor()
-            .clamp(i32::MIN as f64, i32::MAX as f64) as i32
+        libm::floor(x * 32768.0 + 0.5).clamp(i32::MIN as f64, i32::MAX as f64) as i32
     }
     fn wide_real(w: i32) -> f64 {
         w as f64 / 32768.0
@@ -420,12 +483,12 @@ where
                 } else {
                     WIDE_FRAC - f.frac as i32
                 };
-                q.push(Requant::from_real(s as f64 * 2f64.powi(exp)));
+                q.push(Requant::from_real(s as f64 * pow2(exp)));
             }
         }
         // Biases in Q16.15, rounded as `s2s quantize` rounds them.
         let bias: Option<Vec<i32>> =
-            bias.map(|b| b.iter().map(|&v| (v * 32768.0).round() as i32).collect());
+            bias.map(|b| b.iter().map(|&v| libm::round(v * 32768.0) as i32).collect());
         let deq_bias = match &bias {
             Some(b) => b.iter().map(|&v| v as f64 / 32768.0).collect(),
             None => vec![0.0; rows],
@@ -455,16 +518,10 @@ fn same_bits<A: Pod, B: Pod>(a: &[A], b: &[B]) -> bool {
 
 /// Checks the largest error against its tolerance and prints both.
 fn verdict<F: Fixture>(what: &str, worst: f64, tol: f64, twin: Option<&str>) {
-    let name = core::any::type_name::<F::P>()
-        .rsplit("::")
-        .next()
-        .unwrap_or("?");
-    let exact = twin.map_or(String::new(), |r| format!(", bit-exact with {r}"));
-    eprintln!("suite: {name:<14} {what:<13} max error {worst:.3e}  tolerance {tol:.3e}{exact}");
-    assert!(
-        worst <= tol,
-        "{name} {what}: error {worst:e} above the tolerance {tol:e}"
-    );
+    let name = label::<F::P>();
+    let (with, twin) = twin.map_or(("", ""), |r| (", bit-exact with ", r));
+    say!("suite: {name:<14} {what:<13} max error {worst:.3e}  tolerance {tol:.3e}{with}{twin}");
+    assert!(worst <= tol, "{name} {what}: error above the tolerance");
 }
 
 /// For the tolerances with a relative part: the largest absolute error and the largest
@@ -475,48 +532,53 @@ fn verdict_rel<F: Fixture>(
     tol: (f64, f64),
     twin: Option<&str>,
 ) {
-    let name = core::any::type_name::<F::P>()
-        .rsplit("::")
-        .next()
-        .unwrap_or("?");
-    let exact = twin.map_or(String::new(), |r| format!(", bit-exact with {r}"));
-    eprintln!(
-        "suite: {name:<14} {what:<13} max error {:.3e} (max error / sum|terms| {:.3e}, max error / tolerance {:.3})  tolerance {:.3e} + {:.3e} sum|terms|{exact}",
+    let name = label::<F::P>();
+    let (with, twin) = twin.map_or(("", ""), |r| (", bit-exact with ", r));
+    say!(
+        "suite: {name:<14} {what:<13} max error {:.3e} (max error / sum|terms| {:.3e}, max error / tolerance {:.3})  tolerance {:.3e} + {:.3e} sum|terms|{with}{twin}",
         worst.0, worst.1, worst.2, tol.0, tol.1
     );
     assert!(worst.2 <= 1.0, "{name} {what}: error above the tolerance");
 }
 
 fn twin_name<R: Precision>(exact: bool) -> Option<&'static str> {
-    exact.then(|| {
-        core::any::type_name::<R>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("?")
-    })
+    exact.then(label::<R>)
+}
+
+/// A precision's name in the printed measurements: its kind, and `portable` for the
+/// portable kernels' reference types.
+fn label<P: Precision>() -> &'static str {
+    let portable = core::any::type_name::<P>().contains("Portable");
+    match (P::KIND.name(), portable) {
+        ("f32", true) => "f32 portable",
+        ("w8a16", true) => "w8a16 portable",
+        (name, _) => name,
+    }
 }
 
 /// The largest input magnitude used for a part of format `f`.
 fn input_range(f: Fmt) -> f64 {
-    (0.9 * 2f64.powi(15 - f.frac as i32)).min(4.0)
+    (0.9 * pow2(15 - f.frac as i32)).min(4.0)
 }
 
 /// `linear` on random layers: 1-2 input parts, 1-2 planes (as the precision allows),
 /// with and without bias; every 20th layer has parts longer than `I32_EXACT_RUN`. Also
 /// `linear_batch` (through `Linear::apply_batch`), which must give every output exactly
 /// as `linear`.
-pub(crate) fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+pub fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &Scale) {
     let mut rng = Rng::new(0x11);
     let mut worst = (0.0f64, 0.0f64, 0.0f64);
     for case in 0..300 {
+        let long = case % 20 == 0;
         let planes = rng.range(1, F::P::MAX_PLANES);
         let nparts = rng.range(1, 2);
-        let rows = rng.range(1, 16);
-        let long = case % 20 == 0;
+        let rows = rng
+            .range(1, 16)
+            .min(if long { scale.long_rows } else { scale.rows });
         let parts: Vec<(usize, Fmt)> = (0..nparts)
             .map(|_| {
                 let len = if long {
-                    rng.range(517, 1024)
+                    rng.range(517, 1024).min(scale.long_cols)
                 } else {
                     rng.range(1, 96)
                 };
@@ -524,11 +586,12 @@ pub(crate) fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
             })
             .collect();
         let cols: usize = parts.iter().map(|p| p.0).sum();
-        let a = 2.0 / (cols as f64).sqrt();
+        let a = 2.0 / libm::sqrt(cols as f64);
         let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-a, a)).collect();
         let bias: Option<Vec<f64>> =
             (case % 2 == 0).then(|| (0..rows).map(|_| rng.uniform(-2.0, 2.0)).collect());
         let layer = F::layer(rows, &parts, planes, &w, bias.as_deref(), false);
+        drop(w); // the layer's `deq` is the reference's weights (a board's heap is small)
         let xs: Vec<Vec<Act<F>>> = parts
             .iter()
             .map(|&(len, f)| {
@@ -555,8 +618,7 @@ pub(crate) fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
             let bound = tol.linear_abs + tol.linear_rel * mag;
             assert!(
                 e <= bound,
-                "linear case {case} row {r}: {} vs {y} (|wx| {mag})",
-                F::wide_real(o)
+                "linear case {case} row {r}: error above the tolerance"
             );
             worst = (
                 worst.0.max(e),
@@ -638,14 +700,15 @@ pub(crate) fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
 }
 
 /// `embed` of every row of random tables with 1-2 planes.
-pub(crate) fn embed<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+pub fn embed<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &Scale) {
     let mut rng = Rng::new(0x22);
     let mut worst = 0.0f64;
     for case in 0..100 {
         let planes = rng.range(1, F::P::MAX_PLANES);
-        let (rows, cols) = (rng.range(1, 20), rng.range(1, 64));
+        let (rows, cols) = (rng.range(1, 20).min(scale.embed_rows), rng.range(1, 64));
         let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-6.0, 6.0)).collect();
         let table = F::layer(rows, &[(cols, EMBED_FMT)], planes, &w, None, true);
+        drop(w);
         for r in 0..rows {
             let mut out = vec![Act::<F>::default(); cols];
             table.linear().embed(r, &mut out).expect("shapes");
@@ -664,15 +727,13 @@ pub(crate) fn embed<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
 }
 
 /// Wide inputs of the nonlinearities: a grid over `[-20, 20]`, random values up to
-/// `±1000`, and the ends of the wide range.
-fn nonlinearity_inputs<F: Fixture>() -> Vec<Wide<F>> {
+/// `±1000`, and the ends of the wide range (made one by one: no buffer).
+fn nonlinearity_inputs<F: Fixture>() -> impl Iterator<Item = Wide<F>> {
     let mut rng = Rng::new(0x33);
-    let mut v: Vec<Wide<F>> = (0..=80_000)
+    (0..=80_000)
         .map(|i| F::wide(-20.0 + i as f64 / 2000.0))
-        .collect();
-    v.extend((0..10_000).map(|_| F::wide(rng.uniform(-1000.0, 1000.0))));
-    v.extend([-65536.0, -65535.99, 65535.99, 65536.0].map(F::wide));
-    v
+        .chain((0..10_000).map(move |_| F::wide(rng.uniform(-1000.0, 1000.0))))
+        .chain([-65536.0, -65535.99, 65535.99, 65536.0].map(F::wide))
 }
 
 fn nonlinearity<F: Fixture, R: Precision>(
@@ -684,7 +745,7 @@ fn nonlinearity<F: Fixture, R: Precision>(
     reference: impl Fn(f64) -> f64,
 ) {
     let mut worst = 0.0f64;
-    for x in nonlinearity_inputs::<F>() {
+    for (i, x) in nonlinearity_inputs::<F>().enumerate() {
         if F::wide_real(x).abs() > range {
             continue;
         }
@@ -693,35 +754,38 @@ fn nonlinearity<F: Fixture, R: Precision>(
         worst = worst.max(e);
         if exact {
             let y2 = g(cast(x));
-            assert!(same_bits(&[y], &[y2]), "{what}({x:?}): not bit-exact");
+            assert!(same_bits(&[y], &[y2]), "{what} input {i}: not bit-exact");
         }
     }
     verdict::<F>(what, worst, tol, twin_name::<R>(exact));
 }
 
-pub(crate) fn sigmoid<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `sigmoid` of wide values over the whole wide range.
+pub fn sigmoid<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     nonlinearity::<F, R>(
         "sigmoid",
         (tol.sigmoid, tol.nonlinearity_range),
         exact,
         F::P::sigmoid,
         R::sigmoid,
-        |x| 1.0 / (1.0 + (-x).exp()),
+        |x| 1.0 / (1.0 + libm::exp(-x)),
     );
 }
 
-pub(crate) fn tanh<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `tanh` of wide values over the whole wide range.
+pub fn tanh<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     nonlinearity::<F, R>(
         "tanh",
         (tol.tanh, tol.nonlinearity_range),
         exact,
         F::P::tanh,
         R::tanh,
-        f64::tanh,
+        libm::tanh,
     );
 }
 
-pub(crate) fn add<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `add` of wide values.
+pub fn add<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x44);
     let mut worst = 0.0f64;
     for _ in 0..20_000 {
@@ -739,7 +803,8 @@ pub(crate) fn add<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
     verdict::<F>("add", worst, tol.add, twin_name::<R>(exact));
 }
 
-pub(crate) fn gate<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `gate` and `gate_act`: unit values times wide values and unit values.
+pub fn gate<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x55);
     let (mut w1, mut w2) = (0.0f64, 0.0f64);
     for _ in 0..20_000 {
@@ -762,7 +827,8 @@ pub(crate) fn gate<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
     verdict::<F>("gate_act", w2, tol.gate_act, twin_name::<R>(exact));
 }
 
-pub(crate) fn blend<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `blend`, the GRU update, unit values at the ends included.
+pub fn blend<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x66);
     let mut worst = 0.0f64;
     let q = Fmt::Q15;
@@ -795,12 +861,12 @@ pub(crate) fn blend<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
 
 /// `widen` of every activation of every format `Q(15-f).f` is exact, and `narrow` gives
 /// it back; `narrow` of wide values in range rounds to [`NARROW_FMT`].
-pub(crate) fn widen_narrow<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+pub fn widen_narrow<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x77);
     let mut worst = (0.0f64, 0.0f64);
     for frac in 0..=15 {
         let f = Fmt { frac };
-        let r = 2f64.powi(15 - frac as i32);
+        let r = pow2(15 - frac as i32);
         for i in 0..4000 {
             let x = if i == 0 { -r } else { rng.uniform(-r, r) };
             let a = F::act(x, f);
@@ -827,7 +893,8 @@ pub(crate) fn widen_narrow<F: Fixture, R: Precision>(tol: &Tolerances, exact: bo
     verdict::<F>("narrow", worst.1, tol.narrow, twin_name::<R>(exact));
 }
 
-pub(crate) fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `dot`, the attention's scaled dot product, with and without `1 / sqrt(len)`.
+pub fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x88);
     let mut worst = (0.0f64, 0.0f64, 0.0f64);
     let (fa, fb) = DOT_FMTS;
@@ -838,7 +905,7 @@ pub(crate) fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
         let real = if case % 3 == 0 {
             1.0
         } else {
-            1.0 / (n as f64).sqrt()
+            1.0 / libm::sqrt(n as f64)
         };
         let q = Requant::from_real(real);
         let y = F::P::dot(&a, fa, &b, fb, F::P::scale(real as f32, q));
@@ -850,12 +917,7 @@ pub(crate) fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
         }
         let e = (F::wide_real(y) - real * d).abs();
         let bound = tol.dot_abs + tol.dot_rel * real * mag;
-        assert!(
-            e <= bound,
-            "dot case {case}: {} vs {}",
-            F::wide_real(y),
-            real * d
-        );
+        assert!(e <= bound, "dot case {case}: error above the tolerance");
         worst = (
             worst.0.max(e),
             worst.1.max(e / (real * mag).max(f64::MIN_POSITIVE)),
@@ -880,7 +942,8 @@ pub(crate) fn dot<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
     );
 }
 
-pub(crate) fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `softmax` of 1-300 scores, its weights and their sum.
+pub fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0x99);
     let (mut worst, mut worst_sum, mut worst_dev) = (0.0f64, 0.0f64, (0.0f64, 0.0f64));
     for case in 0..2000 {
@@ -897,17 +960,17 @@ pub(crate) fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
         F::P::softmax(&x, &mut out);
         let xr: Vec<f64> = x.iter().map(|&v| F::wide_real(v)).collect();
         let m = xr.iter().copied().fold(f64::MIN, f64::max);
-        let den: f64 = xr.iter().map(|v| (v - m).exp()).sum();
+        let den: f64 = xr.iter().map(|v| libm::exp(v - m)).sum();
         let mut sum = 0.0;
         for (o, v) in out.iter().zip(&xr) {
             let w = F::act_real(*o, Fmt::Q15);
-            worst = worst.max((w - (v - m).exp() / den).abs());
+            worst = worst.max((w - libm::exp(v - m) / den).abs());
             sum += w;
         }
         let dev = (sum - 1.0).abs();
         assert!(
             dev <= tol.softmax_sum + tol.softmax_sum_per_element * n as f64,
-            "softmax case {case}: {n} weights sum to {sum}"
+            "softmax case {case}: the sum of {n} weights is off by more than the tolerance"
         );
         worst_sum = worst_sum.max(dev - tol.softmax_sum_per_element * n as f64);
         worst_dev = (worst_dev.0.max(dev), worst_dev.1.max(dev / n as f64));
@@ -918,12 +981,9 @@ pub(crate) fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
         }
     }
     verdict::<F>("softmax", worst, tol.softmax, twin_name::<R>(exact));
-    eprintln!(
+    say!(
         "suite: {:<14} softmax sum:  max |sum - 1| {:.3e}, max |sum - 1| / n {:.3e}",
-        core::any::type_name::<F::P>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("?"),
+        label::<F::P>(),
         worst_dev.0,
         worst_dev.1
     );
@@ -931,7 +991,8 @@ pub(crate) fn softmax<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
     verdict::<F>("softmax sum", worst_sum.max(0.0), tol.softmax_sum, None);
 }
 
-pub(crate) fn weighted_sum<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool) {
+/// `weighted_sum`, the attention's context.
+pub fn weighted_sum<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     let mut rng = Rng::new(0xAA);
     let mut worst = 0.0f64;
     for case in 0..2000 {
@@ -971,9 +1032,91 @@ pub(crate) fn weighted_sum<F: Fixture, R: Precision>(tol: &Tolerances, exact: bo
     );
 }
 
+/// `additive_scores` (the attention's `v . tanh(q + k_i) + b` for every key at once)
+/// against f64, on 500 random attentions.
+pub fn additive_scores<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
+    let mut rng = Rng::new(0xBB);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
+    for case in 0..500 {
+        let planes = rng.range(1, F::P::MAX_PLANES);
+        let (a, n) = (rng.range(1, 96), rng.range(1, 30));
+        let vw: Vec<f64> = (0..a).map(|_| rng.uniform(-2.0, 2.0)).collect();
+        let bias: Option<Vec<f64>> = (case % 2 == 0).then(|| vec![rng.uniform(-1.0, 1.0)]);
+        let v = F::layer(1, &[(a, Fmt::Q15)], planes, &vw, bias.as_deref(), false);
+        let q: Vec<Wide<F>> = (0..a).map(|_| F::wide(rng.uniform(-6.0, 6.0))).collect();
+        let kf = KEY_FMTS[case % KEY_FMTS.len()];
+        let r = input_range(kf);
+        let keys: Vec<Act<F>> = (0..n * a).map(|_| F::act(rng.uniform(-r, r), kf)).collect();
+        let mut tanh = vec![Act::<F>::default(); a];
+        let mut scores = vec![Wide::<F>::default(); n];
+        F::P::additive_scores(&q, &keys, kf, &v.linear(), &mut tanh, &mut scores).expect("shapes");
+        let mag: f64 = v.deq.iter().map(|w| w.abs()).sum();
+        for (i, &e) in scores.iter().enumerate() {
+            let mut y = v.deq_bias[0];
+            for j in 0..a {
+                let t = F::wide_real(q[j]) + F::act_real(keys[i * a + j], kf);
+                y += v.deq[j] * libm::tanh(t);
+            }
+            let err = (F::wide_real(e) - y).abs();
+            let bound = tol.additive_abs + tol.additive_rel * mag;
+            assert!(
+                err <= bound,
+                "additive_scores case {case} key {i}: error above the tolerance"
+            );
+            worst = (
+                worst.0.max(err),
+                worst.1.max(err / mag.max(f64::MIN_POSITIVE)),
+                worst.2.max(err / bound),
+            );
+        }
+        if exact {
+            let mut t2 = vec![R::Act::default(); a];
+            let mut s2 = vec![R::Wide::default(); n];
+            R::additive_scores(
+                bytemuck::cast_slice(&q),
+                bytemuck::cast_slice(&keys),
+                kf,
+                &v.linear_as::<R>(),
+                &mut t2,
+                &mut s2,
+            )
+            .expect("shapes");
+            assert!(
+                same_bits(&scores, &s2),
+                "additive_scores case {case}: not bit-exact"
+            );
+        }
+    }
+    verdict_rel::<F>(
+        "additive",
+        worst,
+        (tol.additive_abs, tol.additive_rel),
+        twin_name::<R>(exact),
+    );
+}
+
+/// Every test of the suite for the precision of fixture `F`, bit-exact with `R` when
+/// `exact` (what the firmware's `kernel-suite` runs on a board). Panics at the first
+/// failure.
+pub fn run_all<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &Scale) {
+    linear::<F, R>(tol, exact, scale);
+    embed::<F, R>(tol, exact, scale);
+    sigmoid::<F, R>(tol, exact, scale);
+    tanh::<F, R>(tol, exact, scale);
+    add::<F, R>(tol, exact, scale);
+    gate::<F, R>(tol, exact, scale);
+    blend::<F, R>(tol, exact, scale);
+    widen_narrow::<F, R>(tol, exact, scale);
+    dot::<F, R>(tol, exact, scale);
+    softmax::<F, R>(tol, exact, scale);
+    weighted_sum::<F, R>(tol, exact, scale);
+    additive_scores::<F, R>(tol, exact, scale);
+}
+
 /// Generates the suite for one precision: `precision_suite!(module, Precision, Fixture,
 /// TOLERANCES)`, optionally `, bit_exact_with = Reference`. `Fixture` is
 /// `FloatFixture` or `IntFixture` (applied to the precision).
+#[cfg(test)]
 macro_rules! precision_suite {
     ($name:ident, $p:ty, $fixture:ident, $tol:expr) => {
         $crate::suite::precision_suite!(@tests $name, $fixture<$p>, $p, $tol, false);
@@ -987,60 +1130,77 @@ macro_rules! precision_suite {
             use super::*;
             #[test]
             fn linear() {
-                $crate::suite::linear::<$f, $r>(&$tol, $exact);
+                $crate::suite::linear::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn embed() {
-                $crate::suite::embed::<$f, $r>(&$tol, $exact);
+                $crate::suite::embed::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn sigmoid() {
-                $crate::suite::sigmoid::<$f, $r>(&$tol, $exact);
+                $crate::suite::sigmoid::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn tanh() {
-                $crate::suite::tanh::<$f, $r>(&$tol, $exact);
+                $crate::suite::tanh::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn add() {
-                $crate::suite::add::<$f, $r>(&$tol, $exact);
+                $crate::suite::add::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn gate_and_gate_act() {
-                $crate::suite::gate::<$f, $r>(&$tol, $exact);
+                $crate::suite::gate::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn blend() {
-                $crate::suite::blend::<$f, $r>(&$tol, $exact);
+                $crate::suite::blend::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn widen_and_narrow() {
-                $crate::suite::widen_narrow::<$f, $r>(&$tol, $exact);
+                $crate::suite::widen_narrow::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn dot() {
-                $crate::suite::dot::<$f, $r>(&$tol, $exact);
+                $crate::suite::dot::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn softmax() {
-                $crate::suite::softmax::<$f, $r>(&$tol, $exact);
+                $crate::suite::softmax::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn weighted_sum() {
-                $crate::suite::weighted_sum::<$f, $r>(&$tol, $exact);
+                $crate::suite::weighted_sum::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
+            }
+            #[test]
+            fn additive_scores() {
+                $crate::suite::additive_scores::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
         }
     };
 }
+#[cfg(test)]
 pub(crate) use precision_suite;
 
+#[cfg(test)]
 precision_suite!(float32, F32, FloatFixture, F32_TOL);
+#[cfg(test)]
+precision_suite!(
+    float32_bit_exact,
+    F32,
+    FloatFixture,
+    F32_TOL,
+    bit_exact_with = F32Portable
+);
+#[cfg(test)]
 precision_suite!(w8f32, W8F32, FloatFixture, W8F32_TOL);
+#[cfg(test)]
 precision_suite!(w8a16, W8A16, IntFixture, W8A16_TOL);
+#[cfg(test)]
 precision_suite!(
     w8a16_bit_exact,
     W8A16,
     IntFixture,
     W8A16_TOL,
-    bit_exact_with = W8A16
+    bit_exact_with = W8A16Portable
 );

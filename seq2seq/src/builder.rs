@@ -5,12 +5,14 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use s2s_kernels::{PrecisionKind, Requant};
+use s2s_kernels::{PrecisionKind, Requant, F32, W8A16, W8F32};
 
 use crate::desc::ModelDesc;
 use crate::format::{
-    crc32, DType, RawHeader, RawTensor, Role, Slot, TensorId, ALIGN, HEADER_LEN, MAGIC, VERSION,
+    bias_words, crc32, DType, RawHeader, RawTensor, Role, Slot, TensorId, ALIGN, HEADER_LEN, MAGIC,
+    VERSION,
 };
+use crate::{Error, ModelFile, Net};
 
 /// One tensor to be written.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,18 +117,38 @@ impl ModelBuilder {
         self.tensor(id, DType::Requant, rows, parts, q)
     }
 
-    /// The file's bytes: header, sections each aligned to 8 bytes, CRC.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The file's bytes: header, sections each aligned to 8 bytes, CRC. Refuses what
+    /// a reader refuses: the result is checked with [`ModelFile::parse`], bound with
+    /// [`Net::bind`] at its precision and scanned with [`ModelFile::check_finite`],
+    /// and the first error is returned instead of the bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
+        let out = self.assemble()?;
+        let words = aligned(&out);
+        let file = ModelFile::parse(&bytemuck::cast_slice(&words)[..out.len()])?;
+        match self.precision {
+            PrecisionKind::F32 => Net::<F32>::bind(&file).map(drop),
+            PrecisionKind::W8F32 => Net::<W8F32>::bind(&file).map(drop),
+            PrecisionKind::W8A16 => Net::<W8A16>::bind(&file).map(drop),
+        }?;
+        file.check_finite()?;
+        Ok(out)
+    }
+
+    /// The bytes, unchecked.
+    fn assemble(&self) -> Result<Vec<u8>, Error> {
+        let u32_of = |field: &'static str, v: usize| {
+            u32::try_from(v).map_err(|_| Error::FieldOverflow { field, value: v })
+        };
         let mut out = alloc::vec![0u8; HEADER_LEN];
-        let section = |out: &mut Vec<u8>, bytes: &[u8]| -> [u32; 2] {
+        let section = |out: &mut Vec<u8>, bytes: &[u8]| -> Result<[u32; 2], Error> {
             while !out.len().is_multiple_of(ALIGN) {
                 out.push(0);
             }
-            let off = out.len() as u32;
+            let off = u32_of("file length", out.len())?;
             out.extend_from_slice(bytes);
-            [off, bytes.len() as u32]
+            Ok([off, u32_of("section length", bytes.len())?])
         };
-        let desc = section(&mut out, bytemuck::bytes_of(&self.desc.to_raw()));
+        let desc = section(&mut out, bytemuck::bytes_of(&self.desc.to_raw()?))?;
 
         let strings: Vec<&str> = self
             .src_vocab
@@ -136,17 +158,33 @@ impl ModelBuilder {
             .chain([self.separator.as_str()])
             .collect();
         let mut vocab = Vec::new();
-        vocab.extend_from_slice(&(strings.len() as u32).to_le_bytes());
-        let mut off = 0u32;
+        vocab.extend_from_slice(&u32_of("vocabulary size", strings.len())?.to_le_bytes());
+        let mut off = 0usize;
         for s in &strings {
-            vocab.extend_from_slice(&off.to_le_bytes());
-            vocab.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            off += s.len() as u32;
+            vocab.extend_from_slice(&u32_of("vocabulary strings", off)?.to_le_bytes());
+            vocab.extend_from_slice(&u32_of("token length", s.len())?.to_le_bytes());
+            off += s.len();
+        }
+        // Each vocabulary's ids sorted by their bytes (see `Vocab::parse_section`).
+        for tokens in [&self.src_vocab, &self.tgt_vocab] {
+            let n = u16::try_from(tokens.len()).map_err(|_| Error::FieldOverflow {
+                field: "vocabulary size",
+                value: tokens.len(),
+            })?;
+            let mut ids: Vec<u16> = (0..n).collect();
+            ids.sort_by(|&a, &b| {
+                tokens[a as usize]
+                    .as_bytes()
+                    .cmp(tokens[b as usize].as_bytes())
+            });
+            for id in ids {
+                vocab.extend_from_slice(&id.to_le_bytes());
+            }
         }
         for s in &strings {
             vocab.extend_from_slice(s.as_bytes());
         }
-        let vocab = section(&mut out, &vocab);
+        let vocab = section(&mut out, &vocab)?;
 
         // Data first, so the table can record absolute offsets.
         let table_len = self.tensors.len() * core::mem::size_of::<RawTensor>();
@@ -161,35 +199,45 @@ impl ModelBuilder {
             table.push(RawTensor {
                 id: t.id.to_u32(),
                 dtype: t.dtype as u32,
-                rows: t.rows as u32,
-                cols: t.cols as u32,
-                offset: (data_off + data.len()) as u32,
-                len: t.bytes.len() as u32,
+                rows: u32_of("tensor rows", t.rows)?,
+                cols: u32_of("tensor columns", t.cols)?,
+                offset: u32_of("file length", data_off + data.len())?,
+                len: u32_of("tensor length", t.bytes.len())?,
             });
             data.extend_from_slice(&t.bytes);
         }
-        let table_sec = section(&mut out, bytemuck::cast_slice(&table));
+        let table_sec = section(&mut out, bytemuck::cast_slice(&table))?;
         debug_assert_eq!(table_sec[0] as usize, table_off);
-        let data_sec = section(&mut out, &data);
+        let data_sec = section(&mut out, &data)?;
         debug_assert_eq!(data_sec[0] as usize, data_off);
 
-        let file_len = out.len() + 4;
+        // The bias mask: the layers whose bias is among the tensors (an embedding's is
+        // left out, so the reader names that tensor as not part of the model).
+        let mut biases = 0u64;
+        self.desc.for_each_layer(|s| {
+            let bias = TensorId::new(s.role, s.layer, s.dir, Slot::Bias);
+            if !s.is_embedding() && self.tensors.iter().any(|t| t.id == bias) {
+                biases |= 1 << s.index;
+            }
+        });
+
         let header = RawHeader {
             magic: MAGIC,
             version: VERSION,
             precision: self.precision as u8,
             reserved0: 0,
-            file_len: file_len as u32,
+            file_len: u32_of("file length", out.len() + 4)?,
             desc,
             vocab,
-            table: [table_sec[0], self.tensors.len() as u32],
+            table: [table_sec[0], u32_of("tensor count", self.tensors.len())?],
             data: data_sec,
-            reserved: [0; 5],
+            biases: bias_words(biases),
+            reserved: [0; 3],
         };
         out[..HEADER_LEN].copy_from_slice(bytemuck::bytes_of(&header));
         let crc = crc32(&out);
         out.extend_from_slice(&crc.to_le_bytes());
-        out
+        Ok(out)
     }
 }
 

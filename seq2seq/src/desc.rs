@@ -16,6 +16,14 @@ pub const MAX_OUT_PARTS: usize = 4;
 /// Most dense layers a model has (see [`ModelDesc::layer_specs`]).
 pub const MAX_SPECS: usize = 48;
 
+/// Range of the activation formats' fractional bits.
+pub const MIN_FRAC: i8 = -8;
+/// See [`MIN_FRAC`].
+pub const MAX_FRAC: i8 = 30;
+
+/// Largest size of any dimension, vocabulary, step count or padded length.
+pub const MAX_SIZE: usize = u16::MAX as usize;
+
 /// "No such token" in the description.
 pub const NO_TOKEN: u32 = u32::MAX;
 
@@ -211,46 +219,29 @@ pub struct ModelDesc {
     pub score_scale_q: Requant,
 }
 
-fn field<T>(name: &'static str, v: Option<T>) -> Result<T, Error> {
-    v.ok_or(Error::BadDescription(name))
-}
-
-fn size(name: &'static str, v: u32) -> Result<usize, Error> {
-    if v == 0 || v > u16::MAX as u32 {
-        return Err(Error::BadDescription(name));
-    }
-    Ok(v as usize)
-}
-
-fn opt_size(name: &'static str, v: u32) -> Result<Option<usize>, Error> {
-    if v == 0 {
-        Ok(None)
-    } else {
-        size(name, v).map(Some)
-    }
+/// A code field: `decode` maps the whole stored value (not just its low byte).
+fn code<T>(name: &'static str, v: u32, decode: impl FnOnce(u32) -> Option<T>) -> Result<T, Error> {
+    decode(v).ok_or(Error::BadField(name))
 }
 
 fn flag(name: &'static str, v: u32) -> Result<bool, Error> {
     match v {
         0 => Ok(false),
         1 => Ok(true),
-        _ => Err(Error::BadDescription(name)),
+        _ => Err(Error::BadField(name)),
     }
 }
 
-fn token(name: &'static str, v: u32, vocab: usize) -> Result<u16, Error> {
-    if (v as usize) < vocab {
-        Ok(v as u16)
-    } else {
-        Err(Error::TokenOutOfRange {
-            what: name,
-            id: v,
-            vocab,
-        })
-    }
+/// A token id (its range is checked by [`ModelDesc::check`]).
+fn token(name: &'static str, v: u32, vocab: u32) -> Result<u16, Error> {
+    u16::try_from(v).map_err(|_| Error::TokenOutOfRange {
+        what: name,
+        id: v,
+        vocab: vocab as usize,
+    })
 }
 
-fn opt_token(name: &'static str, v: u32, vocab: usize) -> Result<Option<u16>, Error> {
+fn opt_token(name: &'static str, v: u32, vocab: u32) -> Result<Option<u16>, Error> {
     if v == NO_TOKEN {
         Ok(None)
     } else {
@@ -258,55 +249,45 @@ fn opt_token(name: &'static str, v: u32, vocab: usize) -> Result<Option<u16>, Er
     }
 }
 
-fn fmt(name: &'static str, f: i8) -> Result<Fmt, Error> {
-    if (-8..=30).contains(&f) {
-        Ok(Fmt { frac: f })
-    } else {
-        Err(Error::BadDescription(name))
-    }
+fn reset(name: &'static str, v: u32) -> Result<ResetMode, Error> {
+    code(name, v, |v| {
+        u8::try_from(v).ok().and_then(ResetMode::from_id)
+    })
+}
+
+/// A size as its stored `u32`, refused (not truncated) when it does not fit.
+fn stored(field: &'static str, v: usize) -> Result<u32, Error> {
+    u32::try_from(v).map_err(|_| Error::FieldOverflow { field, value: v })
 }
 
 impl ModelDesc {
-    /// Validates a stored description.
+    /// Validates a stored description: every code and flag compared whole, then
+    /// [`ModelDesc::check`] (ranges and consistency).
     pub fn from_raw(r: &RawDesc) -> Result<Self, Error> {
-        let src_vocab = size("src_vocab", r.src_vocab)?;
-        let tgt_vocab = size("tgt_vocab", r.tgt_vocab)?;
-        let ordering = field(
-            "ordering",
-            match r.ordering {
-                0 => Some(Ordering::None),
-                1 => Some(Ordering::Bahdanau),
-                2 => Some(Ordering::Luong),
-                _ => None,
-            },
-        )?;
-        let score = field(
-            "score",
-            match r.score {
-                0 => Some(ScoreKind::Additive),
-                1 => Some(ScoreKind::Dot),
-                2 => Some(ScoreKind::ScaledDot),
-                3 => Some(ScoreKind::General),
-                _ => None,
-            },
-        )?;
-        let init = field(
-            "init",
-            match r.init {
-                0 => Some(Init::Zeros),
-                1 => Some(Init::Last),
-                2 => Some(Init::Dense),
-                _ => None,
-            },
-        )?;
-        let split = field(
-            "split",
-            match r.split {
-                0 => Some(Split::Chars),
-                1 => Some(Split::Whitespace),
-                _ => None,
-            },
-        )?;
+        let ordering = code("ordering", r.ordering, |v| match v {
+            0 => Some(Ordering::None),
+            1 => Some(Ordering::Bahdanau),
+            2 => Some(Ordering::Luong),
+            _ => None,
+        })?;
+        let score = code("score", r.score, |v| match v {
+            0 => Some(ScoreKind::Additive),
+            1 => Some(ScoreKind::Dot),
+            2 => Some(ScoreKind::ScaledDot),
+            3 => Some(ScoreKind::General),
+            _ => None,
+        })?;
+        let init = code("init", r.init, |v| match v {
+            0 => Some(Init::Zeros),
+            1 => Some(Init::Last),
+            2 => Some(Init::Dense),
+            _ => None,
+        })?;
+        let split = code("split", r.split, |v| match v {
+            0 => Some(Split::Chars),
+            1 => Some(Split::Whitespace),
+            _ => None,
+        })?;
         let mut out_parts = [None; MAX_OUT_PARTS];
         let mut ended = false;
         for (o, &p) in out_parts.iter_mut().zip(&r.out_parts) {
@@ -315,24 +296,24 @@ impl ModelDesc {
                     ended = true;
                     None
                 }
-                _ if ended => return Err(Error::BadDescription("out_parts")),
+                _ if ended => return Err(Error::BadField("out_parts")),
                 1 => Some(Part::State),
                 2 => Some(Part::Context),
                 3 => Some(Part::Embedding),
                 4 => Some(Part::Attentional),
-                _ => return Err(Error::BadDescription("out_parts")),
+                _ => return Err(Error::BadField("out_parts")),
             };
         }
         let d = ModelDesc {
-            src_vocab,
-            tgt_vocab,
-            enc_emb: size("enc_emb", r.enc_emb)?,
-            dec_emb: size("dec_emb", r.dec_emb)?,
-            enc_layers: size("enc_layers", r.enc_layers)?,
-            enc_hidden: size("enc_hidden", r.enc_hidden)?,
+            src_vocab: r.src_vocab as usize,
+            tgt_vocab: r.tgt_vocab as usize,
+            enc_emb: r.enc_emb as usize,
+            dec_emb: r.dec_emb as usize,
+            enc_layers: r.enc_layers as usize,
+            enc_hidden: r.enc_hidden as usize,
             enc_bidir: flag("enc_bidir", r.enc_bidir)?,
-            enc_reset: field("enc_reset", ResetMode::from_id(r.enc_reset as u8))?,
-            memory_proj: opt_size("memory_proj", r.memory_proj)?,
+            enc_reset: reset("enc_reset", r.enc_reset)?,
+            memory_proj: (r.memory_proj != 0).then_some(r.memory_proj as usize),
             ordering,
             score,
             attn_dim: r.attn_dim as usize,
@@ -341,23 +322,23 @@ impl ModelDesc {
             mask_padding: flag("mask_padding", r.mask_padding)?,
             src_pad_to: r.src_pad_to as usize,
             init,
-            dec_layers: size("dec_layers", r.dec_layers)?,
-            dec_hidden: size("dec_hidden", r.dec_hidden)?,
-            dec_reset: field("dec_reset", ResetMode::from_id(r.dec_reset as u8))?,
-            attentional: opt_size("attentional", r.attentional)?,
+            dec_layers: r.dec_layers as usize,
+            dec_hidden: r.dec_hidden as usize,
+            dec_reset: reset("dec_reset", r.dec_reset)?,
+            attentional: (r.attentional != 0).then_some(r.attentional as usize),
             out_parts,
-            src_pad: token("src_pad", r.src_pad, src_vocab)?,
-            src_unk: opt_token("src_unk", r.src_unk, src_vocab)?,
-            src_eos: opt_token("src_eos", r.src_eos, src_vocab)?,
-            tgt_start: token("tgt_start", r.tgt_start, tgt_vocab)?,
-            tgt_end: token("tgt_end", r.tgt_end, tgt_vocab)?,
-            max_steps: size("max_steps", r.max_steps)?,
+            src_pad: token("src_pad", r.src_pad, r.src_vocab)?,
+            src_unk: opt_token("src_unk", r.src_unk, r.src_vocab)?,
+            src_eos: opt_token("src_eos", r.src_eos, r.src_vocab)?,
+            tgt_start: token("tgt_start", r.tgt_start, r.tgt_vocab)?,
+            tgt_end: token("tgt_end", r.tgt_end, r.tgt_vocab)?,
+            max_steps: r.max_steps as usize,
             split,
             lowercase: flag("lowercase", r.lowercase)?,
-            fmt_src_emb: fmt("fmt_src_emb", r.fmts[0])?,
-            fmt_dec_emb: fmt("fmt_dec_emb", r.fmts[1])?,
-            fmt_memory: fmt("fmt_memory", r.fmts[2])?,
-            fmt_keys: fmt("fmt_keys", r.fmts[3])?,
+            fmt_src_emb: Fmt { frac: r.fmts[0] },
+            fmt_dec_emb: Fmt { frac: r.fmts[1] },
+            fmt_memory: Fmt { frac: r.fmts[2] },
+            fmt_keys: Fmt { frac: r.fmts[3] },
             score_scale: f32::from_bits(r.score_scale),
             score_scale_q: r.score_scale_q,
         };
@@ -365,42 +346,44 @@ impl ModelDesc {
         Ok(d)
     }
 
-    /// The stored form.
-    pub fn to_raw(&self) -> RawDesc {
+    /// The stored form. A size too large for its 32-bit field is an error naming the
+    /// field ([`Error::FieldOverflow`]), never a truncated value; the ranges themselves
+    /// are checked by [`ModelDesc::from_raw`], which a writer runs on the result.
+    pub fn to_raw(&self) -> Result<RawDesc, Error> {
         let mut out_parts = [0u8; 4];
         for (o, p) in out_parts.iter_mut().zip(&self.out_parts) {
             *o = p.map_or(0, |p| p as u8);
         }
         let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
-        RawDesc {
-            src_vocab: self.src_vocab as u32,
-            tgt_vocab: self.tgt_vocab as u32,
-            enc_emb: self.enc_emb as u32,
-            dec_emb: self.dec_emb as u32,
-            enc_layers: self.enc_layers as u32,
-            enc_hidden: self.enc_hidden as u32,
+        Ok(RawDesc {
+            src_vocab: stored("src_vocab", self.src_vocab)?,
+            tgt_vocab: stored("tgt_vocab", self.tgt_vocab)?,
+            enc_emb: stored("enc_emb", self.enc_emb)?,
+            dec_emb: stored("dec_emb", self.dec_emb)?,
+            enc_layers: stored("enc_layers", self.enc_layers)?,
+            enc_hidden: stored("enc_hidden", self.enc_hidden)?,
             enc_bidir: self.enc_bidir as u32,
             enc_reset: self.enc_reset as u32,
-            memory_proj: self.memory_proj.unwrap_or(0) as u32,
+            memory_proj: stored("memory_proj", self.memory_proj.unwrap_or(0))?,
             ordering: self.ordering as u32,
             score: self.score as u32,
-            attn_dim: self.attn_dim as u32,
+            attn_dim: stored("attn_dim", self.attn_dim)?,
             attn_query_proj: self.attn_query_proj as u32,
             attn_key_proj: self.attn_key_proj as u32,
             mask_padding: self.mask_padding as u32,
-            src_pad_to: self.src_pad_to as u32,
+            src_pad_to: stored("src_pad_to", self.src_pad_to)?,
             init: self.init as u32,
-            dec_layers: self.dec_layers as u32,
-            dec_hidden: self.dec_hidden as u32,
+            dec_layers: stored("dec_layers", self.dec_layers)?,
+            dec_hidden: stored("dec_hidden", self.dec_hidden)?,
             dec_reset: self.dec_reset as u32,
-            attentional: self.attentional.unwrap_or(0) as u32,
+            attentional: stored("attentional", self.attentional.unwrap_or(0))?,
             out_parts,
             src_pad: self.src_pad as u32,
             src_unk: tok(self.src_unk),
             src_eos: tok(self.src_eos),
             tgt_start: self.tgt_start as u32,
             tgt_end: self.tgt_end as u32,
-            max_steps: self.max_steps as u32,
+            max_steps: stored("max_steps", self.max_steps)?,
             split: self.split as u32,
             lowercase: self.lowercase as u32,
             fmts: [
@@ -411,13 +394,82 @@ impl ModelDesc {
             ],
             score_scale: self.score_scale.to_bits(),
             score_scale_q: self.score_scale_q,
-        }
+        })
     }
 
-    /// Checks that the parts fit together (sizes that must agree, options that need
-    /// others). Called by [`ModelDesc::from_raw`]; call it after building one by hand.
+    /// Checks every range (sizes up to [`MAX_SIZE`], token ids, formats, scales) and
+    /// that the parts fit together (sizes that must agree, options that need others,
+    /// fields a variant does not use left at zero). Called by [`ModelDesc::from_raw`];
+    /// call it after building one by hand.
     pub fn check(&self) -> Result<(), Error> {
-        let bad = |what| Err(Error::BadDescription(what));
+        let sizes = [
+            ("src_vocab", self.src_vocab),
+            ("tgt_vocab", self.tgt_vocab),
+            ("enc_emb", self.enc_emb),
+            ("dec_emb", self.dec_emb),
+            ("enc_layers", self.enc_layers),
+            ("enc_hidden", self.enc_hidden),
+            ("dec_layers", self.dec_layers),
+            ("dec_hidden", self.dec_hidden),
+            ("max_steps", self.max_steps),
+        ];
+        let optional = [
+            ("memory_proj", self.memory_proj.unwrap_or(0)),
+            ("attn_dim", self.attn_dim),
+            ("src_pad_to", self.src_pad_to),
+            ("attentional", self.attentional.unwrap_or(0)),
+        ];
+        for (name, v) in sizes {
+            if v == 0 || v > MAX_SIZE {
+                return Err(Error::BadField(name));
+            }
+        }
+        for (name, v) in optional {
+            if v > MAX_SIZE {
+                return Err(Error::BadField(name));
+            }
+        }
+        // `Some(0)` for an optional layer: stored as 0 it would read back as none.
+        if self.memory_proj == Some(0) {
+            return Err(Error::BadField("memory_proj"));
+        }
+        if self.attentional == Some(0) {
+            return Err(Error::BadField("attentional"));
+        }
+        let tokens = [
+            ("src_pad", Some(self.src_pad), self.src_vocab),
+            ("src_unk", self.src_unk, self.src_vocab),
+            ("src_eos", self.src_eos, self.src_vocab),
+            ("tgt_start", Some(self.tgt_start), self.tgt_vocab),
+            ("tgt_end", Some(self.tgt_end), self.tgt_vocab),
+        ];
+        for (what, t, vocab) in tokens {
+            if let Some(id) = t.filter(|&t| t as usize >= vocab) {
+                return Err(Error::TokenOutOfRange {
+                    what,
+                    id: id as u32,
+                    vocab,
+                });
+            }
+        }
+        for (name, f) in [
+            ("fmt_src_emb", self.fmt_src_emb),
+            ("fmt_dec_emb", self.fmt_dec_emb),
+            ("fmt_memory", self.fmt_memory),
+            ("fmt_keys", self.fmt_keys),
+        ] {
+            if !(MIN_FRAC..=MAX_FRAC).contains(&f.frac) {
+                return Err(Error::BadField(name));
+            }
+        }
+        if !self.score_scale.is_finite() {
+            return Err(Error::BadField("score_scale"));
+        }
+        if !self.score_scale_q.is_valid() {
+            return Err(Error::BadField("score_scale_q"));
+        }
+
+        let bad = |rule| Err(Error::Inconsistent(rule));
         if self.enc_layers > MAX_LAYERS || self.dec_layers > MAX_LAYERS {
             return bad("layers: at most 4 per stack");
         }
@@ -425,11 +477,14 @@ impl ModelDesc {
         if !attention && (self.memory_proj.is_some() || self.attentional.is_some()) {
             return bad("memory projection or attentional layer without attention");
         }
-        if !self.score_scale.is_finite() {
-            return bad("score_scale");
-        }
-        if !self.score_scale_q.is_valid() {
-            return bad("score_scale_q");
+        if !attention
+            && (self.score != ScoreKind::Additive
+                || self.attn_dim != 0
+                || self.attn_query_proj
+                || self.attn_key_proj
+                || self.mask_padding)
+        {
+            return bad("score, attn_dim, attn_query_proj, attn_key_proj, mask_padding: set without attention");
         }
         if attention {
             let (q, m) = (self.dec_hidden, self.memory_dim());
@@ -445,6 +500,11 @@ impl ModelDesc {
                         );
                     }
                 }
+                _ if self.attn_dim != 0 || self.attn_query_proj || self.attn_key_proj => {
+                    return bad(
+                        "attn_dim, attn_query_proj, attn_key_proj: only for the additive score",
+                    );
+                }
                 ScoreKind::Dot | ScoreKind::ScaledDot if q != m => {
                     return bad("dot score: decoder hidden size must equal memory size");
                 }
@@ -459,12 +519,15 @@ impl ModelDesc {
                 return bad("init last: encoder state size differs from decoder hidden size");
             }
         }
-        if self.src_pad_to > u16::MAX as usize {
-            return bad("src_pad_to");
-        }
-        let mut any = false;
-        for p in self.out_parts.iter().flatten() {
-            any = true;
+        let mut ended = false;
+        for p in &self.out_parts {
+            let Some(p) = p else {
+                ended = true;
+                continue;
+            };
+            if ended {
+                return bad("out_parts: a part after an empty slot");
+            }
             let ok = match p {
                 Part::State | Part::Embedding => true,
                 Part::Context => attention,
@@ -474,7 +537,7 @@ impl ModelDesc {
                 return bad("out_parts: part not produced by this decoder");
             }
         }
-        if !any {
+        if self.out_parts[0].is_none() {
             return bad("out_parts: empty");
         }
         Ok(())
@@ -549,7 +612,7 @@ impl ModelDesc {
     pub fn layer_specs(&self) -> heapless::Vec<LayerSpec, MAX_SPECS> {
         let mut v = heapless::Vec::new();
         // MAX_SPECS covers the largest description check() admits.
-        self.each_layer(|s| {
+        self.for_each_layer(|s| {
             let _ = v.push(s);
         });
         v
@@ -559,7 +622,7 @@ impl ModelDesc {
     /// whole list: binding on a small device calls this for every layer).
     pub fn layer_spec(&self, role: Role, layer: usize, dir: usize) -> Option<LayerSpec> {
         let mut found = None;
-        self.each_layer(|s| {
+        self.for_each_layer(|s| {
             if s.role == role && s.layer == layer && s.dir == dir {
                 found = Some(s);
             }
@@ -567,17 +630,21 @@ impl ModelDesc {
         found
     }
 
-    /// Calls `f` with every dense layer, in [`ModelDesc::layer_specs`] order.
-    fn each_layer(&self, mut f: impl FnMut(LayerSpec)) {
+    /// Calls `f` with every dense layer, in [`ModelDesc::layer_specs`] order, without
+    /// building the list.
+    pub fn for_each_layer(&self, mut f: impl FnMut(LayerSpec)) {
+        let mut index = 0;
         let mut add = |role, layer, dir, rows, cols, parts| {
             f(LayerSpec {
+                index,
                 role,
                 layer,
                 dir,
                 rows,
                 cols,
                 parts,
-            })
+            });
+            index += 1;
         };
         add(Role::EncEmb, 0, 0, self.src_vocab, self.enc_emb, 1);
         for l in 0..self.enc_layers {
@@ -692,6 +759,9 @@ impl ModelDesc {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LayerSpec {
+    /// Position in [`ModelDesc::layer_specs`] (the layer's bit in a model file's bias
+    /// mask).
+    pub index: usize,
     /// Which layer.
     pub role: Role,
     /// Index in its stack.

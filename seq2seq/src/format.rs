@@ -3,33 +3,55 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (1)
+//!      4     2  format version (2)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
 //!      7     1  reserved (0)
 //!      8     4  file length in bytes, CRC included
-//!     12    32  (offset, length) of: description, vocabularies, tensor table, tensor data
-//!     44    20  reserved (0)
-//!     64     .  sections, each starting on an 8-byte boundary
-//!   len-4    4  CRC-32 (IEEE) of every byte before it
+//!     12    32  (offset, length) of: description, vocabularies; (offset, count) of the
+//!               tensor table; (offset, length) of the tensor data
+//!     44     8  bias mask: bit i (of the little-endian 64-bit value) set when layer i of
+//!               ModelDesc::layer_specs has a bias
+//!     52    12  reserved (0)
+//!     64     .  sections in that order, each at the first 8-byte boundary after the
+//!               previous one (the description right after the header), padding zero
+//!   len-4    4  CRC-32 (IEEE) of every byte before it, right after the tensor data
 //! ```
 //!
 //! All integers are little-endian. The description is a [`RawDesc`]; the vocabularies
-//! are a string table (count, then `(offset, length)` pairs, then UTF-8 bytes) holding
-//! the source tokens, the target tokens and the output separator; the tensor table is
-//! an array of [`RawTensor`]; every tensor starts on an 8-byte boundary so it can be
-//! read in place from flash. [`ModelFile::parse`] checks all of it without copying.
+//! are a string table (count, then `(offset, length)` pairs, then each vocabulary's ids
+//! sorted by their strings as `u16`, then the UTF-8 strings one after another; see
+//! [`Vocab`]) holding the source tokens, the target tokens and the output separator;
+//! the tensor table is an array of [`RawTensor`], the tensors stored in
+//! table order, each at the first 8-byte boundary after the previous one, so they can
+//! be read in place from flash.
+//!
+//! [`ModelFile::parse`] trusts nothing and copies nothing: with checked arithmetic
+//! (correct on 32-bit targets) it checks the header, the layout above byte for byte,
+//! the description, the vocabularies (non-empty, distinct tokens) and that the table
+//! holds exactly the tensors the description calls for at the file's precision, each
+//! once, with its element type and shape, and valid quantization data. Only the float
+//! values themselves are left to [`ModelFile::check_finite`], which the host tools and
+//! the writer run and the firmware skips (a scan of every weight at boot).
+//!
+//! Version 1 files (no bias mask, no sorted orders) are refused with [`Error::UnsupportedVersion`]; the
+//! host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
 use s2s_kernels::{PrecisionKind, Requant};
 
-use crate::desc::{ModelDesc, RawDesc};
+use crate::desc::{LayerSpec, ModelDesc, RawDesc, MAX_SPECS};
+use crate::net::ModelPrecision;
 use crate::vocab::Vocab;
 use crate::Error;
 
 /// The first four bytes of every model file.
 pub const MAGIC: [u8; 4] = *b"S2SM";
-/// The format version this crate reads and writes.
-pub const VERSION: u16 = 1;
+/// The format version this crate reads and writes (2: the bias mask in the header, the
+/// vocabularies' sorted orders).
+pub const VERSION: u16 = 2;
+/// Most entries a tensor table can need: weights, quantization data and bias of every
+/// layer.
+pub const MAX_TENSORS: usize = 3 * MAX_SPECS;
 /// Alignment of every section and tensor, in bytes.
 pub const ALIGN: usize = 8;
 /// Size of the fixed header.
@@ -49,7 +71,8 @@ pub struct RawHeader {
     pub vocab: [u32; 2],
     pub table: [u32; 2],
     pub data: [u32; 2],
-    pub reserved: [u32; 5],
+    pub biases: [u32; 2],
+    pub reserved: [u32; 3],
 }
 
 /// One entry of the tensor table as stored.
@@ -355,6 +378,72 @@ static CRC_TABLE: [u32; 256] = {
     t
 };
 
+/// What a precision stores for each dense layer, taken from the kernels' types (the
+/// one definition): element types per slot, weight planes, quantization data per row.
+#[derive(Clone, Copy)]
+struct Rules {
+    weight: Option<DType>,
+    row_q: Option<DType>,
+    bias: Option<DType>,
+    max_planes: usize,
+    row_q_len: fn(usize, usize) -> usize,
+    row_q_valid: fn(&[u8]) -> bool,
+}
+
+impl Rules {
+    fn of(kind: PrecisionKind) -> Rules {
+        match kind {
+            PrecisionKind::F32 => Self::for_precision::<s2s_kernels::F32>(),
+            PrecisionKind::W8F32 => Self::for_precision::<s2s_kernels::W8F32>(),
+            PrecisionKind::W8A16 => Self::for_precision::<s2s_kernels::W8A16>(),
+        }
+    }
+
+    fn for_precision<P: ModelPrecision>() -> Rules {
+        Rules {
+            weight: <P::Weight as Stored>::DTYPE,
+            row_q: <P::RowQ as Stored>::DTYPE,
+            bias: <P::Bias as Stored>::DTYPE,
+            max_planes: P::MAX_PLANES,
+            row_q_len: P::row_q_len,
+            row_q_valid: |bytes| {
+                let size = core::mem::size_of::<P::RowQ>();
+                size == 0
+                    || bytes
+                        .chunks_exact(size)
+                        .all(|c| P::row_q_valid(&bytemuck::pod_read_unaligned(c)))
+            },
+        }
+    }
+
+    /// The element type of `slot` of a layer, `None` when the precision stores none.
+    fn dtype(&self, slot: Slot) -> Option<DType> {
+        match slot {
+            Slot::Weight => self.weight,
+            Slot::RowQ => self.row_q,
+            Slot::Bias => self.bias,
+        }
+    }
+}
+
+/// `n` rounded up to [`ALIGN`], `None` on overflow.
+fn align_up(n: usize) -> Option<usize> {
+    Some(n.checked_add(ALIGN - 1)? / ALIGN * ALIGN)
+}
+
+/// The bias mask of a header: bit `i` set when layer `i` has a bias.
+fn bias_mask(h: &RawHeader) -> u64 {
+    h.biases[0] as u64 | (h.biases[1] as u64) << 32
+}
+
+/// The header's two words for a bias mask.
+#[cfg(feature = "alloc")]
+pub(crate) fn bias_words(mask: u64) -> [u32; 2] {
+    [mask as u32, (mask >> 32) as u32]
+}
+
+const _: () = assert!(MAX_SPECS <= 64, "the bias mask has 64 bits");
+
 /// A parsed, checked model file borrowing its bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct ModelFile<'a> {
@@ -374,9 +463,9 @@ fn read_u32(b: &[u8], at: usize) -> u32 {
 }
 
 impl<'a> ModelFile<'a> {
-    /// Parses and checks a model file: magic, version, length, CRC, sections, the
-    /// description, the vocabularies and every tensor's place, type and size. Bytes
-    /// after the file's stated length are ignored (a flash region may be larger).
+    /// Parses and checks a model file (see the [module docs](self) for everything it
+    /// checks). Bytes after the file's stated length are ignored (a flash region may be
+    /// larger). Float values are not scanned: see [`ModelFile::check_finite`].
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
         Self::parse_inner(bytes, true)
     }
@@ -392,6 +481,16 @@ impl<'a> ModelFile<'a> {
         if bytes.len() < 4 || bytes[..4] != MAGIC {
             return Err(Error::BadMagic);
         }
+        // The version first: a file of another version may have another layout.
+        if let [_, _, _, _, lo, hi, ..] = *bytes {
+            let found = u16::from_le_bytes([lo, hi]);
+            if found != VERSION {
+                return Err(Error::UnsupportedVersion {
+                    found,
+                    supported: VERSION,
+                });
+            }
+        }
         if bytes.len() < HEADER_LEN + 4 {
             return Err(Error::Truncated {
                 needed: HEADER_LEN + 4,
@@ -399,58 +498,63 @@ impl<'a> ModelFile<'a> {
             });
         }
         let h: RawHeader = bytemuck::pod_read_unaligned(&bytes[..HEADER_LEN]);
-        if h.version != VERSION {
-            return Err(Error::UnsupportedVersion(h.version));
-        }
         let len = h.file_len as usize;
+        if len < HEADER_LEN + 4 {
+            return Err(Error::FileLength(h.file_len));
+        }
         if len > bytes.len() {
             return Err(Error::Truncated {
                 needed: len,
                 len: bytes.len(),
             });
         }
-        if len < HEADER_LEN + 4 {
-            return Err(Error::BadSection("file length"));
-        }
         let bytes = &bytes[..len];
+        let end = len - 4;
         if check_crc {
-            let stored = read_u32(bytes, len - 4);
-            let computed = crc32(&bytes[..len - 4]);
+            let stored = read_u32(bytes, end);
+            let computed = crc32(&bytes[..end]);
             if stored != computed {
                 return Err(Error::CrcMismatch { stored, computed });
             }
         }
         let precision =
             PrecisionKind::from_id(h.precision).ok_or(Error::UnknownPrecision(h.precision))?;
-        let section = |what: &'static str, [off, n]: [u32; 2]| -> Result<&'a [u8], Error> {
-            let (off, n) = (off as usize, n as usize);
-            if off < HEADER_LEN
-                || off % ALIGN != 0
-                || off.checked_add(n).is_none_or(|e| e > len - 4)
-            {
-                return Err(Error::BadSection(what));
+        if h.reserved0 != 0 || h.reserved != [0; 3] {
+            return Err(Error::ReservedNotZero);
+        }
+
+        // The sections, in order, each at the first aligned offset after the previous.
+        let mut at = HEADER_LEN;
+        let mut section = |what: &'static str, off: u32, n: usize| -> Result<&'a [u8], Error> {
+            let off = off as usize;
+            if Some(off) != align_up(at) {
+                return Err(Error::SectionMisplaced(what));
             }
-            Ok(&bytes[off..off + n])
+            let stop = off
+                .checked_add(n)
+                .filter(|&e| e <= end)
+                .ok_or(Error::SectionOutOfFile(what))?;
+            zero_padding(&bytes[at..off])?;
+            at = stop;
+            Ok(&bytes[off..stop])
         };
-        let desc_bytes = section("description", h.desc)?;
+        let desc_bytes = section("description", h.desc[0], h.desc[1] as usize)?;
         if desc_bytes.len() != core::mem::size_of::<RawDesc>() {
-            return Err(Error::BadSection("description length"));
+            return Err(Error::SectionLength("description"));
         }
         let desc = ModelDesc::from_raw(&bytemuck::pod_read_unaligned(desc_bytes))?;
-        let (src, tgt, separator) = Vocab::parse_section(
-            section("vocabularies", h.vocab)?,
-            desc.src_vocab,
-            desc.tgt_vocab,
-        )?;
-        let (table_off, count) = (h.table[0], h.table[1] as usize);
-        let table = section(
-            "tensor table",
-            [
-                table_off,
-                (count * core::mem::size_of::<RawTensor>()) as u32,
-            ],
-        )?;
-        let data = section("tensor data", h.data)?;
+        let vocab = section("vocabularies", h.vocab[0], h.vocab[1] as usize)?;
+        let (src, tgt, separator) = Vocab::parse_section(vocab, desc.src_vocab, desc.tgt_vocab)?;
+        let count = h.table[1];
+        if count as usize > MAX_TENSORS {
+            return Err(Error::TooManyTensors(count));
+        }
+        let entry_size = core::mem::size_of::<RawTensor>();
+        let table = section("tensor table", h.table[0], count as usize * entry_size)?;
+        let data = section("tensor data", h.data[0], h.data[1] as usize)?;
+        if at != end {
+            return Err(Error::SectionLength("tensor data"));
+        }
         let file = ModelFile {
             bytes,
             precision,
@@ -460,57 +564,169 @@ impl<'a> ModelFile<'a> {
             tgt,
             separator,
         };
-        let data_range = h.data[0] as usize..h.data[0] as usize + data.len();
-        for i in 0..count {
-            let t = file.entry(i)?;
-            if t.offset % ALIGN != 0
-                || t.offset < data_range.start
-                || t.offset + t.len > data_range.end
-            {
-                return Err(Error::BadTensor {
-                    id: t.id.to_u32(),
-                    reason: "data outside the data section or misaligned",
-                });
-            }
-            for j in 0..i {
-                if file.entry(j)?.id == t.id {
-                    return Err(Error::DuplicateTensor(t.id.to_u32()));
-                }
-            }
-        }
+        file.check_tensors(bias_mask(&h), h.data[0] as usize, data.len())?;
         Ok(file)
     }
 
-    /// Entry `i` of the tensor table, checked.
-    fn entry(&self, i: usize) -> Result<TensorInfo, Error> {
-        let size = core::mem::size_of::<RawTensor>();
-        let r: RawTensor = bytemuck::pod_read_unaligned(&self.table[i * size..(i + 1) * size]);
-        let id = TensorId::from_u32(r.id).ok_or(Error::BadTensor {
-            id: r.id,
-            reason: "unknown tensor id",
-        })?;
-        let dtype = DType::from_code(r.dtype).ok_or(Error::BadTensor {
-            id: r.id,
-            reason: "unknown element type",
-        })?;
-        let (rows, cols) = (r.rows as usize, r.cols as usize);
-        let expect = rows
-            .checked_mul(cols)
-            .and_then(|n| n.checked_mul(dtype.size()));
-        if expect != Some(r.len as usize) {
-            return Err(Error::BadTensor {
-                id: r.id,
-                reason: "length differs from rows x cols x element size",
-            });
+    /// Checks the tensor table against the description and the data section.
+    fn check_tensors(&self, biases: u64, data_off: usize, data_len: usize) -> Result<(), Error> {
+        let rules = Rules::of(self.precision);
+        let d = &self.desc;
+        // The bias mask: only layers that exist and are not embeddings.
+        let mut layers = 0;
+        let mut mask_ok = true;
+        d.for_each_layer(|s| {
+            layers += 1;
+            mask_ok &= !(s.is_embedding() && biases >> s.index & 1 == 1);
+        });
+        if !mask_ok || (layers < 64 && biases >> layers != 0) {
+            return Err(Error::BiasMask);
         }
-        Ok(TensorInfo {
-            id,
-            dtype,
-            rows,
-            cols,
+
+        // Each entry on its own: a tensor of this model, once, of the right type, length
+        // and shape, at its place in the data section.
+        let data_end = data_off + data_len;
+        let mut next = data_off;
+        for i in 0..self.tensor_count() {
+            let r = self.raw(i);
+            let id = TensorId::from_u32(r.id).ok_or(Error::UnknownTensor(r.id))?;
+            let spec = d
+                .layer_spec(id.role, id.layer as usize, id.dir as usize)
+                .ok_or(Error::UnknownTensor(r.id))?;
+            let has_bias = biases >> spec.index & 1 == 1;
+            let want = match id.slot {
+                Slot::Bias if !has_bias => None,
+                slot => rules.dtype(slot),
+            }
+            .ok_or(Error::UnknownTensor(r.id))?;
+            if (0..i).any(|j| self.raw(j).id == r.id) {
+                return Err(Error::DuplicateTensor(r.id));
+            }
+            let dtype = DType::from_code(r.dtype).ok_or(Error::UnknownDType {
+                id: r.id,
+                code: r.dtype,
+            })?;
+            if dtype != want {
+                return Err(Error::TensorType {
+                    id: r.id,
+                    found: dtype,
+                });
+            }
+            let (rows, cols) = (r.rows as usize, r.cols as usize);
+            let len = rows
+                .checked_mul(cols)
+                .and_then(|n| n.checked_mul(dtype.size()));
+            if len != Some(r.len as usize) {
+                return Err(Error::TensorLength(r.id));
+            }
+            let shape_ok = match id.slot {
+                Slot::Weight => {
+                    rows == spec.rows
+                        && cols.checked_rem(spec.cols) == Some(0)
+                        && (1..=rules.max_planes).contains(&(cols / spec.cols))
+                }
+                // Checked against the weight's planes below.
+                Slot::RowQ => rows == spec.rows,
+                Slot::Bias => (rows, cols) == (spec.rows, 1),
+            };
+            if !shape_ok {
+                let expected_cols = if id.slot == Slot::Bias { 1 } else { spec.cols };
+                return Err(Error::TensorShape {
+                    id: r.id,
+                    expected: (spec.rows, expected_cols),
+                    found: (rows, cols),
+                });
+            }
+            let off = r.offset as usize;
+            if Some(off) != align_up(next) {
+                return Err(Error::TensorMisplaced(r.id));
+            }
+            let stop = off
+                .checked_add(r.len as usize)
+                .filter(|&e| e <= data_end)
+                .ok_or(Error::TensorOutsideData(r.id))?;
+            zero_padding(&self.bytes[next..off])?;
+            next = stop;
+        }
+        if next != data_end {
+            return Err(Error::TrailingData);
+        }
+
+        // Every tensor the description calls for is there; quantization data fits its
+        // weight's planes and is in range.
+        let mut result = Ok(());
+        d.for_each_layer(|s| {
+            if result.is_ok() {
+                result = self.check_layer(&rules, &s, biases >> s.index & 1 == 1);
+            }
+        });
+        result
+    }
+
+    /// The tensors of one layer: present, and its quantization data consistent.
+    fn check_layer(&self, rules: &Rules, s: &LayerSpec, has_bias: bool) -> Result<(), Error> {
+        let id = |slot| TensorId::new(s.role, s.layer, s.dir, slot);
+        let w = self
+            .find(id(Slot::Weight))
+            .ok_or(Error::MissingTensor(id(Slot::Weight).to_u32()))?;
+        if rules.row_q.is_some() {
+            let q_id = id(Slot::RowQ);
+            let q = self.find(q_id).ok_or(Error::MissingTensor(q_id.to_u32()))?;
+            // The weight's shape was checked: `s.cols` divides its columns.
+            let planes = w.cols.checked_div(s.cols).unwrap_or(0);
+            let per_row = (rules.row_q_len)(1, s.parts) * planes;
+            if q.cols != per_row {
+                return Err(Error::TensorShape {
+                    id: q_id.to_u32(),
+                    expected: (s.rows, per_row),
+                    found: (q.rows, q.cols),
+                });
+            }
+            if !(rules.row_q_valid)(&self.bytes[q.offset..q.offset + q.len]) {
+                return Err(Error::BadRowQ(q_id.to_u32()));
+            }
+        }
+        if has_bias && self.find(id(Slot::Bias)).is_none() {
+            return Err(Error::MissingTensor(id(Slot::Bias).to_u32()));
+        }
+        Ok(())
+    }
+
+    /// Entry `i` of the tensor table as stored (`i` below [`ModelFile::tensor_count`]).
+    fn raw(&self, i: usize) -> RawTensor {
+        let size = core::mem::size_of::<RawTensor>();
+        bytemuck::pod_read_unaligned(&self.table[i * size..(i + 1) * size])
+    }
+
+    /// Entry `i` of the tensor table (checked by `parse`).
+    fn entry(&self, i: usize) -> Option<TensorInfo> {
+        let r = self.raw(i);
+        Some(TensorInfo {
+            id: TensorId::from_u32(r.id)?,
+            dtype: DType::from_code(r.dtype)?,
+            rows: r.rows as usize,
+            cols: r.cols as usize,
             offset: r.offset as usize,
             len: r.len as usize,
         })
+    }
+
+    /// Checks that every float weight, bias and scale is finite ([`Error::NonFinite`]
+    /// names the first tensor that is not). [`ModelFile::parse`] does not scan values;
+    /// the host tools and the writer run this after it, the firmware does not (it
+    /// would read every weight at boot, and a non-finite weight cannot make the
+    /// decoder fault: it only gives wrong outputs).
+    pub fn check_finite(&self) -> Result<(), Error> {
+        for t in self.tensors().filter(|t| t.dtype == DType::F32) {
+            let bytes = &self.bytes[t.offset..t.offset + t.len];
+            let finite = bytes
+                .chunks_exact(4)
+                .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite());
+            if !finite {
+                return Err(Error::NonFinite(t.id.to_u32()));
+            }
+        }
+        Ok(())
     }
 
     /// The file's bytes (up to its stated length).
@@ -544,7 +760,7 @@ impl<'a> ModelFile<'a> {
     /// Every tensor's table entry.
     pub fn tensors(&self) -> impl Iterator<Item = TensorInfo> + '_ {
         // Entries were all checked by `parse`.
-        (0..self.tensor_count()).filter_map(|i| self.entry(i).ok())
+        (0..self.tensor_count()).filter_map(|i| self.entry(i))
     }
     /// The entry of tensor `id`, if present.
     pub fn find(&self, id: TensorId) -> Option<TensorInfo> {
@@ -571,12 +787,10 @@ impl<'a> ModelFile<'a> {
     /// Parameters of the model: the weights of every layer the description calls for
     /// (once, however many planes store them) and every bias.
     pub fn parameters(&self) -> usize {
-        let weights: usize = self
-            .desc
-            .layer_specs()
-            .iter()
-            .map(|s| s.rows * s.cols)
-            .sum();
+        // Without the list of layers: the firmware calls this with its session on the
+        // stack.
+        let mut weights = 0;
+        self.desc.for_each_layer(|s| weights += s.rows * s.cols);
         let biases: usize = self
             .tensors()
             .filter(|t| t.id.slot == Slot::Bias)
@@ -588,5 +802,14 @@ impl<'a> ModelFile<'a> {
     /// Bytes of tensor data (all tensors).
     pub fn tensor_bytes(&self) -> usize {
         self.tensors().map(|t| t.len).sum()
+    }
+}
+
+/// Checks that padding bytes are zero.
+fn zero_padding(pad: &[u8]) -> Result<(), Error> {
+    if pad.iter().all(|&b| b == 0) {
+        Ok(())
+    } else {
+        Err(Error::PaddingNotZero)
     }
 }

@@ -5,7 +5,7 @@ use heapless::Vec as HVec;
 use rnn_core::{GruCell, GruLayer};
 use s2s_kernels::{Fmt, Linear, Precision};
 
-use crate::desc::{Init, LayerSpec, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
+use crate::desc::{Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, Stored, TensorId};
 use crate::vocab::Vocab;
 use crate::Error;
@@ -56,83 +56,42 @@ struct Reader<'f, 'a> {
 }
 
 impl<'a> Reader<'_, 'a> {
-    /// The layer `role`/`layer`/`dir` as the description specifies it.
+    /// The layer `role`/`layer`/`dir` as the description specifies it. The parser has
+    /// checked every tensor's presence, type, shape and quantization data; what is
+    /// left is reading them as `P`'s types (and their alignment in memory).
     fn linear<P: ModelPrecision>(
         &self,
         role: Role,
         layer: usize,
         dir: usize,
     ) -> Result<Linear<'a, P>, Error> {
+        let id = |slot| TensorId::new(role, layer, dir, slot);
+        let missing = |slot| Error::MissingTensor(id(slot).to_u32());
         let spec = self
             .file
             .desc()
             .layer_spec(role, layer, dir)
-            .ok_or(Error::BadDescription("layer not in this model"))?;
-        let LayerSpec {
-            rows, cols, parts, ..
-        } = spec;
-        let id = |slot| TensorId::new(role, layer, dir, slot);
-        let shape = |slot, r: usize, c: usize, found: (usize, usize)| {
-            if (r, c) == found {
-                Ok(())
-            } else {
-                Err(Error::TensorShape {
-                    id: id(slot).to_u32(),
-                    expected: (r, c),
-                    found,
-                })
-            }
-        };
-        let (t, w) = self
+            .ok_or(missing(Slot::Weight))?;
+        let (_, w) = self
             .file
             .data::<P::Weight>(id(Slot::Weight))?
-            .ok_or(Error::MissingTensor(id(Slot::Weight).to_u32()))?;
-        // A quantized layer may store several weight planes side by side in each row.
-        let planes = (t.cols / cols.max(1)).clamp(1, P::MAX_PLANES);
-        shape(Slot::Weight, rows, cols * planes, (t.rows, t.cols))?;
-        let q_per_row = P::row_q_len(1, parts) * planes;
-        let q: &'a [P::RowQ] = if q_per_row == 0 {
-            if self.file.find(id(Slot::RowQ)).is_some() {
-                return Err(Error::BadTensor {
-                    id: id(Slot::RowQ).to_u32(),
-                    reason: "quantization data in a float model",
-                });
-            }
+            .ok_or(missing(Slot::Weight))?;
+        let q: &'a [P::RowQ] = if P::row_q_len(1, spec.parts) == 0 {
             &[]
         } else {
-            let (t, q) = self
-                .file
+            self.file
                 .data::<P::RowQ>(id(Slot::RowQ))?
-                .ok_or(Error::MissingTensor(id(Slot::RowQ).to_u32()))?;
-            shape(Slot::RowQ, rows, q_per_row, (t.rows, t.cols))?;
-            if !q.iter().all(P::row_q_valid) {
-                return Err(Error::BadTensor {
-                    id: id(Slot::RowQ).to_u32(),
-                    reason: "quantization data out of range",
-                });
-            }
-            q
+                .ok_or(missing(Slot::RowQ))?
+                .1
         };
-        let bias = match self.file.data::<P::Bias>(id(Slot::Bias))? {
-            Some(_) if spec.is_embedding() => {
-                return Err(Error::BadTensor {
-                    id: id(Slot::Bias).to_u32(),
-                    reason: "an embedding has no bias",
-                })
-            }
-            Some((t, b)) => {
-                shape(Slot::Bias, rows, 1, (t.rows, t.cols))?;
-                Some(b)
-            }
-            None => None,
-        };
-        Ok(Linear::new(rows, cols, parts, w, q, bias)?)
+        let bias = self.file.data::<P::Bias>(id(Slot::Bias))?.map(|(_, b)| b);
+        Ok(Linear::new(spec.rows, spec.cols, spec.parts, w, q, bias)?)
     }
 }
 
 impl<'a, P: ModelPrecision> Net<'a, P> {
-    /// Binds every layer the description calls for, checking each tensor's presence,
-    /// element type and shape.
+    /// Binds every layer the description calls for to typed views of its tensors (which
+    /// [`ModelFile::parse`] has checked), for precision `P`.
     pub fn bind(file: &ModelFile<'a>) -> Result<Self, Error> {
         if file.precision() != P::KIND {
             return Err(Error::PrecisionMismatch {
@@ -156,7 +115,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             let layer = GruLayer::new(cell(0)?, bwd)?;
             encoder
                 .push(layer)
-                .map_err(|_| Error::BadDescription("layers"))?;
+                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
         }
 
         let memory_proj = match d.memory_proj {
@@ -204,7 +163,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
                 let b = r.linear(Role::Bridge, l, 0)?;
                 bridge
                     .push(b)
-                    .map_err(|_| Error::BadDescription("layers"))?;
+                    .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
             }
         }
 
@@ -214,7 +173,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             let w_hh = r.linear(Role::DecWhh, l, 0)?;
             decoder
                 .push(GruCell::new(w_ih, w_hh, d.dec_reset)?)
-                .map_err(|_| Error::BadDescription("layers"))?;
+                .map_err(|_| Error::Inconsistent("layers: at most 4 per stack"))?;
         }
 
         let attentional = match d.attentional {

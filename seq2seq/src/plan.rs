@@ -102,9 +102,13 @@ pub struct Plan {
 impl Plan {
     /// The plan of a model at precision `P` for sources of up to `positions` tokens
     /// (after the end token and padding are added; a model padded to a fixed length
-    /// needs at least that many).
+    /// needs at least that many). Sizes saturate at `usize::MAX` instead of wrapping
+    /// (a 32-bit target planning a huge model gets a workspace no arena holds, and
+    /// [`crate::Runner::new`] says so).
     pub fn new<P: Precision>(d: &ModelDesc, positions: usize) -> Plan {
         let t = positions;
+        // `t` times a size, saturating.
+        let per = |n: usize| t.saturating_mul(n);
         let att = d.has_attention();
         let additive = att && d.score == ScoreKind::Additive;
         let a = if additive { d.attn_dim } else { 0 };
@@ -126,16 +130,14 @@ impl Plan {
         let len_of = |b: Buf| -> (usize, usize) {
             match b {
                 Buf::SrcIds => (t, 2),
-                Buf::EncA => (t * d.enc_output(), act),
-                Buf::EncB => ((d.enc_layers > 1) as usize * t * d.enc_output(), act),
+                Buf::EncA => (per(d.enc_output()), act),
+                Buf::EncB => ((d.enc_layers > 1) as usize * per(d.enc_output()), act),
                 // A projection no wider than the encoder output is written in place.
                 Buf::Memory => (
-                    d.memory_proj
-                        .filter(|&m| m > d.enc_output())
-                        .map_or(0, |m| t * m),
+                    d.memory_proj.filter(|&m| m > d.enc_output()).map_or(0, per),
                     act,
                 ),
-                Buf::Keys => (d.keys_stored() as usize * t * d.key_dim(), act),
+                Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
                 Buf::EncLast => (d.enc_layers * d.enc_output(), act),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
                 Buf::GruAct => (h, act),
@@ -165,17 +167,19 @@ impl Plan {
 
     /// 32-bit words of buffer `i`.
     pub fn words(&self, i: usize) -> usize {
-        (self.len[i] * self.elem[i]).div_ceil(4)
+        self.len[i].saturating_mul(self.elem[i]).div_ceil(4)
     }
 
     /// Bytes of buffer `b`, rounded up to whole words.
     pub fn bytes_of(&self, b: Buf) -> usize {
-        self.words(b as usize) * 4
+        self.words(b as usize).saturating_mul(4)
     }
 
     /// Bytes of the whole workspace: exactly what [`crate::Runner::new`] takes from the
     /// arena.
     pub fn bytes(&self) -> usize {
-        (0..BUFS).map(|i| self.words(i) * 4).sum()
+        (0..BUFS).fold(0, |sum, i| {
+            sum.saturating_add(self.words(i).saturating_mul(4))
+        })
     }
 }

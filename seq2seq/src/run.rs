@@ -151,11 +151,10 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             });
         }
         let plan = Plan::new::<P>(d, positions);
-        if arena.len() * 4 < L * plan.bytes() {
-            return Err(Error::ArenaTooSmall {
-                needed: L * plan.bytes(),
-                available: arena.len() * 4,
-            });
+        let needed = plan.bytes().saturating_mul(L);
+        let available = arena.len().saturating_mul(4);
+        if available < needed {
+            return Err(Error::ArenaTooSmall { needed, available });
         }
         let mut rest = arena;
         let lanes = core::array::from_fn(|_| {

@@ -88,6 +88,22 @@ fn model_file_with_one_corrupted_byte() {
     assert_one_error(&s2s(&[&"run", &model], "abc\n"), &[&path, "CRC"]);
 }
 
+/// `s2s import --config config --weights weights -o out`.
+fn import(config: &Path, weights: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
 /// Runs `s2s import` of the example configuration with changed tensors into `dir` and
 /// checks that no output was written.
 fn import_with(dir: &Path, change: impl FnOnce(&mut Vec<Tensor>)) -> Output {
@@ -96,18 +112,7 @@ fn import_with(dir: &Path, change: impl FnOnce(&mut Vec<Tensor>)) -> Output {
     let weights = dir.join("weights.safetensors");
     pytorch::write_safetensors(&weights, &tensors);
     let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &pytorch::config(),
-            &"--weights",
-            &weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&pytorch::config(), &weights, &out);
     assert!(!out.exists(), "{} was written", out.display());
     assert_only(dir, &["weights.safetensors"]);
     r
@@ -156,18 +161,7 @@ fn config_with_an_unknown_variant() {
     std::fs::write(&config, bad).unwrap();
     let (weights, _) = example();
     let out = dir.join("model.s2s");
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            weights,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = import(&config, weights, &out);
     let at = format!("{}:{reset_line}:", config.display());
     let line = assert_one_error(&r, &[&at, "sideways"]);
     eprintln!("{line}");
@@ -248,4 +242,160 @@ fn calibration_with_nothing_usable() {
     );
     assert_one_error(&r, &[&path, "none of the 3 calibration lines is usable"]);
     assert_only(&dir, &["empty.txt", "foreign.txt"]);
+}
+
+// ------------------------------------------- CRC-valid but inconsistent model files
+
+/// Model `source` (in target/models) changed by `damage`, with its CRC recomputed, as
+/// `dir/name`: only the parser's structural checks stand between it and the decoder.
+fn consistent_crc(
+    dir: &Path,
+    source: &str,
+    name: &str,
+    damage: impl FnOnce(&mut Vec<u8>),
+) -> PathBuf {
+    use seq2seq::format::{crc32, RawHeader, HEADER_LEN};
+    let mut b = std::fs::read(model_file(source)).expect("reading the model");
+    damage(&mut b);
+    let h: RawHeader = bytemuck::pod_read_unaligned(&b[..HEADER_LEN]);
+    let len = h.file_len as usize;
+    let crc = crc32(&b[..len - 4]);
+    b[len - 4..len].copy_from_slice(&crc.to_le_bytes());
+    let p = dir.join(name);
+    std::fs::write(&p, b).expect("writing the damaged model");
+    p
+}
+
+/// Reads, changes and writes back the header of model bytes.
+fn edit_header(b: &mut [u8], f: impl FnOnce(&mut seq2seq::format::RawHeader)) {
+    use seq2seq::format::{RawHeader, HEADER_LEN};
+    let mut h: RawHeader = bytemuck::pod_read_unaligned(&b[..HEADER_LEN]);
+    f(&mut h);
+    b[..HEADER_LEN].copy_from_slice(bytemuck::bytes_of(&h));
+}
+
+/// The byte offset of a description field (`index`-th u32 of the stored record).
+fn desc_word(b: &[u8], index: usize) -> usize {
+    let h: seq2seq::format::RawHeader =
+        bytemuck::pod_read_unaligned(&b[..seq2seq::format::HEADER_LEN]);
+    h.desc[0] as usize + 4 * index
+}
+
+/// Issue 10, items 1 and 2: every command that reads a model refuses these with one
+/// error line naming the file and the fault, a non-zero exit, never exit 101.
+#[test]
+fn crc_valid_inconsistent_model_files() {
+    let dir = scratch_dir("inconsistent");
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let set_u32 = |at: fn(&[u8]) -> usize, v: u32| -> Damage {
+        Box::new(move |b: &mut Vec<u8>| {
+            let at = at(b);
+            b[at..at + 4].copy_from_slice(&v.to_le_bytes())
+        })
+    };
+    let cases: Vec<(&str, Damage, &str)> = vec![
+        (
+            "count",
+            Box::new(|b| edit_header(b, |h| h.table[1] = 178_956_971)),
+            "the tensor table has 178956971 entries",
+        ),
+        (
+            "count2",
+            Box::new(|b| edit_header(b, |h| h.table[1] = 2_147_483_648)),
+            "the tensor table has 2147483648 entries",
+        ),
+        (
+            "drop-entry",
+            Box::new(|b| edit_header(b, |h| h.table[1] -= 1)),
+            "tensor data section is not where the layout puts it",
+        ),
+        (
+            "no-bias",
+            // The output layer's bit of the bias mask cleared: its bias is not part
+            // of the model any more.
+            Box::new(|b| edit_header(b, |h| h.biases = [0, 0])),
+            "is not part of this model",
+        ),
+        (
+            "reserved",
+            Box::new(|b| edit_header(b, |h| h.reserved[1] = 1)),
+            "reserved header field not zero",
+        ),
+        // RawDesc: enc_reset is field 7, attn_dim 11 (netra has attention: use g2p-en
+        // below for attn_dim).
+        ("reset", set_u32(|b| desc_word(b, 7), 65_536), "enc_reset"),
+        ("ordering", set_u32(|b| desc_word(b, 9), 0x100), "ordering"),
+    ];
+    for (name, damage, needle) in cases {
+        let model = consistent_crc(&dir, "netra.s2s", &format!("{name}.s2s"), damage);
+        let path = model.display().to_string();
+        for args in [
+            &[&"inspect" as &dyn AsRef<std::ffi::OsStr>, &model][..],
+            &[&"run", &model],
+        ] {
+            let r = s2s(args, "abc\n");
+            assert_ne!(r.status.code(), Some(101), "{name}: a panic");
+            assert_one_error(&r, &[&path, needle]);
+        }
+    }
+    // attn_dim on a model without attention: g2p-en.
+    let attn = consistent_crc(&dir, "g2p-en.s2s", "attn.s2s", |b| {
+        let at = desc_word(b, 11);
+        b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    });
+    assert_one_error(&s2s(&[&"run", &attn], "abc\n"), &["attn_dim"]);
+    // NaN weights: accepted by the parser (the firmware skips the scan), refused by
+    // the host's.
+    let nan = consistent_crc(&dir, "g2p-en.s2s", "nan.s2s", |b| {
+        let h: seq2seq::format::RawHeader =
+            bytemuck::pod_read_unaligned(&b[..seq2seq::format::HEADER_LEN]);
+        let at = h.data[0] as usize;
+        b[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    });
+    assert_one_error(&s2s(&[&"run", &nan], "abc\n"), &["non-finite"]);
+}
+
+/// A model file of another format version: one line naming both versions and the
+/// command that re-creates it.
+#[test]
+fn model_file_of_another_version() {
+    let dir = scratch_dir("version");
+    let model = consistent_crc(&dir, "netra.s2s", "v1.s2s", |b| {
+        b[4..6].copy_from_slice(&1u16.to_le_bytes())
+    });
+    let path = model.display().to_string();
+    let v = seq2seq::format::VERSION.to_string();
+    for cmd in ["inspect", "run"] {
+        assert_one_error(
+            &s2s(&[&cmd, &model], "abc\n"),
+            &[
+                &path,
+                "version 1",
+                &format!("version {v}"),
+                "s2s import",
+                "s2s quantize",
+                "s2s train",
+            ],
+        );
+    }
+}
+
+/// Issue 10, item 3: a size beyond 32 bits in a configuration is an error naming the
+/// key, not a model with the size modulo 2^32.
+#[test]
+fn config_size_beyond_32_bits() {
+    let dir = scratch_dir("config-wrap");
+    let text = std::fs::read_to_string(pytorch::config()).unwrap();
+    let at = text
+        .find("max_steps = ")
+        .expect("the example has max_steps");
+    let end = at + text[at..].find('\n').unwrap();
+    let bad = format!("{}max_steps = 4294967327{}", &text[..at], &text[end..]);
+    let config = dir.join("wrap.toml");
+    std::fs::write(&config, bad).unwrap();
+    let (weights, _) = example();
+    let out = dir.join("model.s2s");
+    let r = import(&config, weights, &out);
+    assert_one_error(&r, &["target.max_steps = 4294967327", "too large"]);
+    assert_only(&dir, &["wrap.toml"]);
 }

@@ -152,9 +152,9 @@ fn small_desc() -> ModelDesc {
         memory_proj: None,
         ordering: Ordering::None,
         score: ScoreKind::Additive,
-        attn_dim: 5,
-        attn_query_proj: true,
-        attn_key_proj: true,
+        attn_dim: 0,
+        attn_query_proj: false,
+        attn_key_proj: false,
         mask_padding: false,
         src_pad_to: 0,
         init: Init::Zeros,
@@ -231,7 +231,7 @@ fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) ->
             }
         }
     }
-    let bytes = b.to_bytes();
+    let bytes = b.to_bytes().expect("a valid model");
     let path = dir.join(name);
     // The host accepts it: whatever the firmware says is about the board, not the file.
     host_tools::model::LoadedModel::from_bytes(&path, &bytes).expect("a valid model file");
@@ -329,6 +329,8 @@ fn a_model_beyond_the_arena_is_refused() {
     d.memory_proj = Some(400);
     d.ordering = Ordering::Luong;
     d.attn_dim = 8;
+    d.attn_query_proj = true;
+    d.attn_key_proj = true;
     d.out_parts[1] = Some(Part::Context);
     let wide = synthetic(&dir, "wide-memory-w8a16.s2s", &d, PrecisionKind::W8A16);
     let line = refused(board("lm3s6965evb"), Some(&wide), "workspace needs ");

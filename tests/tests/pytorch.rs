@@ -197,7 +197,8 @@ fn pytorch_tutorial_model_decodes_like_the_f64_reference() {
     assert_eq!(read.len(), tensors.len());
     let bytes = host_tools::import::import(&cfg, &read)
         .expect("import")
-        .to_bytes();
+        .to_bytes()
+        .expect("a valid model");
     assert_eq!(
         std::fs::read(&model_path).expect("model file"),
         bytes,

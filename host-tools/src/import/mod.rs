@@ -10,7 +10,7 @@ use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::LayerSpec;
 use seq2seq::format::{DType, Slot, TensorId};
 
-use crate::error::{Place, Result};
+use crate::error::{Error, Place, Result};
 use crate::formats::{read_weights, Tensor};
 use crate::import::config::Config;
 use crate::io::write_atomic;
@@ -124,7 +124,7 @@ pub fn import_file(config: &Path, weights: &Path, output: &Path) -> Result<(usiz
     let cfg = Config::load(config)?;
     let tensors = read_weights(weights)?;
     let builder = import(&cfg, &tensors)?;
-    let bytes = builder.to_bytes();
+    let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
     Ok((bytes.len(), builder.tensors.len()))

@@ -43,7 +43,11 @@ impl LoadedModel {
             words: seq2seq::builder::aligned(bytes),
             len: bytes.len(),
         };
-        ModelFile::parse(m.bytes()).map_err(Error::model(path))?;
+        // The host also refuses non-finite weights and scales (the firmware skips that
+        // scan).
+        ModelFile::parse(m.bytes())
+            .and_then(|f| f.check_finite())
+            .map_err(Error::model(path))?;
         m.with_net(|_| Ok(()))?;
         Ok(m)
     }

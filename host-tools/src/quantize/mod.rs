@@ -234,7 +234,7 @@ pub fn quantize_file(
         (Scheme::W8f32, None) => None,
     };
     let (builder, mut report) = quantize(&m, scheme, planes, calibration.as_ref())?;
-    let bytes = builder.to_bytes();
+    let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
     let _ = writeln!(

@@ -149,7 +149,8 @@ fn with_weights(m: &LoadedModel, layers: &[QuantLayer], planes: &[usize]) -> Res
             b.tensor(id, DType::F32, s.rows, s.cols, &l.dequantized(p));
         }
     }
-    LoadedModel::from_bytes(&m.path, &b.to_bytes())
+    let bytes = b.to_bytes().map_err(Error::model(&m.path))?;
+    LoadedModel::from_bytes(&m.path, &bytes)
 }
 
 /// Percentage of `lines` on which `m` gives the same output ids as `reference`.

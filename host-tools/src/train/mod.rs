@@ -272,7 +272,10 @@ pub fn train_file(
         let params = Params::init(&desc, &mut rng, &Device::Cpu)?;
         let (src_vocab, tgt_vocab) = (&cfg.source.tokens, &cfg.target.tokens);
         let sep = &cfg.target.separator;
-        let skeleton = params.to_builder(desc, src_vocab, tgt_vocab, sep)?.to_bytes();
+        let skeleton = params
+            .to_builder(desc, src_vocab, tgt_vocab, sep)?
+            .to_bytes()
+            .map_err(Error::model(output))?;
         let skeleton = LoadedModel::from_bytes(output, &skeleton)?;
         let train_ex = encode_pairs(&skeleton.file(), &train_pairs, data)?;
         let valid_ex = encode_pairs(&skeleton.file(), &valid_pairs, &valid_name)?;
@@ -333,7 +336,10 @@ pub fn train_file(
 
         // The best epoch's weights, through the builder import uses.
         params.load(&ckpt.load(&state.best_file)?, "p/")?;
-        let bytes = params.to_builder(desc, src_vocab, tgt_vocab, sep)?.to_bytes();
+        let bytes = params
+            .to_builder(desc, src_vocab, tgt_vocab, sep)?
+            .to_bytes()
+            .map_err(Error::model(output))?;
         let written = LoadedModel::from_bytes(output, &bytes)?;
         write_atomic(output, &bytes)?;
 

@@ -204,7 +204,11 @@ fn every_architecture_decodes_like_the_runtime() {
         let params = Params::init(&desc, &mut SplitMix64::new(i as u64), &Device::Cpu).unwrap();
         let (s, t) = (&cfg.source.tokens, &cfg.target.tokens);
         let sep = &cfg.target.separator;
-        let skeleton = params.to_builder(desc, s, t, sep).unwrap().to_bytes();
+        let skeleton = params
+            .to_builder(desc, s, t, sep)
+            .unwrap()
+            .to_bytes()
+            .unwrap();
         let skeleton = LoadedModel::from_bytes(&path, &skeleton).unwrap();
         let ex = encode_pairs(&skeleton.file(), &data, &path).unwrap();
         // A few updates, so that outputs are longer than the untrained end token.
@@ -220,7 +224,11 @@ fn every_architecture_decodes_like_the_runtime() {
             adam.update(&params, &loss.backward().unwrap(), 1.0)
                 .unwrap();
         }
-        let bytes = params.to_builder(desc, s, t, sep).unwrap().to_bytes();
+        let bytes = params
+            .to_builder(desc, s, t, sep)
+            .unwrap()
+            .to_bytes()
+            .unwrap();
         let model = LoadedModel::from_bytes(&path, &bytes).unwrap();
         let ours = decode_all(&desc, &params, &ex, true).unwrap();
         let sources: Vec<String> = data.iter().map(|p| p.source.clone()).collect();

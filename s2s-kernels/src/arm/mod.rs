@@ -1,0 +1,509 @@
+//! Kernels written for the Cortex-M instruction sets, compiled only for thumb targets
+//! (`build.rs` sets `s2s_isa`): [`dsp`] (`SXTB16` + `SMLAD`, Cortex-M4/M7/M33), [`v7m`]
+//! (`LDRSB` + `MLA`, Cortex-M3), [`v6m`] (Thumb-1 `LDM` + `MULS`, Cortex-M0/M0+/M23), and
+//! [`fpu`] (`VLDM` + `VMLA`, the f32 dot product on FPU parts).
+//!
+//! Each function has the signature and gives exactly the results of its portable
+//! counterpart (`portable.rs`, `float.rs`, `lut.rs`): the shared suite runs on every QEMU
+//! board against [`W8A16Portable`](crate::W8A16Portable) and
+//! [`F32Portable`](crate::F32Portable). Only the order of the integer additions differs,
+//! and every sum is exact.
+//!
+//! # The int8 x int16 matrix-vector product
+//!
+//! [`linear`] prepares the layer's input once per call into a buffer on its stack, in the
+//! form the instruction set consumes (pairs of int16 for `SMLAD`, int32 for `MLA` and
+//! `MULS`), then runs the rows (two at a time where the registers allow, sharing every
+//! activation load) with one exact `i32` dot product and one requantization
+//! ([`Requant::apply`]) per row, plane and part. A layer with a part longer than [`RUN`]
+//! columns, or whose prepared input does not fit the buffer (more than 512 columns on
+//! the M3/M4/M33, 256 on the M0), runs row by row over runs of columns prepared for each
+//! row, their sums added in `i64`: slower, same results, little code.
+
+use core::mem::MaybeUninit;
+
+use crate::fixed::{Requant, WIDE_FRAC};
+use crate::portable;
+use crate::precision::{additive_scores_primitives, Fmt, Linear, Precision, ShapeError};
+
+/// The loop of an assembly kernel over a count of units held in register `$count`: one
+/// unit first when the count is odd (`LSRS` moves its low bit to C and leaves Z for the
+/// halved count, which the unit must not disturb: no instruction of a unit sets flags),
+/// then two units per iteration. Local labels 2-4. (The Thumb-1 loop of the M0 counts
+/// by end pointers instead.)
+#[cfg(not(s2s_isa = "v6m"))]
+macro_rules! odd_then_pairs {
+    ($count:literal, $unit:expr) => {
+        concat!(
+            "lsrs ", $count, ", ", $count, ", #1\n", "bcc 2f\n", $unit, "2:\n", "beq 4f\n", "3:\n",
+            $unit, $unit, "subs ", $count, ", ", $count, ", #1\n", "bne 3b\n", "4:\n",
+        )
+    };
+}
+
+/// `dot2` and `dot1` of an instruction set whose row loop handles `$cols` columns per
+/// unit with the templates `$two` (two rows: input `r0`, weights `r1`/`r2`, sums
+/// `r12`/`lr`) and `$one` (one row: input `r0`, weights `r1`, sum `r12`), scratch
+/// `r4`, `r5`, `r8`-`r10` and the registers named in `$scratch`; `$arch` is the
+/// assembler directive the templates need. The columns left after the last unit go
+/// through [`tail2`] / [`tail1`].
+#[cfg(not(s2s_isa = "v6m"))]
+macro_rules! row_dots {
+    (
+        $cols:literal,
+        $two:ident,
+        $one:ident,
+        $arch:expr,
+        [$($scratch:tt),*],
+        #[$dot1_inline:meta]
+    ) => {
+        /// `(w0 . x, w1 . x)` over `n <= RUN` columns (exact in `i32`); `xp` is `x`
+        /// prepared.
+        ///
+        /// # Safety
+        /// `w0` and `w1` must be valid for reads of `n` bytes, `x` of `n` activations
+        /// and `xp` of `words(n)` words.
+        #[inline(always)]
+        pub(super) unsafe fn dot2(
+            w0: *const i8,
+            w1: *const i8,
+            xp: *const u32,
+            x: *const i16,
+            n: usize,
+        ) -> (i32, i32) {
+            let u = n / $cols;
+            let (mut a0, mut a1) = (0i32, 0i32);
+            if u > 0 {
+                // SAFETY: reads `$cols * u <= n` bytes from each of `w0` and `w1` and
+                // the prepared words of those columns from `xp` (the caller's
+                // contract), writes no memory, and touches only the registers declared
+                // here (`lr` is saved by the compiler).
+                unsafe {
+                    core::arch::asm!(
+                        $arch,
+                        odd_then_pairs!("r3", $two!()),
+                        inout("r0") xp => _,
+                        inout("r1") w0 => _,
+                        inout("r2") w1 => _,
+                        inout("r3") u => _,
+                        out("r4") _,
+                        out("r5") _,
+                        out("r8") _,
+                        out("r9") _,
+                        out("r10") _,
+                        $(out($scratch) _,)*
+                        inout("r12") a0,
+                        inout("lr") a1,
+                        options(nostack, readonly),
+                    );
+                }
+            }
+            // SAFETY: the caller's contract.
+            unsafe { super::tail2(w0, w1, x, $cols * u, n, (a0, a1)) }
+        }
+
+        /// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
+        ///
+        /// # Safety
+        /// As [`dot2`], for one row.
+        #[$dot1_inline]
+        pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+            let u = n / $cols;
+            let mut a = 0i32;
+            if u > 0 {
+                // SAFETY: reads `$cols * u <= n` bytes from `w` and the prepared words
+                // of those columns from `xp`, writes no memory, touches only the
+                // declared registers.
+                unsafe {
+                    core::arch::asm!(
+                        $arch,
+                        odd_then_pairs!("r3", $one!()),
+                        inout("r0") xp => _,
+                        inout("r1") w => _,
+                        inout("r3") u => _,
+                        out("r4") _,
+                        out("r5") _,
+                        out("r8") _,
+                        out("r9") _,
+                        out("r10") _,
+                        $(out($scratch) _,)*
+                        inout("r12") a,
+                        options(nostack, readonly),
+                    );
+                }
+            }
+            // SAFETY: the caller's contract.
+            unsafe { super::tail1(w, x, $cols * u, n, a) }
+        }
+    };
+}
+
+/// Words that `n` widened activations take: one each (the M0's and M3's input).
+#[cfg(not(s2s_isa = "dsp"))]
+const fn one_word_each(n: usize) -> usize {
+    n
+}
+
+#[cfg(s2s_isa = "dsp")]
+mod dsp;
+#[cfg(s2s_fpu)]
+mod fpu;
+#[cfg(s2s_isa = "v6m")]
+mod v6m;
+#[cfg(s2s_isa = "v7m")]
+mod v7m;
+
+#[cfg(s2s_isa = "dsp")]
+use dsp as isa;
+#[cfg(s2s_isa = "v6m")]
+use v6m as isa;
+#[cfg(s2s_isa = "v7m")]
+use v7m as isa;
+
+#[cfg(not(s2s_fpu))]
+pub(crate) use crate::float::dot_acc as dot_f32;
+#[cfg(s2s_fpu)]
+pub(crate) use fpu::dot_f32;
+
+/// The attention's context (`portable::weighted_sum`'s integers): four outputs at a time
+/// on the DSP boards, one at a time on the M0/M3 (whose registers do not hold four sums
+/// and the pointers).
+pub(crate) fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
+    let cols = if cfg!(s2s_isa = "dsp") { 4 } else { 1 };
+    portable::weighted_sum_by(w, rows, out, cols)
+}
+
+#[cfg(s2s_isa = "v7m")]
+pub(crate) use crate::lut::softmax_q15;
+#[cfg(not(s2s_isa = "dsp"))]
+pub(crate) use crate::lut::{sigmoid_q15, tanh_q15};
+#[cfg(s2s_isa = "dsp")]
+pub(crate) use dsp::softmax_q15;
+#[cfg(s2s_isa = "v6m")]
+pub(crate) use v6m::softmax_q15;
+
+#[cfg(s2s_isa = "dsp")]
+pub(crate) use dsp::{sigmoid_q15, tanh_q15};
+
+/// `a + w[k] x[k]` summed over `k` in `from..n`: the columns an assembly loop leaves.
+///
+/// # Safety
+/// `w` and `x` must be valid for reads of `n` elements.
+#[inline(always)]
+unsafe fn tail1(w: *const i8, x: *const i16, from: usize, n: usize, mut a: i32) -> i32 {
+    for k in from..n {
+        // SAFETY: `k < n`: inside both (the caller's contract).
+        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
+        a = a.wrapping_add(p * v);
+    }
+    a
+}
+
+/// [`tail1`] for two rows sharing `x`.
+///
+/// # Safety
+/// `w0`, `w1` and `x` must be valid for reads of `n` elements.
+#[cfg(not(s2s_isa = "v6m"))]
+#[inline(always)]
+unsafe fn tail2(
+    w0: *const i8,
+    w1: *const i8,
+    x: *const i16,
+    from: usize,
+    n: usize,
+    (mut a0, mut a1): (i32, i32),
+) -> (i32, i32) {
+    for k in from..n {
+        // SAFETY: `k < n`: inside all three (the caller's contract).
+        let (p, q, v) = unsafe { (*w0.add(k) as i32, *w1.add(k) as i32, *x.add(k) as i32) };
+        a0 = a0.wrapping_add(p * v);
+        a1 = a1.wrapping_add(q * v);
+    }
+    (a0, a1)
+}
+
+/// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time: the prepared
+/// input of the Cortex-M0 and M3 kernels.
+#[cfg(not(s2s_isa = "dsp"))]
+fn widen(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
+    let mut pairs = x.chunks_exact(2);
+    let mut out = dst.chunks_exact_mut(2);
+    for (p, d) in pairs.by_ref().zip(out.by_ref()) {
+        d[0].write(p[0] as i32 as u32);
+        d[1].write(p[1] as i32 as u32);
+    }
+    if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
+        d.write(v as i32 as u32);
+    }
+}
+
+/// Longest run of columns summed in one `i32` accumulator: at most
+/// [`I32_EXACT_RUN`](crate::precision::I32_EXACT_RUN) (511), and a multiple of 16 so that
+/// every run starts on a group of the prepared input.
+const RUN: usize = 496;
+
+/// Longest run [`rows_general`] prepares: [`RUN`], or less when the small buffer holds
+/// less (a multiple of 16 either way).
+const CHUNK: usize = {
+    let mut n = RUN;
+    while isa::words(n) > isa::SMALL_WORDS {
+        n -= 16;
+    }
+    n
+};
+
+/// Most input parts the fast path takes (more: [`rows_general`]); a model's layers have
+/// at most four (the output layer's).
+const MAX_PARTS: usize = 4;
+
+/// An input part prepared in the buffer.
+#[derive(Clone, Copy)]
+struct Seg {
+    /// First column, within a plane's row.
+    col: usize,
+    /// Columns.
+    n: usize,
+    /// First word of the prepared input.
+    word: usize,
+    /// The part's activations.
+    x: *const i16,
+}
+
+const NO_SEG: Seg = Seg {
+    col: 0,
+    n: 0,
+    word: 0,
+    x: core::ptr::null(),
+};
+
+/// `out = W [x_0; x_1; ...] + b`, exactly as `portable::linear`. Not inlined: one copy
+/// per precision, and a symbol to find it by in the firmware.
+///
+/// Shapes that `Linear::apply` would have refused (the only caller) give zeros.
+#[inline(never)]
+pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    let (rows, cols, planes, np) = (l.rows(), l.cols(), l.planes(), l.parts());
+    let (w, q, bias) = (l.weights(), l.row_q(), l.bias());
+    // What `Linear::new` and `Linear::apply` checked, checked again here: the pointer
+    // arithmetic below relies on it.
+    let consistent = out.len() == rows
+        && x.len() == np
+        && x.iter().map(|p| p.len()).sum::<usize>() == cols
+        && w.len() == rows * planes * cols
+        && q.len() == rows * planes * np
+        && bias.is_none_or(|b| b.len() == rows);
+    if !consistent {
+        out.fill(0);
+        return;
+    }
+    match bias {
+        Some(b) => out.copy_from_slice(b),
+        None => out.fill(0),
+    }
+    let dims = [cols, planes, np];
+    let words: usize = x.iter().map(|p| isa::words(p.len())).sum();
+    let whole = np <= MAX_PARTS && x.iter().all(|p| p.len() <= RUN);
+    // SAFETY: for all three, every row `r < rows` of every plane `p < planes` lies inside
+    // `w` (`w.len() == rows * planes * cols`), its requantizers inside `q` (`q.len() ==
+    // rows * planes * np`), and the parts' lengths add up to `cols`.
+    unsafe {
+        if whole && words <= isa::SMALL_WORDS {
+            prepared::<{ isa::SMALL_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
+        } else if whole && words <= isa::BUF_WORDS {
+            prepared::<{ isa::BUF_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
+        } else {
+            rows_general(x, w.as_ptr(), q.as_ptr(), out, dims);
+        }
+    }
+}
+
+/// Prepares every part (at most [`MAX_PARTS`], each at most [`RUN`] columns, `W` words
+/// in all) into a buffer of `W` words on this frame's stack, then [`rows_whole`]. The
+/// buffer's size follows the layer: a Cortex-M0 running small layers never reserves
+/// the larger one.
+///
+/// # Safety
+/// As [`rows_whole`], with `x` the layer's parts (their lengths add up to `cols`, their
+/// prepared words to at most `W`).
+#[inline(never)]
+unsafe fn prepared<const W: usize>(
+    x: &[&[i16]],
+    w: *const i8,
+    q: *const Requant,
+    out: &mut [i32],
+    dims: [usize; 3],
+) {
+    // Not zeroed: `prepare` writes every word that is read.
+    let mut buf = [MaybeUninit::<u32>::uninit(); W];
+    let mut segs = [NO_SEG; MAX_PARTS];
+    let (mut word, mut col) = (0, 0);
+    for (seg, part) in segs.iter_mut().zip(x.iter()) {
+        let n = isa::words(part.len());
+        isa::prepare(part, &mut buf[word..word + n]);
+        *seg = Seg {
+            col,
+            n: part.len(),
+            word,
+            x: part.as_ptr(),
+        };
+        word += n;
+        col += part.len();
+    }
+    // SAFETY: the caller's contract; part `i` covers columns `col..col + n <= cols` of a
+    // plane's row, its `n` activations, and the prepared words `word..word + words(n)`
+    // inside `buf`.
+    unsafe { rows_whole(&segs[..x.len()], buf.as_ptr().cast(), w, q, out, dims) };
+}
+
+/// Adds to each output (its bias already there) the terms of a layer whose every part
+/// fits one run: one exact `i32` dot product and one requantization per row, plane and
+/// part. The planes and parts are the outer loops, the rows the inner one: each output
+/// accumulates its terms in the order of `portable::linear` (plane by plane, part by
+/// part), and the inner loop carries little more than three pointers.
+///
+/// # Safety
+/// `segs`, `xp`, `w`, `q` and `out` as [`linear`] makes them: weights of `out.len()`
+/// rows of `planes` planes of `cols` columns, `planes * np` requantizers per row, one
+/// prepared run per part, each inside its plane's row and the prepared input.
+#[inline(always)]
+unsafe fn rows_whole(
+    segs: &[Seg],
+    xp: *const u32,
+    w: *const i8,
+    q: *const Requant,
+    out: &mut [i32],
+    [cols, planes, np]: [usize; 3],
+) {
+    let rows = out.len();
+    let (row_w, row_q) = (cols * planes, planes * np);
+    let pairs = if isa::PAIRS { rows / 2 } else { 0 };
+    for p in 0..planes {
+        for (i, s) in segs.iter().enumerate() {
+            // SAFETY: the caller's contract (see `linear`): every row `r < rows` of
+            // plane `p`, part `i`, and its requantizer `r * row_q + p * np + i`.
+            unsafe {
+                let (x, n, xs) = (s.x, s.n, xp.add(s.word));
+                let mut wr = w.add(p * cols + s.col);
+                let mut qr = q.add(p * np + i);
+                let mut o = out.as_mut_ptr();
+                // Rows in pairs: both share every load of the prepared input.
+                for _ in 0..pairs {
+                    let (d0, d1) = isa::dot2(wr, wr.add(row_w), xs, x, n);
+                    *o = (*o).saturating_add((*qr).apply(d0));
+                    *o.add(1) = (*o.add(1)).saturating_add((*qr.add(row_q)).apply(d1));
+                    wr = wr.add(2 * row_w);
+                    qr = qr.add(2 * row_q);
+                    o = o.add(2);
+                }
+                for _ in 2 * pairs..rows {
+                    let d = isa::dot1(wr, xs, x, n);
+                    *o = (*o).saturating_add((*qr).apply(d));
+                    wr = wr.add(row_w);
+                    qr = qr.add(row_q);
+                    o = o.add(1);
+                }
+            }
+        }
+    }
+}
+
+/// Adds to each output (its bias already there) the terms of any layer, row by row:
+/// each part in runs of at most [`CHUNK`] columns, prepared for each row (compact rather
+/// than fast: these are the layers beyond the buffer, which the small boards do not run),
+/// their exact sums added in `i64`, then requantized (`portable::term`), plane by plane
+/// and part by part.
+///
+/// # Safety
+/// `w`, `q` and `out` as for [`rows_whole`], `x` the layer's parts (their lengths add
+/// up to `cols`).
+#[inline(never)]
+unsafe fn rows_general(
+    x: &[&[i16]],
+    w: *const i8,
+    q: *const Requant,
+    out: &mut [i32],
+    [cols, planes, np]: [usize; 3],
+) {
+    // Not zeroed: `prepare` writes every word that is read.
+    let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
+    let (row_w, row_q) = (cols * planes, planes * np);
+    for (r, o) in out.iter_mut().enumerate() {
+        for p in 0..planes {
+            let mut col = 0;
+            for (i, part) in x.iter().enumerate() {
+                let mut s = 0i64;
+                for (k, run) in part.chunks(CHUNK).enumerate() {
+                    isa::prepare(run, &mut buf[..isa::words(run.len())]);
+                    // SAFETY: the run covers columns `col + k * CHUNK ..` (within `cols`)
+                    // of row `r`'s plane `p`, prepared in `buf`.
+                    let d = unsafe {
+                        let wr = w.add(r * row_w + p * cols + col + k * CHUNK);
+                        isa::dot1(wr, buf.as_ptr().cast(), run.as_ptr(), run.len())
+                    };
+                    s += d as i64;
+                }
+                // SAFETY: requantizer `r * row_q + p * np + i` lies in `q`.
+                let rq = unsafe { *q.add(r * row_q + p * np + i) };
+                *o = o.saturating_add(portable::term(s, rq));
+                col += part.len();
+            }
+        }
+    }
+}
+
+/// [`Precision::additive_scores`] of the integer precision, fused: per key, the row
+/// `tanh(q_j + k_j 2^(15 - f))` (an exact shift, a saturating add, a table lookup) is
+/// written once, prepared for the instruction set, and each of `v`'s planes is one dot
+/// product over it: the matrix product of `v` with the rows of all positions, one row
+/// at a time, without a layer call per position. Other shapes (a key format beyond a
+/// plain shift, `v` wider than a run or the buffer) take the primitives.
+pub(crate) fn additive_scores<P>(
+    q: &[i32],
+    keys: &[i16],
+    fk: Fmt,
+    v: &Linear<'_, P>,
+    tanh: &mut [i16],
+    scores: &mut [i32],
+) -> Result<(), ShapeError>
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    let a = q.len();
+    let shift = WIDE_FRAC - fk.frac as i32;
+    let fused = a > 0
+        && (0..=16).contains(&shift)
+        && v.rows() == 1
+        && v.parts() == 1
+        && v.cols() == a
+        && a <= RUN
+        && isa::words(a) <= isa::SMALL_WORDS
+        && tanh.len() >= a
+        && keys.len() >= scores.len() * a
+        && v.weights().len() == a * v.planes()
+        && v.row_q().len() == v.planes();
+    if !fused {
+        return additive_scores_primitives(q, keys, fk, v, tanh, scores);
+    }
+    let tanh = &mut tanh[..a];
+    let bias = v.bias().map_or(0, |b| b[0]);
+    let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
+    let buf = &mut buf[..isa::words(a)];
+    for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a)) {
+        for ((t, &qj), &kj) in tanh.iter_mut().zip(q).zip(key) {
+            *t = tanh_q15(qj.saturating_add((kj as i32) << shift));
+        }
+        isa::prepare(tanh, buf);
+        let mut acc = bias;
+        for (wp, rq) in v.weights().chunks_exact(a).zip(v.row_q()) {
+            // SAFETY: `wp` holds `a` weights, `tanh` `a` activations, and `buf` their
+            // `words(a)` prepared words, all written by `prepare`.
+            let d = unsafe { isa::dot1(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a) };
+            acc = acc.saturating_add(rq.apply(d));
+        }
+        *e = acc;
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! Armv6-M and Armv8-M Baseline (Cortex-M0, M0+, M1, M23): Thumb-1, no multiply-
+//! accumulate, no unaligned loads.
+//!
+//! The input is widened to `i32` once per layer call. Each row then runs alone (Thumb-1
+//! has six usable low registers): one `LDM` brings four int8 weights, two more bring four
+//! activations, and each product costs its byte extraction (`SXTB`, or `LSLS` + `ASRS`),
+//! a `MULS` and an `ADD`: 17 instructions per four columns, 70 per sixteen.
+
+use core::arch::asm;
+
+/// Words of the prepared-input buffer of layers with up to 256 input columns (1 KiB of
+/// stack, reserved only by such layers).
+pub(super) const BUF_WORDS: usize = 256;
+/// Words of the buffer of layers with up to 128 input columns (512 bytes of stack: the
+/// micro:bit's netra leaves about 550 bytes below the kernel's frame).
+pub(super) const SMALL_WORDS: usize = 128;
+
+/// Rows go one at a time (Thumb-1 has no registers to share loads between two).
+pub(super) const PAIRS: bool = false;
+
+pub(super) use super::{one_word_each as words, widen as prepare};
+
+/// Four columns: weights `r0` (word-aligned), input `r1`, sum `r8`; `r2`-`r5` scratch.
+macro_rules! four_cols {
+    () => {
+        concat!(
+            "ldm r0!, {{r2}}\n",
+            "ldm r1!, {{r3, r4}}\n",
+            "sxtb r5, r2\n",
+            "muls r5, r3, r5\n",
+            "add r8, r5\n",
+            "lsls r5, r2, #16\n",
+            "asrs r5, r5, #24\n",
+            "muls r5, r4, r5\n",
+            "add r8, r5\n",
+            "ldm r1!, {{r3, r4}}\n",
+            "lsls r5, r2, #8\n",
+            "asrs r5, r5, #24\n",
+            "muls r5, r3, r5\n",
+            "add r8, r5\n",
+            "asrs r5, r2, #24\n",
+            "muls r5, r4, r5\n",
+            "add r8, r5\n",
+        )
+    };
+}
+
+/// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` widened. Rows that
+/// start on a word with a multiple of four columns (the usual shapes) run the loop
+/// inline; others go through [`dot1_any`].
+///
+/// # Safety
+/// `w` must be valid for reads of `n` bytes, `x` of `n` activations and `xp` of `n`
+/// words.
+#[inline(always)]
+pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+    if (w as usize | n) & 3 == 0 {
+        // SAFETY: the caller's contract; `w` is word-aligned and `n = 4 * (n / 4)`.
+        unsafe { dot1_aligned(w, xp, n / 4, 0) }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { dot1_any(w, xp, x, n) }
+    }
+}
+
+/// `a + w . x` over `4 * units` columns from word-aligned weights.
+///
+/// # Safety
+/// `w` must be word-aligned and valid for reads of `4 * units` bytes, `xp` of `4 *
+/// units` words.
+#[inline(always)]
+unsafe fn dot1_aligned(w: *const i8, xp: *const u32, units: usize, a: i32) -> i32 {
+    let mut a = a;
+    if units > 0 {
+        // SAFETY: the template reads `4 * units` bytes from `w` (word-aligned) and `4 *
+        // units` words from `xp`; both end pointers stay inside (or one past) the
+        // weights. It writes no memory and touches only the declared registers.
+        unsafe {
+            let end16 = w.add(16 * (units / 4));
+            let end4 = w.add(4 * units);
+            asm!(
+                // Thumb-1 takes high registers as clobbers only: the sum and the two end
+                // pointers move there (ADD and CMP can read them).
+                "mov r9, r2",
+                "mov r10, r3",
+                "mov r8, r4",
+                "cmp r0, r9",
+                "beq 3f",
+                "2:",
+                four_cols!(),
+                four_cols!(),
+                four_cols!(),
+                four_cols!(),
+                "cmp r0, r9",
+                "bne 2b",
+                "3:",
+                "cmp r0, r10",
+                "beq 5f",
+                "4:",
+                four_cols!(),
+                "cmp r0, r10",
+                "bne 4b",
+                "5:",
+                "mov r4, r8",
+                inout("r0") w => _,
+                inout("r1") xp => _,
+                inout("r2") end16 => _,
+                inout("r3") end4 => _,
+                inout("r4") a,
+                out("r5") _,
+                out("r8") _,
+                out("r9") _,
+                out("r10") _,
+                options(nostack, readonly),
+            );
+        }
+    }
+    a
+}
+
+/// [`dot1`] for any alignment and length: the columns before the first word boundary
+/// and after the last group of four go one by one. Not inlined (rare, and the M0
+/// boards have little flash).
+///
+/// # Safety
+/// As [`dot1`].
+#[inline(never)]
+unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+    let head = ((4 - (w as usize & 3)) & 3).min(n);
+    let units = (n - head) / 4;
+    // SAFETY: the caller's contract; `head + 4 * units <= n` and the weights from `head`
+    // on are word-aligned.
+    unsafe {
+        let a = super::tail1(w, x, 0, head, 0);
+        let a = dot1_aligned(w.add(head), xp.add(head), units, a);
+        super::tail1(w, x, head + 4 * units, n, a)
+    }
+}
+
+/// `(w0 . x, w1 . x)`: one row after the other.
+///
+/// # Safety
+/// As [`dot1`], for both rows.
+#[inline(always)]
+pub(super) unsafe fn dot2(
+    w0: *const i8,
+    w1: *const i8,
+    xp: *const u32,
+    x: *const i16,
+    n: usize,
+) -> (i32, i32) {
+    // SAFETY: the caller's contract covers both rows.
+    unsafe { (dot1(w0, xp, x, n), dot1(w1, xp, x, n)) }
+}
+
+/// The integer softmax (`lut::softmax_q15`'s integers) without a division per element:
+/// [`Divider`](crate::lut::Divider).
+pub(crate) fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
+    crate::lut::softmax_with(x, out, crate::lut::exp_neg_q16, |d| {
+        let div = crate::lut::Divider::new(d);
+        move |n| div.div(n)
+    })
+}

@@ -1,0 +1,147 @@
+//! The portable integer kernels of [`W8A16`](crate::W8A16): plain Rust on every target,
+//! the reference that every instruction-set kernel (`arm/`) matches bit for bit, and
+//! what runs where there is none (the host).
+//!
+//! Each function here has the same signature as its counterpart in `arm/`, so that
+//! `precision.rs` picks one module or the other and nothing else changes.
+
+use crate::fixed::{sat_i16, shift_round_i64, Requant};
+use crate::precision::{Linear, Precision, I32_EXACT_RUN};
+
+/// `w . x` for `w.len() == x.len() <= I32_EXACT_RUN`: exact in an `i32` accumulator
+/// (`511 * 128 * 32768 < 2^31`, so even `-128` weights cannot make it wrap).
+#[inline]
+pub(crate) fn dot_run(w: &[i8], x: &[i16]) -> i32 {
+    let mut acc = 0i32;
+    for (&a, &b) in w.iter().zip(x) {
+        acc = acc.wrapping_add(a as i32 * b as i32);
+    }
+    acc
+}
+
+/// `w . x` of int8 weights and int16 activations, exact for any length: `i32` runs of
+/// at most [`I32_EXACT_RUN`] products, added in `i64`.
+#[inline]
+pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
+    let mut total = 0i64;
+    for (wc, xc) in w.chunks(I32_EXACT_RUN).zip(x.chunks(I32_EXACT_RUN)) {
+        total += dot_run(wc, xc) as i64;
+    }
+    total
+}
+
+/// One (row, plane, part) term of a layer: the part's exact dot product `d`,
+/// requantized. `d` fits `i32` for every part of up to [`I32_EXACT_RUN`] columns. Not
+/// inlined: the kernels call it for long parts only (and the small boards' flash is
+/// short).
+#[inline(never)]
+pub(crate) fn term(d: i64, q: Requant) -> i32 {
+    match i32::try_from(d) {
+        Ok(d) => q.apply_cold(d),
+        Err(_) => requant_i64(d, q),
+    }
+}
+
+/// Applies a requantizer to an `i64` accumulator (runs longer than [`I32_EXACT_RUN`]):
+/// the accumulator is first brought into `i32` range by a rounding shift taken from the
+/// multiplier's own shift, so the result differs from exact by at most one unit.
+pub(crate) fn requant_i64(d: i64, q: Requant) -> i32 {
+    // A shift outside 0..=62 never comes from the quantizer; treat it as 0 (no panic).
+    let pre = (64 - d.unsigned_abs().leading_zeros() as i32 - 31).clamp(0, q.shift.max(0));
+    let d = shift_round_i64(d, pre);
+    Requant {
+        mult: q.mult,
+        shift: q.shift - pre,
+    }
+    .apply_cold(d)
+}
+
+/// `out = W [x_0; x_1; ...] + b`: per row, the bias, then for each plane and each part
+/// in that order the requantized dot product, added with saturation.
+pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    let (np, planes, cols) = (l.parts(), l.planes(), l.cols());
+    let (w, q, bias) = (l.weights(), l.row_q(), l.bias());
+    for (r, (o, row)) in out
+        .iter_mut()
+        .zip(w.chunks_exact(cols * planes))
+        .enumerate()
+    {
+        let mut acc: i32 = bias.map_or(0, |b| b[r]);
+        for (p, plane) in row.chunks_exact(cols).enumerate() {
+            let q = &q[(r * planes + p) * np..][..np];
+            let mut off = 0;
+            for (part, &rq) in x.iter().zip(q) {
+                let n = part.len();
+                let wp = &plane[off..off + n];
+                off += n;
+                let y = if n <= I32_EXACT_RUN {
+                    rq.apply(dot_run(wp, part))
+                } else {
+                    term(dot_i8_i16(wp, part), rq)
+                };
+                acc = acc.saturating_add(y);
+            }
+        }
+        *o = acc;
+    }
+}
+
+/// The largest `sum |w_i|` for which `weighted_sum` accumulates in `i32`: each product
+/// is at most `|w_i| * 2^15`, so the sum of all of them stays below `2^31`.
+pub(crate) const WSUM_I32_LIMIT: u32 = 1 << 16;
+
+/// `out_j = round(sum_i w_i * rows[i * d + j] / 2^15)`, saturated to `i16`; exact sums,
+/// in `i32` when `sum |w_i| < 2^16` (softmax weights: about `2^15`), else in `i64`.
+pub(crate) fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
+    weighted_sum_by(w, rows, out, 1)
+}
+
+/// [`weighted_sum`] computing `cols` (1 or 4) outputs at a time in the `i32` case: four
+/// share each weight's load where the registers allow it (the DSP boards').
+#[inline(always)]
+pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: usize) {
+    let d = out.len();
+    if d == 0 {
+        return;
+    }
+    let mag: u32 = w.iter().map(|&v| v.unsigned_abs() as u32).sum();
+    if mag < WSUM_I32_LIMIT {
+        // |acc| < 2^31 - 2^14: adding the rounding term cannot wrap.
+        let round = |acc: i32| sat_i16((acc + (1 << 14)) >> 15);
+        let mut done = 0;
+        if cols == 4 {
+            let mut quads = out.chunks_exact_mut(4);
+            for (q, o) in quads.by_ref().enumerate() {
+                let mut acc = [0i32; 4];
+                for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
+                    let (wi, r) = (wi as i32, &row[4 * q..4 * q + 4]);
+                    for (a, &v) in acc.iter_mut().zip(r) {
+                        *a += wi * v as i32;
+                    }
+                }
+                for (o, &a) in o.iter_mut().zip(&acc) {
+                    *o = round(a);
+                }
+            }
+            done = d - quads.into_remainder().len();
+        }
+        for (j, o) in out.iter_mut().enumerate().skip(done) {
+            let mut acc = 0i32;
+            for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
+                acc += wi as i32 * row[j] as i32;
+            }
+            *o = round(acc);
+        }
+    } else {
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut acc = 0i64;
+            for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
+                acc += (wi as i32 * row[j] as i32) as i64;
+            }
+            *o = sat_i16(shift_round_i64(acc, 15));
+        }
+    }
+}

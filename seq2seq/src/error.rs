@@ -1,0 +1,501 @@
+//! The one error type of the crate: reading a model file, binding it, running it.
+//!
+//! Every variant has a fixed text, [`Error::as_str`], and some name what they are about
+//! with a second fixed text, [`Error::subject`] (a description field, a section, a
+//! vocabulary), so a device can report any failure with two `write_str` calls and no
+//! `core::fmt` formatting code. On the host, `Display` adds the numbers and the tensor's
+//! name.
+
+use s2s_kernels::{PrecisionKind, ShapeError};
+
+use crate::format::{self, DType, TensorId};
+
+/// Everything that can go wrong reading a model or running it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    // ----------------------------------------------------------- the file and header
+    /// The file does not start with the model magic.
+    BadMagic,
+    /// The file is of another format version than the one this build reads.
+    UnsupportedVersion {
+        /// Version stored in the file.
+        found: u16,
+        /// The version this build reads ([`format::VERSION`]).
+        supported: u16,
+    },
+    /// The file is shorter than its header or its stated length.
+    Truncated {
+        /// Bytes required.
+        needed: usize,
+        /// Bytes present.
+        len: usize,
+    },
+    /// The stated file length cannot hold the header and the CRC.
+    FileLength(u32),
+    /// The CRC over the file does not match: the file is corrupted.
+    CrcMismatch {
+        /// CRC stored in the file.
+        stored: u32,
+        /// CRC of the bytes.
+        computed: u32,
+    },
+    /// The precision code is unknown.
+    UnknownPrecision(u8),
+    /// A reserved header field is not zero.
+    ReservedNotZero,
+    /// A section does not start where the layout puts it: the description right after
+    /// the header, each further section at the first 8-byte boundary after the previous
+    /// one (names the section).
+    SectionMisplaced(&'static str),
+    /// A section runs past the CRC at the end of the file (names the section).
+    SectionOutOfFile(&'static str),
+    /// A section has the wrong length for its contents (names the section).
+    SectionLength(&'static str),
+    /// A padding byte (between sections or tensors) is not zero.
+    PaddingNotZero,
+
+    // ------------------------------------------------------------------ description
+    /// A description field is out of range or not a known code (names the field).
+    BadField(&'static str),
+    /// A value is too large for its field in the stored description (names the field):
+    /// the writer refuses it instead of storing it truncated.
+    FieldOverflow {
+        /// The field.
+        field: &'static str,
+        /// The value given.
+        value: usize,
+    },
+    /// Description fields disagree with each other (names the rule broken).
+    Inconsistent(&'static str),
+    /// A token id is outside its vocabulary.
+    TokenOutOfRange {
+        /// Which token.
+        what: &'static str,
+        /// The id.
+        id: u32,
+        /// Vocabulary size.
+        vocab: usize,
+    },
+
+    // ----------------------------------------------------------------- vocabularies
+    /// The vocabulary section holds another number of strings than the description's
+    /// vocabularies and the separator.
+    VocabCount {
+        /// Strings stored.
+        found: u32,
+        /// Strings the description calls for.
+        expected: usize,
+    },
+    /// The vocabulary index runs past its section, or a string does not follow the
+    /// previous one, or bytes are left over after the last string.
+    VocabIndex,
+    /// A vocabulary string is not UTF-8.
+    VocabNotUtf8,
+    /// A vocabulary's stored order is not its ids sorted by their strings (names the
+    /// vocabulary).
+    VocabOrder {
+        /// `"source"` or `"target"`.
+        vocab: &'static str,
+    },
+    /// A token is the empty string (names the vocabulary).
+    EmptyToken {
+        /// `"source"` or `"target"`.
+        vocab: &'static str,
+        /// Its id.
+        id: u16,
+    },
+    /// Two tokens of one vocabulary are the same string (names the vocabulary).
+    DuplicateToken {
+        /// `"source"` or `"target"`.
+        vocab: &'static str,
+        /// The first id.
+        first: u16,
+        /// The id that repeats it.
+        second: u16,
+    },
+
+    // ---------------------------------------------------------------------- tensors
+    /// The tensor table has more entries than any model has tensors.
+    TooManyTensors(u32),
+    /// The header's bias mask names a layer the description does not have, or an
+    /// embedding (which has no bias).
+    BiasMask,
+    /// A table entry is not a tensor of this model at this precision (an invalid id, a
+    /// layer the description does not have, quantization data in a float model, a bias
+    /// the bias mask does not list). Id as stored; see [`TensorId`].
+    UnknownTensor(u32),
+    /// Two table entries name the same tensor.
+    DuplicateTensor(u32),
+    /// A tensor the description calls for is missing.
+    MissingTensor(u32),
+    /// A tensor's element type code is unknown.
+    UnknownDType {
+        /// Stored tensor id.
+        id: u32,
+        /// The code.
+        code: u32,
+    },
+    /// A tensor has the wrong element type for its slot at the model's precision.
+    TensorType {
+        /// Stored tensor id.
+        id: u32,
+        /// Element type present.
+        found: DType,
+    },
+    /// A tensor's length is not rows x columns x element size.
+    TensorLength(u32),
+    /// A tensor has the wrong shape.
+    TensorShape {
+        /// Stored tensor id.
+        id: u32,
+        /// Rows and columns required (columns per weight plane for weights).
+        expected: (usize, usize),
+        /// Rows and columns present.
+        found: (usize, usize),
+    },
+    /// A tensor does not start at the first 8-byte boundary after the previous one (the
+    /// first one at the start of the data section).
+    TensorMisplaced(u32),
+    /// A tensor runs past the end of the data section.
+    TensorOutsideData(u32),
+    /// The data section holds bytes after the last tensor.
+    TrailingData,
+    /// Quantization data a kernel cannot apply (a shift out of range, a negative or
+    /// non-finite scale).
+    BadRowQ(u32),
+    /// A weight, bias or scale is not finite (NaN or infinite). Found by
+    /// [`ModelFile::check_finite`](crate::ModelFile::check_finite), which the host tools
+    /// and the writer run; the firmware skips that scan.
+    NonFinite(u32),
+    /// A tensor is not aligned in memory: load the file at an 8-byte aligned address.
+    Misaligned(u32),
+
+    // ---------------------------------------------------------------------- running
+    /// The model's precision is not the one it is bound to.
+    PrecisionMismatch {
+        /// Precision of the model file.
+        model: PrecisionKind,
+        /// Precision asked for.
+        runtime: PrecisionKind,
+    },
+    /// This build cannot run models of this precision.
+    UnsupportedPrecision(PrecisionKind),
+    /// The arena is smaller than the model's workspace.
+    ArenaTooSmall {
+        /// Bytes the workspace needs.
+        needed: usize,
+        /// Bytes the arena has.
+        available: usize,
+    },
+    /// The source is longer than the capacity (positions include the end token).
+    InputTooLong {
+        /// Source positions.
+        len: usize,
+        /// Positions the workspace holds.
+        max: usize,
+    },
+    /// The source has no token.
+    EmptyInput,
+    /// A source symbol is not in the vocabulary and the model has no unknown token.
+    UnknownSymbol {
+        /// Position of the symbol in the line, counting from 1 (in characters or words).
+        position: usize,
+        /// The symbol (its first character for words).
+        ch: char,
+    },
+    /// The output buffer is shorter than the model's maximum number of steps.
+    OutputTooSmall {
+        /// Tokens the model may produce.
+        needed: usize,
+        /// Tokens the buffer holds.
+        available: usize,
+    },
+    /// A GRU error (a shape that the binding should have caught).
+    Rnn(rnn_core::Error),
+    /// An attention error.
+    Attention(attention_core::Error),
+    /// A kernel shape error.
+    Shape(ShapeError),
+}
+
+impl Error {
+    /// A fixed text for this kind of error, for devices that print errors without
+    /// `core::fmt` (see also [`Error::subject`]).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Error::BadMagic => "not a model file (bad magic)",
+            Error::UnsupportedVersion { .. } => "model file of another format version",
+            Error::Truncated { .. } => "truncated model file",
+            Error::FileLength(_) => "stated file length too small",
+            Error::CrcMismatch { .. } => "corrupted model file (CRC mismatch)",
+            Error::UnknownPrecision(_) => "unknown precision code",
+            Error::ReservedNotZero => "reserved header field not zero",
+            Error::SectionMisplaced(_) => "section not where the layout puts it",
+            Error::SectionOutOfFile(_) => "section runs past the end of the file",
+            Error::SectionLength(_) => "section of the wrong length",
+            Error::PaddingNotZero => "padding byte not zero",
+            Error::BadField(_) => "description field out of range",
+            Error::FieldOverflow { .. } => "value too large for its description field",
+            Error::Inconsistent(_) => "inconsistent model description",
+            Error::TokenOutOfRange { .. } => "token id outside its vocabulary",
+            Error::VocabCount { .. } => "wrong number of vocabulary strings",
+            Error::VocabIndex => "bad vocabulary index",
+            Error::VocabNotUtf8 => "vocabulary string not UTF-8",
+            Error::VocabOrder { .. } => "vocabulary order not sorted",
+            Error::EmptyToken { .. } => "empty token",
+            Error::DuplicateToken { .. } => "duplicate token",
+            Error::TooManyTensors(_) => "too many tensors",
+            Error::BiasMask => "bias mask names a layer without a bias slot",
+            Error::UnknownTensor(_) => "tensor not part of this model",
+            Error::DuplicateTensor(_) => "tensor appears twice",
+            Error::MissingTensor(_) => "tensor missing",
+            Error::UnknownDType { .. } => "unknown element type",
+            Error::TensorType { .. } => "tensor of the wrong element type",
+            Error::TensorLength(_) => "tensor length differs from its shape",
+            Error::TensorShape { .. } => "tensor of the wrong shape",
+            Error::TensorMisplaced(_) => "tensor not where the layout puts it",
+            Error::TensorOutsideData(_) => "tensor outside the data section",
+            Error::TrailingData => "bytes after the last tensor",
+            Error::BadRowQ(_) => "quantization data out of range",
+            Error::NonFinite(_) => "non-finite weight or scale",
+            Error::Misaligned(_) => "model not loaded at an 8-byte aligned address",
+            Error::PrecisionMismatch { .. } => "model bound at another precision",
+            Error::UnsupportedPrecision(_) => "precision not supported by this build",
+            Error::ArenaTooSmall { .. } => "arena too small for the workspace",
+            Error::InputTooLong { .. } => "input too long",
+            Error::EmptyInput => "empty input",
+            Error::UnknownSymbol { .. } => "symbol not in the source vocabulary",
+            Error::OutputTooSmall { .. } => "output buffer shorter than the most steps",
+            Error::Rnn(_) => "GRU shape error",
+            Error::Attention(_) => "attention shape error",
+            Error::Shape(_) => "kernel shape error",
+        }
+    }
+
+    /// The fixed name this error is about, when it carries one: a description field, a
+    /// section, the rule broken, a vocabulary.
+    pub fn subject(&self) -> Option<&'static str> {
+        match *self {
+            Error::SectionMisplaced(s)
+            | Error::SectionOutOfFile(s)
+            | Error::SectionLength(s)
+            | Error::BadField(s)
+            | Error::FieldOverflow { field: s, .. }
+            | Error::Inconsistent(s)
+            | Error::TokenOutOfRange { what: s, .. }
+            | Error::VocabOrder { vocab: s }
+            | Error::EmptyToken { vocab: s, .. }
+            | Error::DuplicateToken { vocab: s, .. } => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The stored id of the tensor this error is about, if any.
+    pub fn tensor(&self) -> Option<u32> {
+        match *self {
+            Error::UnknownTensor(id)
+            | Error::DuplicateTensor(id)
+            | Error::MissingTensor(id)
+            | Error::UnknownDType { id, .. }
+            | Error::TensorType { id, .. }
+            | Error::TensorLength(id)
+            | Error::TensorShape { id, .. }
+            | Error::TensorMisplaced(id)
+            | Error::TensorOutsideData(id)
+            | Error::BadRowQ(id)
+            | Error::NonFinite(id)
+            | Error::Misaligned(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+impl From<rnn_core::Error> for Error {
+    fn from(e: rnn_core::Error) -> Self {
+        Error::Rnn(e)
+    }
+}
+impl From<attention_core::Error> for Error {
+    fn from(e: attention_core::Error) -> Self {
+        Error::Attention(e)
+    }
+}
+impl From<ShapeError> for Error {
+    fn from(e: ShapeError) -> Self {
+        Error::Shape(e)
+    }
+}
+
+/// Writes a stored tensor id by name, or the raw number when it is not a valid id.
+struct IdName(u32);
+
+impl core::fmt::Display for IdName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match TensorId::from_u32(self.0) {
+            Some(id) => write!(f, "{id}"),
+            None => write!(f, "#{:#010x}", self.0),
+        }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Error::UnsupportedVersion { found, supported } => write!(
+                f,
+                "model file format version {found}, this build reads version {supported}"
+            ),
+            Error::Truncated { needed, len } => {
+                write!(f, "truncated: {len} bytes, {needed} needed")
+            }
+            Error::FileLength(n) => write!(
+                f,
+                "stated file length {n} is shorter than a header and a CRC ({} bytes)",
+                format::HEADER_LEN + 4
+            ),
+            Error::CrcMismatch { stored, computed } => write!(
+                f,
+                "corrupted: CRC {computed:#010x} does not match the stored {stored:#010x}"
+            ),
+            Error::UnknownPrecision(p) => write!(f, "unknown precision code {p}"),
+            Error::SectionMisplaced(s) => write!(
+                f,
+                "the {s} section is not where the layout puts it (the first 8-byte boundary after the previous section)"
+            ),
+            Error::SectionOutOfFile(s) => {
+                write!(f, "the {s} section runs past the end of the file")
+            }
+            Error::SectionLength(s) => write!(f, "the {s} section has the wrong length"),
+            Error::BadField(s) => {
+                write!(f, "bad model description: {s} is out of range or unknown")
+            }
+            Error::FieldOverflow { field, value } => write!(
+                f,
+                "bad model description: {field} = {value} does not fit in the model file"
+            ),
+            Error::Inconsistent(s) => write!(f, "bad model description: {s}"),
+            Error::TokenOutOfRange { what, id, vocab } => {
+                write!(f, "{what} {id} outside the vocabulary of {vocab}")
+            }
+            Error::VocabCount { found, expected } => write!(
+                f,
+                "the vocabulary section holds {found} strings, the description calls for {expected}"
+            ),
+            Error::VocabIndex => f.write_str(
+                "bad vocabulary index: a string outside the section, out of order, or bytes left over",
+            ),
+            Error::VocabOrder { vocab } => write!(
+                f,
+                "the {vocab} vocabulary's stored order is not its ids sorted by their strings"
+            ),
+            Error::EmptyToken { vocab, id } => write!(f, "{vocab} token {id} is empty"),
+            Error::DuplicateToken {
+                vocab,
+                first,
+                second,
+            } => write!(f, "{vocab} tokens {first} and {second} are the same string"),
+            Error::TooManyTensors(n) => write!(
+                f,
+                "the tensor table has {n} entries, more than any model has ({})",
+                format::MAX_TENSORS
+            ),
+            Error::UnknownTensor(id) => write!(
+                f,
+                "tensor {} is not part of this model at its precision",
+                IdName(id)
+            ),
+            Error::DuplicateTensor(id) => write!(f, "tensor {} appears twice", IdName(id)),
+            Error::MissingTensor(id) => write!(f, "tensor {} is missing", IdName(id)),
+            Error::UnknownDType { id, code } => {
+                write!(f, "tensor {} has unknown element type {code}", IdName(id))
+            }
+            Error::TensorType { id, found } => write!(
+                f,
+                "tensor {} has element type {}, wrong for this precision",
+                IdName(id),
+                found.name()
+            ),
+            Error::TensorLength(id) => write!(
+                f,
+                "tensor {}: length differs from rows x columns x element size",
+                IdName(id)
+            ),
+            Error::TensorShape {
+                id,
+                expected,
+                found,
+            } => write!(
+                f,
+                "tensor {} has shape {}x{}, expected {}x{}",
+                IdName(id),
+                found.0,
+                found.1,
+                expected.0,
+                expected.1
+            ),
+            Error::TensorMisplaced(id) => write!(
+                f,
+                "tensor {} does not start at the first 8-byte boundary after the previous one",
+                IdName(id)
+            ),
+            Error::TensorOutsideData(id) => write!(
+                f,
+                "tensor {} runs past the end of the data section",
+                IdName(id)
+            ),
+            Error::BadRowQ(id) => write!(
+                f,
+                "tensor {}: quantization data out of range",
+                IdName(id)
+            ),
+            Error::NonFinite(id) => write!(
+                f,
+                "tensor {} holds a non-finite value (NaN or infinity)",
+                IdName(id)
+            ),
+            Error::Misaligned(id) => write!(
+                f,
+                "tensor {} is misaligned in memory (load the model at an 8-byte aligned address)",
+                IdName(id)
+            ),
+            Error::PrecisionMismatch { model, runtime } => write!(
+                f,
+                "model precision is {}, bound as {}",
+                model.name(),
+                runtime.name()
+            ),
+            Error::UnsupportedPrecision(p) => {
+                write!(f, "precision {} is not supported by this build", p.name())
+            }
+            Error::ArenaTooSmall { needed, available } => write!(
+                f,
+                "workspace needs {needed} bytes, the arena has {available}"
+            ),
+            Error::InputTooLong { len, max } => {
+                write!(f, "input of {len} positions exceeds the capacity of {max}")
+            }
+            Error::UnknownSymbol { position, ch } => write!(
+                f,
+                "symbol {ch:?} at position {position} is not in the source vocabulary"
+            ),
+            Error::OutputTooSmall { needed, available } => write!(
+                f,
+                "output buffer holds {available} tokens, the model may produce {needed}"
+            ),
+            Error::Rnn(e) => write!(f, "{e}"),
+            Error::Attention(e) => write!(f, "{e}"),
+            Error::Shape(e) => write!(f, "{e}"),
+            Error::BadMagic
+            | Error::ReservedNotZero
+            | Error::PaddingNotZero
+            | Error::VocabNotUtf8
+            | Error::BiasMask
+            | Error::TrailingData
+            | Error::EmptyInput => f.write_str(self.as_str()),
+        }
+    }
+}
+
+impl core::error::Error for Error {}

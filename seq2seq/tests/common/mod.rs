@@ -1,0 +1,325 @@
+//! Random valid models for the robustness tests: descriptions of every variant, written
+//! by the builder at every precision, and a decode that must never panic.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use rnn_core::ResetMode;
+use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
+use seq2seq::builder::{aligned, ModelBuilder};
+use seq2seq::desc::{
+    Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
+};
+use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
+use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, Runner};
+
+/// xorshift64: deterministic pseudo-random numbers from a seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+    pub fn u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.u64() % (hi - lo + 1) as u64) as usize
+    }
+    pub fn bool(&mut self) -> bool {
+        self.u64() & 1 == 1
+    }
+    /// Uniform in `[-1, 1)`.
+    pub fn f32(&mut self) -> f32 {
+        (self.u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.range(0, xs.len() - 1)]
+    }
+}
+
+pub const SRC: [&str; 7] = ["<pad>", "<unk>", "</s>", "a", "b", "c", "d"];
+pub const TGT: [&str; 8] = ["<pad>", "<s>", "</s>", "w", "x", "y", "z", "q"];
+
+/// A small model over [`SRC`] and [`TGT`] without attention: embeddings of 5 and 4, one
+/// GRU of 6 each side, the decoder from zeros, output from its state.
+pub fn small_desc() -> ModelDesc {
+    ModelDesc {
+        src_vocab: SRC.len(),
+        tgt_vocab: TGT.len(),
+        enc_emb: 5,
+        dec_emb: 4,
+        enc_layers: 1,
+        enc_hidden: 6,
+        enc_bidir: false,
+        enc_reset: ResetMode::After,
+        memory_proj: None,
+        ordering: Ordering::None,
+        score: ScoreKind::Additive,
+        attn_dim: 0,
+        attn_query_proj: false,
+        attn_key_proj: false,
+        mask_padding: false,
+        src_pad_to: 0,
+        init: Init::Zeros,
+        dec_layers: 1,
+        dec_hidden: 6,
+        dec_reset: ResetMode::After,
+        attentional: None,
+        out_parts: [Some(Part::State), None, None, None],
+        src_pad: 0,
+        src_unk: Some(1),
+        src_eos: Some(2),
+        tgt_start: 1,
+        tgt_end: 2,
+        max_steps: 12,
+        split: Split::Chars,
+        lowercase: true,
+        fmt_src_emb: Default::default(),
+        fmt_dec_emb: Default::default(),
+        fmt_memory: Default::default(),
+        fmt_keys: Default::default(),
+        score_scale: 1.0,
+        score_scale_q: Requant::ONE,
+    }
+}
+
+/// A random description that [`ModelDesc::check`] accepts: every ordering and score,
+/// uni- and bidirectional stacks of 1 to 3 layers, every initial state, memory
+/// projection and attentional layer or not, padding or not, tiny sizes.
+pub fn random_desc(r: &mut Rng) -> ModelDesc {
+    loop {
+        let d = try_desc(r);
+        if d.check().is_ok() {
+            return d;
+        }
+    }
+}
+
+fn try_desc(r: &mut Rng) -> ModelDesc {
+    let ordering = r.pick(&[Ordering::None, Ordering::Bahdanau, Ordering::Luong]);
+    let attention = ordering != Ordering::None;
+    let score = if attention {
+        r.pick(&[
+            ScoreKind::Additive,
+            ScoreKind::Dot,
+            ScoreKind::ScaledDot,
+            ScoreKind::General,
+        ])
+    } else {
+        ScoreKind::Additive
+    };
+    let enc_layers = r.range(1, 3);
+    let enc_hidden = r.range(1, 5);
+    let enc_bidir = r.bool();
+    let enc_output = enc_hidden * (1 + enc_bidir as usize);
+    let memory_proj = (attention && r.bool()).then(|| r.range(1, 6));
+    let memory_dim = memory_proj.unwrap_or(enc_output);
+    let init = r.pick(&[Init::Zeros, Init::Last, Init::Dense]);
+    let dec_hidden = match (init, score) {
+        (Init::Last, _) => enc_output,
+        (_, ScoreKind::Dot | ScoreKind::ScaledDot) if attention => memory_dim,
+        _ => r.range(1, 6),
+    };
+    let dec_layers = if init == Init::Last {
+        r.range(1, enc_layers)
+    } else {
+        r.range(1, 3)
+    };
+    let additive = attention && score == ScoreKind::Additive;
+    let (attn_query_proj, attn_key_proj) = if additive {
+        (r.bool(), r.bool())
+    } else {
+        (false, false)
+    };
+    let attn_dim = match (additive, attn_query_proj, attn_key_proj) {
+        (false, ..) => 0,
+        (true, false, _) => dec_hidden,
+        (true, true, false) => memory_dim,
+        (true, true, true) => r.range(1, 5),
+    };
+    let attentional = (attention && r.bool()).then(|| r.range(1, 5));
+    let mut candidates = vec![Part::State, Part::Embedding];
+    if attention {
+        candidates.push(Part::Context);
+    }
+    if attentional.is_some() {
+        candidates.push(Part::Attentional);
+    }
+    let mut out_parts = [None; MAX_OUT_PARTS];
+    for slot in out_parts.iter_mut().take(r.range(1, MAX_OUT_PARTS)) {
+        *slot = Some(r.pick(&candidates));
+    }
+    let src_pad_to = if r.range(0, 3) == 0 {
+        r.range(6, 12)
+    } else {
+        0
+    };
+    // Any format the parser admits, extremes included.
+    let frac = |r: &mut Rng| Fmt {
+        frac: r.range(0, (MAX_FRAC - MIN_FRAC) as usize) as i8 + MIN_FRAC,
+    };
+    ModelDesc {
+        src_vocab: SRC.len(),
+        tgt_vocab: TGT.len(),
+        enc_emb: r.range(1, 5),
+        dec_emb: r.range(1, 5),
+        enc_layers,
+        enc_hidden,
+        enc_bidir,
+        enc_reset: r.pick(&[ResetMode::After, ResetMode::Before]),
+        memory_proj,
+        ordering,
+        score,
+        attn_dim,
+        attn_query_proj,
+        attn_key_proj,
+        mask_padding: attention && r.bool(),
+        src_pad_to,
+        init,
+        dec_layers,
+        dec_hidden,
+        dec_reset: r.pick(&[ResetMode::After, ResetMode::Before]),
+        attentional,
+        out_parts,
+        src_pad: 0,
+        src_unk: r.bool().then_some(1),
+        src_eos: r.bool().then_some(2),
+        tgt_start: 1,
+        tgt_end: 2,
+        max_steps: r.range(1, 8),
+        split: r.pick(&[Split::Chars, Split::Whitespace]),
+        lowercase: r.bool(),
+        fmt_src_emb: frac(r),
+        fmt_dec_emb: frac(r),
+        fmt_memory: frac(r),
+        fmt_keys: frac(r),
+        score_scale: if score == ScoreKind::ScaledDot {
+            0.5
+        } else {
+            1.0 + r.f32()
+        },
+        score_scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
+    }
+}
+
+/// A builder holding `d` at `precision` with random weights: weights of one or two
+/// planes (quantized), quantization data, and a bias on a random half of the layers
+/// that can have one.
+pub fn random_builder(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> ModelBuilder {
+    let mut b = ModelBuilder::new(precision, *d);
+    b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
+    b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
+    b.separator = r.pick(&["", " ", "-"]).into();
+    for s in d.layer_specs() {
+        let id = |slot| TensorId::new(s.role, s.layer, s.dir, slot);
+        let planes = if precision == PrecisionKind::F32 {
+            1
+        } else {
+            r.range(1, 2)
+        };
+        let n = s.rows * s.cols * planes;
+        let bias = !s.is_embedding() && r.bool();
+        match precision {
+            PrecisionKind::F32 => {
+                let w: Vec<f32> = (0..n).map(|_| r.f32() * 2.0).collect();
+                let v: Vec<f32> = (0..s.rows).map(|_| r.f32()).collect();
+                let bias = bias.then_some(&v[..]);
+                b.linear_f32((s.role, s.layer, s.dir), s.rows, s.cols, &w, bias);
+            }
+            PrecisionKind::W8F32 => {
+                let w: Vec<i8> = (0..n).map(|_| (r.u64() >> 56) as i8).collect();
+                b.tensor(id(Slot::Weight), DType::I8, s.rows, s.cols * planes, &w);
+                let q: Vec<f32> = (0..s.rows * planes).map(|_| r.f32().abs() / 64.0).collect();
+                b.tensor(id(Slot::RowQ), DType::F32, s.rows, planes, &q);
+                if bias {
+                    let v: Vec<f32> = (0..s.rows).map(|_| r.f32()).collect();
+                    b.tensor(id(Slot::Bias), DType::F32, s.rows, 1, &v);
+                }
+            }
+            PrecisionKind::W8A16 => {
+                let w: Vec<i8> = (0..n).map(|_| (r.u64() >> 56) as i8).collect();
+                b.tensor(id(Slot::Weight), DType::I8, s.rows, s.cols * planes, &w);
+                let q: Vec<Requant> = (0..s.rows * s.parts * planes)
+                    .map(|_| Requant::from_real(r.f32().abs() as f64 / 32.0))
+                    .collect();
+                b.requant(id(Slot::RowQ), s.rows, s.parts * planes, &q);
+                if bias {
+                    let v: Vec<i32> = (0..s.rows)
+                        .map(|_| (r.u64() >> 48) as i32 - 32768)
+                        .collect();
+                    b.tensor(id(Slot::Bias), DType::I32, s.rows, 1, &v);
+                }
+            }
+        }
+    }
+    b
+}
+
+/// A random valid model file of `precision`.
+pub fn random_model(precision: PrecisionKind, r: &mut Rng) -> Vec<u8> {
+    let d = random_desc(r);
+    random_builder(&d, precision, r)
+        .to_bytes()
+        .unwrap_or_else(|e| panic!("a valid random model is refused: {e}\n{d:?}"))
+}
+
+/// The header of model bytes.
+pub fn header(bytes: &[u8]) -> RawHeader {
+    bytemuck::pod_read_unaligned(&bytes[..HEADER_LEN])
+}
+
+/// Writes the header back.
+pub fn set_header(bytes: &mut [u8], h: &RawHeader) {
+    bytes[..HEADER_LEN].copy_from_slice(bytemuck::bytes_of(h));
+}
+
+/// The CRC recomputed over the file's stated length (when it fits in the bytes).
+pub fn fix_crc(bytes: &mut [u8]) {
+    let len = header(bytes).file_len as usize;
+    if (HEADER_LEN + 4..=bytes.len()).contains(&len) {
+        let crc = crc32(&bytes[..len - 4]);
+        bytes[len - 4..len].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Entry `i` of the tensor table and its byte offset in the file.
+pub fn table_entry(bytes: &[u8], i: usize) -> (usize, RawTensor) {
+    let at = header(bytes).table[0] as usize + i * core::mem::size_of::<RawTensor>();
+    let e = bytemuck::pod_read_unaligned(&bytes[at..at + core::mem::size_of::<RawTensor>()]);
+    (at, e)
+}
+
+/// The index of tensor `id` in the table.
+pub fn find_entry(bytes: &[u8], id: TensorId) -> Option<usize> {
+    let n = header(bytes).table[1] as usize;
+    (0..n).find(|&i| table_entry(bytes, i).1.id == id.to_u32())
+}
+
+/// Parses, binds at the file's precision, and decodes one short line (an output
+/// buffer of 64 steps, a workspace for 16 positions): the full path a device takes.
+/// Whatever the bytes, this returns; the test is that it never panics.
+pub fn parse_bind_decode(bytes: &[u8], line: &str) -> Result<usize, Error> {
+    let words = aligned(bytes);
+    let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
+    let file = ModelFile::parse(bytes)?;
+    match file.precision() {
+        PrecisionKind::F32 => decode::<F32>(&file, line),
+        PrecisionKind::W8F32 => decode::<W8F32>(&file, line),
+        PrecisionKind::W8A16 => decode::<W8A16>(&file, line),
+    }
+}
+
+fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, Error> {
+    let net = Net::<P>::bind(file)?;
+    let positions = 16;
+    let need = Plan::new::<P>(file.desc(), positions).bytes();
+    // Like a device: a fixed arena, so a model that needs more is refused.
+    let mut arena = vec![0u32; need.min(1 << 18) / 4];
+    let mut runner = Runner::new(&net, &mut arena, positions)?;
+    let mut out = [0u16; 64];
+    runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))
+}
