@@ -59,7 +59,7 @@ fn runs_table(e: &Exp) -> String {
             Some((n, best, t, per)) => (
                 format!(
                     "{n} ({best}){}",
-                    if report.is_none() { ", running" } else { "" }
+                    if report.is_none() { ", unfinished" } else { "" }
                 ),
                 format!("{:.0} min", t / 60.0),
                 format!("{per:.0}"),
@@ -234,7 +234,7 @@ fn device(e: &Exp) -> String {
     let Some(v) = json(&e.result("device.json")) else {
         return "Not run yet: `cargo xtask experiment --stage device`.\n".into();
     };
-    let mut s = String::from("| model | board | w8a16 file | sequence / token agreement with f32 (test) | instructions per decoded token | encoder instructions per source |\n|---|---|---|---|---|---|\n");
+    let mut s = String::from("| model | board | w8a16 file | sequence / token agreement with f32 (test) | instructions per decoded token | encoder instructions per source sequence |\n|---|---|---|---|---|---|\n");
     for (name, r) in v.as_object().into_iter().flatten() {
         let _ = writeln!(
             s,
@@ -251,10 +251,13 @@ fn device(e: &Exp) -> String {
                 .map_or("-".into(), |x| format!("{x:.0}")),
         );
     }
+    // The tools print absolute paths: shown relative to the repository.
+    let root = format!("{}/", e.ctx.root.display());
     for name in v.as_object().into_iter().flatten().map(|(k, _)| k) {
         for kind in ["check", "qemu"] {
             if let Ok(t) = std::fs::read_to_string(e.result(&format!("{name}-{kind}.txt"))) {
-                let _ = write!(s, "\n`s2s {kind}` of {name}:\n\n```text\n{}```\n", t);
+                let t = t.replace(&root, "");
+                let _ = write!(s, "\n`s2s {kind}` of {name}:\n\n```text\n{t}```\n");
             }
         }
     }
