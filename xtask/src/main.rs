@@ -27,6 +27,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
+use std::{env, fs};
 
 mod experiment;
 mod fuzz;
@@ -533,6 +534,7 @@ impl Ctx {
         }
         steps.step("firmware rust-version", || self.check_rust_versions())?;
         steps.step("publish dry-run of the core crates", || {
+            forget_packaged_sources()?;
             self.run(
                 self.cargo_for(&CORE_CRATES, "publish")
                     .args(["--dry-run", "--allow-dirty"]),
@@ -863,4 +865,46 @@ fn quote(s: &OsStr) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// Removes the core crates' sources that an earlier `cargo publish --dry-run` extracted.
+///
+/// A multi-package dry run verifies each crate against its siblings through a temporary
+/// local registry, which cargo extracts into `$CARGO_HOME/registry/src/-<hash>/`. Cargo
+/// does not re-extract a `name-version` directory that exists, so on a machine that ran
+/// the step before, a crate was verified against its siblings' *old* sources (and failed
+/// on a trait method added since). Those directories hold nothing but our own packages;
+/// registries from the network have names that do not start with `-`.
+fn forget_packaged_sources() -> Result {
+    let home = match env::var_os("CARGO_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => match env::var_os("HOME") {
+            Some(h) => PathBuf::from(h).join(".cargo"),
+            None => return Ok(()),
+        },
+    };
+    let Ok(registries) = fs::read_dir(home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(packages) = fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for package in packages.flatten() {
+            let name = package.file_name().to_string_lossy().into_owned();
+            let ours = CORE_CRATES.iter().any(|c| {
+                name.strip_prefix(c)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|v| v.starts_with(|ch: char| ch.is_ascii_digit()))
+            });
+            if ours {
+                fs::remove_dir_all(package.path())
+                    .map_err(|e| format!("removing {}: {e}", package.path().display()))?;
+            }
+        }
+    }
+    Ok(())
 }
