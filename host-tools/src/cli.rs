@@ -27,6 +27,15 @@ pub enum SchemeArg {
     W8f32,
 }
 
+/// `s2s generate`'s tasks.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TaskArg {
+    /// Dates in six spellings to YYYY-MM-DD (distinct dates 1950-2049).
+    Dates,
+    /// Strings of 5 to 100 letters, each letter substituted (the length task).
+    Substitution,
+}
+
 /// The subcommands.
 #[derive(Subcommand)]
 pub enum Cmd {
@@ -39,6 +48,45 @@ pub enum Cmd {
         #[arg(long)]
         weights: PathBuf,
         /// Model file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Train a model from `source<TAB>target` pairs: the configuration of import without
+    /// `[weights]` (vocabularies may be left out: they are built from the data).
+    Train {
+        /// Model configuration (architecture, vocabularies).
+        #[arg(long)]
+        config: PathBuf,
+        /// Training pairs, `source<TAB>target` per line.
+        #[arg(long)]
+        data: PathBuf,
+        /// Validation pairs (default: 5 % of --data, chosen by the seed, held out).
+        #[arg(long)]
+        valid: Option<PathBuf>,
+        /// Model file to write (the best epoch's f32 weights).
+        #[arg(short, long)]
+        output: PathBuf,
+        #[command(flatten)]
+        options: TrainArgs,
+    },
+    /// Write a synthetic data set: `DIR/<split>.tsv` (pairs) and `DIR/<split>.txt` (sources).
+    Generate {
+        /// The task.
+        #[arg(value_enum)]
+        task: TaskArg,
+        /// Seed (the same seed gives the same pairs on every machine).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Training pairs.
+        #[arg(long)]
+        train: usize,
+        /// Validation pairs.
+        #[arg(long, default_value_t = 0)]
+        valid: usize,
+        /// Test pairs.
+        #[arg(long, default_value_t = 0)]
+        test: usize,
+        /// Directory to write into.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -67,13 +115,26 @@ pub enum Cmd {
         #[arg(long)]
         attention: Option<PathBuf>,
     },
-    /// Token and sequence error rates against references (`source<TAB>reference` lines).
+    /// Token and sequence error rates against references (`source<TAB>reference` lines),
+    /// overall and by source length, with the mean attention entropy; several models
+    /// are compared on the same data.
     Eval {
-        /// Model file.
-        model: PathBuf,
+        /// Model files.
+        #[arg(required = true)]
+        models: Vec<PathBuf>,
         /// TSV file of sources and references.
         #[arg(long)]
         data: PathBuf,
+        /// Source-length buckets this wide (default: 1-4, 5-8, 9-12, 13+).
+        #[arg(long)]
+        bucket_width: Option<usize>,
+        /// Write every model's counts per bucket as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Draw the token error rate against source length (.png or .svg), one line per
+        /// model.
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
     /// Quantize an f32 model: int8 weights with int16 activations (w8a16) or f32 math (w8f32).
     Quantize {
@@ -162,6 +223,55 @@ pub enum Cmd {
         #[arg(long, default_value_t = 60)]
         timeout: u64,
     },
+}
+
+/// How `s2s train` trains.
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// Most epochs.
+    #[arg(long, default_value_t = 30)]
+    pub epochs: usize,
+    /// Sequences per mini-batch.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    pub lr: f64,
+    /// Factor on the learning rate after an epoch without a better validation token
+    /// error (1 keeps it constant).
+    #[arg(long, default_value_t = 0.5)]
+    pub lr_decay: f64,
+    /// Clip the gradients to this global norm (0: no clipping).
+    #[arg(long, default_value_t = 1.0)]
+    pub clip: f64,
+    /// Dropout on embeddings, between stacked layers and before the output layer.
+    #[arg(long, default_value_t = 0.1)]
+    pub dropout: f32,
+    /// Stop after this many epochs without a better validation token error.
+    #[arg(long, default_value_t = 5)]
+    pub patience: usize,
+    /// Seed of the initial weights, the batch order, dropout and the held-out pairs
+    /// (the same seed and thread count give the same weights).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Checkpoint directory (default: the output with the extension .ckpt).
+    #[arg(long)]
+    pub checkpoints: Option<PathBuf>,
+    /// Continue the run saved in the checkpoint directory.
+    #[arg(long)]
+    pub resume: bool,
+    /// CSV log of every epoch (default: the output with the extension .csv).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// Write a JSON summary of the run (losses, error rates, agreement, times).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// The board and timeout of a QEMU run.

@@ -68,7 +68,8 @@ pub enum Error {
     #[error(
         "{}: model file format version {found}, this build reads version {supported}; \
          re-create it from its weights with `s2s import --config MODEL.toml --weights WEIGHTS \
-         -o {0}` (then `s2s quantize` for w8a16 or w8f32)",
+         -o {0}` (then `s2s quantize` for w8a16 or w8f32), or a trained one with its `s2s train` \
+         command plus `--resume` (written again from its checkpoint)",
         path.display()
     )]
     ModelVersion {
@@ -99,6 +100,9 @@ pub enum Error {
         /// What went wrong, with how to fix it where there is a way.
         message: String,
     },
+    /// The tensor library failed while training (a shape or numeric failure).
+    #[error("training: {0}")]
+    Training(String),
     /// A device run failed or disagreed with the host.
     #[error("{board}: {message}")]
     Device {

@@ -1,7 +1,9 @@
 //! Host side of the project: the `s2s` command-line tool's library.
 //!
+//! * [`data`]: string pairs, and seeded generators of synthetic tasks;
 //! * [`formats`]: reading trained weights (safetensors, npz, Keras 3, HDF5);
 //! * [`import`]: model configurations and the f32 model file they make;
+//! * [`train`] (feature `train`): training a model from string pairs;
 //! * [`model`]: loading model files and running them through the no_std core;
 //! * [`quantize`]: int8 weights, calibrated activation formats;
 //! * [`eval`] and [`plot`]: reports and pictures;
@@ -10,6 +12,7 @@
 
 pub use error::{Error, Place, Result};
 
+pub mod data;
 pub mod device;
 pub mod error;
 pub mod eval;
@@ -19,3 +22,5 @@ pub mod io;
 pub mod model;
 pub mod plot;
 pub mod quantize;
+#[cfg(feature = "train")]
+pub mod train;

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cli::{Cli, Cmd, SchemeArg};
+use cli::{Cli, Cmd, SchemeArg, TaskArg};
 use host_tools::device::{self, QemuOptions};
 use host_tools::quantize::{Planes, Scheme};
-use host_tools::{eval, import, model, plot, quantize, Result};
+use host_tools::{data, eval, import, model, plot, quantize, Result};
 
 mod cli;
 
@@ -38,6 +38,30 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 output.display()
             );
         }
+        Cmd::Train {
+            config,
+            data,
+            valid,
+            output,
+            options,
+        } => train(&config, &data, valid.as_deref(), &output, options)?,
+        Cmd::Generate {
+            task,
+            seed,
+            train,
+            valid,
+            test,
+            output,
+        } => {
+            let task = match task {
+                TaskArg::Dates => data::Task::Dates,
+                TaskArg::Substitution => data::Task::Substitution,
+            };
+            let counts = [("train", train), ("valid", valid), ("test", test)];
+            for f in data::generate_files(task, seed, &counts, &output)? {
+                eprintln!("wrote {}", f.display());
+            }
+        }
         Cmd::Inspect {
             model,
             positions,
@@ -49,7 +73,20 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             tsv,
             attention,
         } => model::run::run_file(&model, input.as_deref(), tsv, attention.as_deref(), stdout)?,
-        Cmd::Eval { model, data } => eval::eval_file(&model, &data, stdout)?,
+        Cmd::Eval {
+            models,
+            data,
+            bucket_width,
+            json,
+            plot,
+        } => {
+            let options = eval::EvalOptions {
+                bucket_width,
+                json,
+                plot,
+            };
+            eval::eval_file(&models, &data, &options, stdout)?
+        }
         Cmd::Quantize {
             model,
             calib,
@@ -134,4 +171,60 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
     }
     stdout.flush().map_err(host_tools::Error::io("<stdout>"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `s2s train`.
+#[cfg(feature = "train")]
+fn train(
+    config: &std::path::Path,
+    data: &std::path::Path,
+    valid: Option<&std::path::Path>,
+    output: &std::path::Path,
+    a: cli::TrainArgs,
+) -> Result {
+    let options = host_tools::train::TrainOptions {
+        epochs: a.epochs,
+        batch: a.batch,
+        lr: a.lr,
+        lr_decay: a.lr_decay,
+        clip: a.clip,
+        dropout: a.dropout,
+        patience: a.patience,
+        seed: a.seed,
+        threads: a.threads,
+        checkpoints: a.checkpoints,
+        resume: a.resume,
+        log: a.log,
+        report: a.report,
+        quiet: a.quiet,
+    };
+    let r = host_tools::train::train_file(config, data, valid, output, &options)?;
+    if !a.quiet {
+        eprintln!("{}", r.agreement.summary());
+    }
+    eprintln!(
+        "wrote {} ({} bytes, {} parameters, epoch {} of {}: validation TER {:.2} %, SER {:.2} %)",
+        output.display(),
+        r.file_bytes,
+        r.parameters,
+        r.best_epoch,
+        r.epochs,
+        r.valid_ter,
+        r.valid_ser
+    );
+    Ok(())
+}
+
+/// `s2s train` in a build without the `train` feature.
+#[cfg(not(feature = "train"))]
+fn train(
+    _: &std::path::Path,
+    _: &std::path::Path,
+    _: Option<&std::path::Path>,
+    _: &std::path::Path,
+    _: cli::TrainArgs,
+) -> Result {
+    Err(host_tools::Error::usage(
+        "this s2s was built without the `train` feature; build it with the default features: cargo install --path host-tools",
+    ))
 }

@@ -330,6 +330,7 @@ fn model_file_of_another_version() {
                 &format!("version {v}"),
                 "s2s import",
                 "s2s quantize",
+                "s2s train",
             ],
         );
     }

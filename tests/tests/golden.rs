@@ -173,8 +173,12 @@ fn s2s_eval_reports_netra_as_exact() {
         .split_whitespace()
         .collect();
     assert_eq!(
-        all,
+        all[..4],
         ["all", "2000", "0.00", "0.00"],
         "s2s eval output:\n{out}"
     );
+    // netra attends: the last column is the mean attention entropy, in nats, between
+    // 0 and ln 25 (its 25 padded positions).
+    let h: f64 = all[4].parse().unwrap();
+    assert!(out.contains("H nats") && h > 0.0 && h < 25f64.ln(), "{out}");
 }

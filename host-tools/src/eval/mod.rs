@@ -7,55 +7,125 @@ pub mod rates;
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Error, Place, Result};
-use crate::io::read_lines;
+use crate::data::{data_rows, read_pairs};
+use crate::error::{Error, Result};
+use crate::io::write_atomic;
 use crate::model::{decode_lines, Keep, LoadedModel};
+use crate::plot::chart::{Chart, Series};
+use crate::plot::write_chart;
 use rates::{split_tokens, Report};
 
-/// The rows of a data file, without blank and `#` lines: `(line number, text)`.
-fn data_rows(path: &Path) -> Result<Vec<(usize, String)>> {
-    Ok(read_lines(Some(path))?
-        .into_iter()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|(i, l)| (i + 1, l))
-        .collect())
+/// How `s2s eval` reports.
+#[derive(Clone, Debug, Default)]
+pub struct EvalOptions {
+    /// Source-length buckets this wide (default: 1-4, 5-8, 9-12, 13+).
+    pub bucket_width: Option<usize>,
+    /// A JSON file to write the counts of every model and bucket to.
+    pub json: Option<std::path::PathBuf>,
+    /// A picture (.png or .svg) of the token error rate against source length, one line
+    /// per model.
+    pub plot: Option<std::path::PathBuf>,
 }
 
-/// `s2s eval`: token and sequence error rates of `model` against the
-/// `source<TAB>reference` lines of `data`, overall and by source length, written to `out`.
-pub fn eval_file(model: &Path, data: &Path, out: &mut dyn Write) -> Result {
-    let m = LoadedModel::load(model)?;
-    let mut sources = vec![];
-    let mut refs = vec![];
-    for (n, row) in data_rows(data)? {
-        let (s, t) = row.split_once('\t').ok_or_else(|| {
-            Error::invalid(
-                data.display(),
-                Place::Line(n),
-                "expected source<TAB>reference",
-            )
-        })?;
-        sources.push(s.to_string());
-        refs.push(t.to_string());
+/// The length of a source as the model splits it (end token excluded).
+fn source_len(split: seq2seq::Split, s: &str) -> usize {
+    match split {
+        seq2seq::Split::Chars => s.chars().count(),
+        seq2seq::Split::Whitespace => s.split_whitespace().count(),
     }
-    let decoded = decode_lines(&m, &sources, Keep::default())?;
-    let sep = m.file().separator().to_string();
-    let mut report = Report::default();
-    for ((s, r), d) in sources.iter().zip(&refs).zip(&decoded) {
-        let len = match m.file().desc().split {
-            seq2seq::Split::Chars => s.chars().count(),
-            seq2seq::Split::Whitespace => s.split_whitespace().count(),
+}
+
+/// `s2s eval`: token and sequence error rates of each of `models` against the
+/// `source<TAB>reference` lines of `data`, overall and by source length, with the mean
+/// attention entropy of the decoder steps for models that attend; written to `out`,
+/// and as JSON and a chart when asked.
+pub fn eval_file(
+    models: &[std::path::PathBuf],
+    data: &Path,
+    opt: &EvalOptions,
+    out: &mut dyn Write,
+) -> Result {
+    let (sources, refs): (Vec<String>, Vec<String>) = read_pairs(data)?
+        .into_iter()
+        .map(|p| (p.source, p.target))
+        .unzip();
+    let mut text = String::new();
+    let mut reports = Vec::new();
+    for model in models {
+        let m = LoadedModel::load(model)?;
+        let desc = *m.file().desc();
+        let keep = Keep {
+            weights: desc.has_attention(),
+            ..Keep::default()
         };
-        report.add(len, &d.tokens, &split_tokens(r, &sep));
+        let decoded = decode_lines(&m, &sources, keep)?;
+        let sep = m.file().separator().to_string();
+        let lens: Vec<usize> = sources.iter().map(|s| source_len(desc.split, s)).collect();
+        let mut report = match opt.bucket_width {
+            Some(w) => Report::with_buckets(&Report::width_buckets(
+                w,
+                lens.iter().copied().max().unwrap_or(1),
+            )),
+            None => Report::default(),
+        };
+        for ((len, r), d) in lens.iter().zip(&refs).zip(&decoded) {
+            report.add(*len, &d.tokens, &split_tokens(r, &sep));
+            let h: Vec<f32> = d
+                .weights
+                .iter()
+                .map(|w| attention_core::entropy::<s2s_kernels::F32>(w))
+                .collect();
+            report.add_entropy(*len, &h);
+        }
+        text += &format!(
+            "{} on {} ({} sequences)\n{}",
+            model.display(),
+            data.display(),
+            sources.len(),
+            report.render()
+        );
+        reports.push((model, report));
     }
-    let text = format!(
-        "{} on {} ({} sequences)\n{}",
-        model.display(),
-        data.display(),
-        sources.len(),
-        report.render()
-    );
+    if let Some(path) = &opt.json {
+        let all: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|(m, r)| {
+                let mut v = r.json();
+                v["model"] = m.display().to_string().into();
+                v
+            })
+            .collect();
+        let json = serde_json::json!({ "data": data.display().to_string(), "models": all });
+        write_atomic(path, json.to_string().as_bytes())?;
+    }
+    if let Some(path) = &opt.plot {
+        let first = &reports[0].1;
+        let chart = Chart {
+            title: format!("token error rate by source length on {}", data.display()),
+            x_caption: "source length".into(),
+            x_labels: first
+                .buckets
+                .iter()
+                .map(|(b, _)| Report::bucket_name(*b))
+                .collect(),
+            y_caption: "token error rate (%)".into(),
+            series: reports
+                .iter()
+                .map(|(m, r)| Series {
+                    name: m
+                        .file_stem()
+                        .map_or("model".into(), |s| s.to_string_lossy().into()),
+                    values: r
+                        .buckets
+                        .iter()
+                        .map(|(_, c)| (c.sequences > 0).then(|| 100.0 * c.ter()))
+                        .collect(),
+                    dashed: false,
+                })
+                .collect(),
+        };
+        write_chart(&chart, path)?;
+    }
     out.write_all(text.as_bytes())
         .map_err(Error::io("<stdout>"))
 }

@@ -51,51 +51,143 @@ impl Counts {
     }
 }
 
-/// Counts overall and per source-length bucket.
-#[derive(Clone, Debug, Default)]
+/// Counts overall and per source-length bucket, with the mean attention entropy of the
+/// decoder steps when the model attends.
+#[derive(Clone, Debug)]
 pub struct Report {
     /// All sequences.
     pub all: Counts,
-    /// One per [`BUCKETS`] entry.
-    pub buckets: [Counts; 4],
+    /// The buckets (inclusive source length ranges) and their counts.
+    pub buckets: Vec<((usize, usize), Counts)>,
+    /// Sum of attention entropies (nats) and number of steps, overall.
+    pub entropy: (f64, usize),
+    /// The same per bucket.
+    pub bucket_entropy: Vec<(f64, usize)>,
+}
+
+impl Default for Report {
+    /// The report over [`BUCKETS`].
+    fn default() -> Self {
+        Report::with_buckets(&BUCKETS)
+    }
 }
 
 impl Report {
-    /// Adds a hypothesis with its reference and its source length.
-    pub fn add<T: PartialEq>(&mut self, src_len: usize, hyp: &[T], reference: &[T]) {
-        self.all.add(hyp, reference);
-        if let Some(i) = BUCKETS
-            .iter()
-            .position(|&(lo, hi)| (lo..=hi).contains(&src_len))
-        {
-            self.buckets[i].add(hyp, reference);
+    /// A report over these buckets (inclusive ranges; the last may end at `usize::MAX`).
+    pub fn with_buckets(buckets: &[(usize, usize)]) -> Self {
+        Report {
+            all: Counts::default(),
+            buckets: buckets.iter().map(|&b| (b, Counts::default())).collect(),
+            entropy: (0.0, 0),
+            bucket_entropy: vec![(0.0, 0); buckets.len()],
         }
     }
 
-    /// The report as text lines.
+    /// Buckets `width` lengths wide from 1 up to `max` (the last one ending there).
+    pub fn width_buckets(width: usize, max: usize) -> Vec<(usize, usize)> {
+        let width = width.max(1);
+        (0..max.div_ceil(width))
+            .map(|i| (i * width + 1, ((i + 1) * width).min(max)))
+            .collect()
+    }
+
+    fn bucket(&self, src_len: usize) -> Option<usize> {
+        self.buckets
+            .iter()
+            .position(|&((lo, hi), _)| (lo..=hi).contains(&src_len))
+    }
+
+    /// Adds a hypothesis with its reference and its source length.
+    pub fn add<T: PartialEq>(&mut self, src_len: usize, hyp: &[T], reference: &[T]) {
+        self.all.add(hyp, reference);
+        if let Some(i) = self.bucket(src_len) {
+            self.buckets[i].1.add(hyp, reference);
+        }
+    }
+
+    /// Adds the attention entropies (nats) of one sequence's decoder steps.
+    pub fn add_entropy(&mut self, src_len: usize, entropies: &[f32]) {
+        let sum: f64 = entropies.iter().map(|&h| f64::from(h)).sum();
+        self.entropy.0 += sum;
+        self.entropy.1 += entropies.len();
+        if let Some(i) = self.bucket(src_len) {
+            self.bucket_entropy[i].0 += sum;
+            self.bucket_entropy[i].1 += entropies.len();
+        }
+    }
+
+    /// The name of a bucket: `5-8`, or `13+` for one without an upper end.
+    pub fn bucket_name((lo, hi): (usize, usize)) -> String {
+        if hi == usize::MAX {
+            format!("{lo}+")
+        } else if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        }
+    }
+
+    /// The report as text lines (with the mean attention entropy when there is one).
     pub fn render(&self) -> String {
+        let h = self.entropy.1 > 0;
         let mut s = format!(
-            "{:<10} {:>6} {:>8} {:>8}\n",
-            "source", "count", "TER %", "SER %"
+            "{:<10} {:>6} {:>8} {:>8}{}\n",
+            "source",
+            "count",
+            "TER %",
+            "SER %",
+            if h { "   H nats" } else { "" }
         );
-        let line = |name: String, c: &Counts| {
+        let line = |name: String, c: &Counts, e: (f64, usize)| {
+            let ent = if h {
+                format!(" {:>9.3}", e.0 / e.1.max(1) as f64)
+            } else {
+                String::new()
+            };
             format!(
-                "{name:<10} {:>6} {:>8.2} {:>8.2}\n",
+                "{name:<10} {:>6} {:>8.2} {:>8.2}{ent}\n",
                 c.sequences,
                 100.0 * c.ter(),
                 100.0 * c.ser()
             )
         };
-        s += &line("all".into(), &self.all);
-        for ((lo, hi), c) in BUCKETS.iter().zip(&self.buckets) {
-            let name = if *hi == usize::MAX {
-                format!("{lo}+")
-            } else {
-                format!("{lo}-{hi}")
-            };
-            s += &line(name, c);
+        s += &line("all".into(), &self.all, self.entropy);
+        for ((range, c), e) in self.buckets.iter().zip(&self.bucket_entropy) {
+            s += &line(Self::bucket_name(*range), c, *e);
         }
         s
+    }
+
+    /// The report as JSON: counts and rates overall and per bucket.
+    pub fn json(&self) -> serde_json::Value {
+        let one = |c: &Counts, e: (f64, usize)| {
+            serde_json::json!({
+                "count": c.sequences,
+                "wrong": c.wrong,
+                "edits": c.edits,
+                "ref_tokens": c.ref_tokens,
+                "ter": 100.0 * c.ter(),
+                "ser": 100.0 * c.ser(),
+                "entropy": (e.1 > 0).then(|| e.0 / e.1 as f64),
+            })
+        };
+        let buckets: Vec<serde_json::Value> = self
+            .buckets
+            .iter()
+            .zip(&self.bucket_entropy)
+            .map(|(((lo, hi), c), e)| {
+                let mut v = one(c, *e);
+                v["bucket"] = Self::bucket_name((*lo, *hi)).into();
+                v["lo"] = (*lo).into();
+                v["hi"] = if *hi == usize::MAX {
+                    serde_json::Value::Null
+                } else {
+                    (*hi).into()
+                };
+                v
+            })
+            .collect();
+        serde_json::json!({ "all": one(&self.all, self.entropy), "buckets": buckets })
     }
 }
 
@@ -135,10 +227,15 @@ mod tests {
         assert_eq!(r.all.wrong, 2);
         assert_eq!(r.all.edits, 5);
         assert!((r.all.ter() - 5.0 / 8.0).abs() < 1e-12);
-        assert_eq!(r.buckets[0].sequences, 1);
-        assert_eq!(r.buckets[1].edits, 1);
-        assert_eq!(r.buckets[3].edits, 4);
+        assert_eq!(r.buckets[0].1.sequences, 1);
+        assert_eq!(r.buckets[1].1.edits, 1);
+        assert_eq!(r.buckets[3].1.edits, 4);
         assert!(r.render().contains("13+"));
+        assert!(!r.render().contains("H nats"));
+        r.add_entropy(6, &[0.5, 1.5]);
+        assert!(r.render().contains("H nats"));
+        assert_eq!(r.json()["buckets"][1]["entropy"], 1.0);
+        assert_eq!(Report::width_buckets(10, 25), [(1, 10), (11, 20), (21, 25)]);
         assert_eq!(split_tokens("HH AH0  L", " "), ["HH", "AH0", "L"]);
         assert_eq!(split_tokens("សុ", ""), ["ស", "ុ"]);
     }

@@ -30,7 +30,9 @@ pub struct Config {
     pub attention: Option<AttentionSection>,
     /// Decoder sizes and variant.
     pub decoder: DecoderSection,
-    /// Our layer name -> tensors of the weights file.
+    /// Our layer name -> tensors of the weights file (`s2s import`; absent for
+    /// `s2s train`, which makes its own weights).
+    #[serde(default)]
     pub weights: BTreeMap<String, Mapping>,
     /// The file it was read from (names it in errors).
     #[serde(skip)]
@@ -49,7 +51,9 @@ pub struct ModelSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceSection {
-    /// Token strings; the index is the id.
+    /// Token strings; the index is the id. Required by `s2s import`; `s2s train` builds
+    /// it from the data when absent.
+    #[serde(default)]
     pub tokens: Vec<String>,
     /// `chars` or `whitespace`.
     #[serde(default = "chars")]
@@ -71,7 +75,9 @@ pub struct SourceSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
-    /// Token strings; the index is the id.
+    /// Token strings; the index is the id. Required by `s2s import`; `s2s train` builds
+    /// it from the data when absent.
+    #[serde(default)]
     pub tokens: Vec<String>,
     /// First decoder input.
     pub start: String,
@@ -365,6 +371,17 @@ impl Config {
 
     /// The model description, checked.
     pub fn desc(&self) -> Result<ModelDesc> {
+        for (section, tokens) in [
+            ("source", &self.source.tokens),
+            ("target", &self.target.tokens),
+        ] {
+            if tokens.is_empty() {
+                return Err(self.error(
+                    Place::File,
+                    format!("[{section}] has no tokens (only `s2s train` builds vocabularies from its data)"),
+                ));
+            }
+        }
         let tok = |vocab: &[String], name: &str, what: &str| -> Result<u16> {
             let i = vocab.iter().position(|t| t == name).ok_or_else(|| {
                 self.error(

@@ -3,6 +3,7 @@
 //! SVG ([`svg`]), and for PNG rasterised from that SVG by `resvg` ([`png`]), which shapes
 //! every script with real fonts.
 
+pub mod chart;
 pub mod colour;
 pub mod labels;
 pub mod layout;
@@ -65,19 +66,7 @@ pub fn write_image_with(
 ) -> Result<ImageReport> {
     let fail =
         |reason: String| Error::usage(format!("cannot write heatmap {}: {reason}", path.display()));
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    let png = match ext.as_deref() {
-        Some("png") => true,
-        Some("svg") => false,
-        _ => {
-            return Err(fail(
-                "unknown image format (use a .png or .svg extension)".into(),
-            ))
-        }
-    };
+    let png = is_png(path).map_err(fail)?;
     if let Some(reason) = map.shape_error() {
         return Err(fail(reason));
     }
@@ -97,6 +86,32 @@ pub fn write_image_with(
     };
     write_atomic(path, &bytes)?;
     Ok(ImageReport { warnings })
+}
+
+/// Whether a picture path asks for PNG (else SVG); another extension is an error.
+fn is_png(path: &Path) -> std::result::Result<bool, String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("png") => Ok(true),
+        Some("svg") => Ok(false),
+        _ => Err("unknown image format (use a .png or .svg extension)".into()),
+    }
+}
+
+/// Writes a chart to `path`: SVG, or PNG rasterised from it (by the extension).
+pub fn write_chart(chart: &chart::Chart, path: &Path) -> Result {
+    let fail =
+        |reason: String| Error::usage(format!("cannot write chart {}: {reason}", path.display()));
+    let svg = chart.svg();
+    let bytes = if is_png(path).map_err(fail)? {
+        png::render_png(&svg, Arc::new(png::fonts())).map_err(fail)?
+    } else {
+        svg.into_bytes()
+    };
+    write_atomic(path, &bytes)
 }
 
 #[cfg(test)]

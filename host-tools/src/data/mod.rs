@@ -1,0 +1,116 @@
+//! String pairs: reading `source<TAB>target` files, and seeded generators of synthetic
+//! tasks ([`dates`], [`substitution`]) for training and experiments.
+
+pub mod dates;
+pub mod rng;
+pub mod substitution;
+
+use std::path::Path;
+
+use crate::error::{Error, Place, Result};
+use crate::io::{read_lines, write_atomic};
+
+/// One `source<TAB>target` row of a data file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pair {
+    /// Its line in the file, from 1.
+    pub line: usize,
+    /// The source.
+    pub source: String,
+    /// The target (reference).
+    pub target: String,
+}
+
+/// The rows of a data file, without blank and `#` lines: `(line number, text)`.
+pub fn data_rows(path: &Path) -> Result<Vec<(usize, String)>> {
+    Ok(read_lines(Some(path))?
+        .into_iter()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| (i + 1, l))
+        .collect())
+}
+
+/// Reads `source<TAB>target` pairs; a row without a tab is an error naming its line.
+pub fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
+    data_rows(path)?
+        .into_iter()
+        .map(|(line, row)| {
+            let (s, t) = row.split_once('\t').ok_or_else(|| {
+                Error::invalid(
+                    path.display(),
+                    Place::Line(line),
+                    "expected source<TAB>reference",
+                )
+            })?;
+            Ok(Pair {
+                line,
+                source: s.to_string(),
+                target: t.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Writes pairs as `source<TAB>target` lines (atomically).
+pub fn write_pairs(path: &Path, pairs: &[(String, String)]) -> Result {
+    let mut text = String::new();
+    for (s, t) in pairs {
+        text += s;
+        text.push('\t');
+        text += t;
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())
+}
+
+/// The synthetic tasks `s2s generate` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    /// Dates in many spellings to `YYYY-MM-DD` ([`dates`]).
+    Dates,
+    /// Random strings of 5 to 100 letters, each letter substituted ([`substitution`]).
+    Substitution,
+}
+
+/// `count` distinct pairs of `task` from `seed`.
+pub fn generate(task: Task, count: usize, seed: u64) -> Vec<(String, String)> {
+    match task {
+        Task::Dates => dates::generate(count, seed),
+        Task::Substitution => substitution::generate(count, seed, substitution::LENGTHS),
+    }
+}
+
+/// `s2s generate`: `counts` pairs of `task` from `seed`, all distinct for dates, split
+/// in order into `DIR/<name>.tsv` (`source<TAB>target`) and `DIR/<name>.txt` (the
+/// sources alone, for `s2s run`, `quantize --calib` and `qemu`), for every `(name,
+/// count)` with a count above 0. Returns the files written.
+pub fn generate_files(
+    task: Task,
+    seed: u64,
+    counts: &[(&str, usize)],
+    dir: &Path,
+) -> Result<Vec<std::path::PathBuf>> {
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    let pairs = generate(task, total, seed);
+    if pairs.len() < total {
+        return Err(Error::usage(format!(
+            "the task has only {} distinct pairs, {total} were asked for",
+            pairs.len()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    let mut written = Vec::new();
+    let mut rest = &pairs[..];
+    for &(name, n) in counts.iter().filter(|(_, n)| *n > 0) {
+        let (part, tail) = rest.split_at(n);
+        rest = tail;
+        let tsv = dir.join(format!("{name}.tsv"));
+        write_pairs(&tsv, part)?;
+        let txt = dir.join(format!("{name}.txt"));
+        let sources: String = part.iter().map(|(s, _)| format!("{s}\n")).collect();
+        write_atomic(&txt, sources.as_bytes())?;
+        written.extend([tsv, txt]);
+    }
+    Ok(written)
+}

@@ -1,0 +1,390 @@
+//! `s2s train`: a model trained from string pairs, on `candle` (CPU, all cores), written
+//! through the same model-file builder as `s2s import`.
+//!
+//! * [`examples`]: vocabularies (given, or built from the data), ids, padded batches;
+//! * [`params`]: the parameters, named and shaped as the model file's layers;
+//! * [`cell`], [`attention`], [`model`]: the network as the runtime computes it,
+//!   teacher-forced and greedy;
+//! * [`adam`], [`fit`]: clipped Adam, the epoch loop, early stopping;
+//! * [`checkpoint`], [`log`]: resumable checkpoints, progress and the CSV log;
+//! * [`agree`]: the written file against the training code's own decoding.
+
+pub mod adam;
+pub mod agree;
+pub mod attention;
+pub mod cell;
+pub mod checkpoint;
+pub mod examples;
+pub mod fit;
+pub mod log;
+pub mod model;
+pub mod params;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::Device;
+use serde::Serialize;
+
+use crate::data::rng::SplitMix64;
+use crate::data::{read_pairs, Pair};
+use crate::error::{Error, Place, Result};
+use crate::import::config::Config;
+use crate::io::write_atomic;
+use crate::model::{decode_lines, Keep, LoadedModel};
+use adam::Adam;
+use agree::Agreement;
+use checkpoint::{Checkpoints, TrainState};
+use examples::{build_vocabularies, encode_pairs};
+use fit::{decode_all, evaluate, Fit};
+use params::Params;
+
+impl From<candle_core::Error> for Error {
+    fn from(e: candle_core::Error) -> Self {
+        Error::Training(e.to_string())
+    }
+}
+
+/// How to train.
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    /// Most epochs.
+    pub epochs: usize,
+    /// Sequences per mini-batch.
+    pub batch: usize,
+    /// Adam's learning rate.
+    pub lr: f64,
+    /// Factor on the learning rate after an epoch without a better validation token
+    /// error (1: constant).
+    pub lr_decay: f64,
+    /// Global gradient norm clipped to (0: no clipping).
+    pub clip: f64,
+    /// Dropout on embeddings, between stacked layers and before the output layer.
+    pub dropout: f32,
+    /// Stop after this many epochs without a better validation token error.
+    pub patience: usize,
+    /// Seed of every random number (initial weights, order, dropout, held-out pairs).
+    pub seed: u64,
+    /// Threads (0: one per core).
+    pub threads: usize,
+    /// Checkpoint directory (default: the output with the extension `.ckpt`).
+    pub checkpoints: Option<PathBuf>,
+    /// Continue from the checkpoint instead of refusing to overwrite it.
+    pub resume: bool,
+    /// The CSV log (default: the output with the extension `.csv`).
+    pub log: Option<PathBuf>,
+    /// A JSON summary of the run ([`TrainReport`]) to write.
+    pub report: Option<PathBuf>,
+    /// No progress output.
+    pub quiet: bool,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            epochs: 30,
+            batch: 64,
+            lr: 1e-3,
+            lr_decay: 0.5,
+            clip: 1.0,
+            dropout: 0.1,
+            patience: 5,
+            seed: 0,
+            threads: 0,
+            checkpoints: None,
+            resume: false,
+            log: None,
+            report: None,
+            quiet: false,
+        }
+    }
+}
+
+/// Share of the training pairs held out for validation when no validation file is
+/// given.
+pub const HOLDOUT_SHARE: f64 = 0.05;
+
+/// What a run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainReport {
+    /// Trainable values.
+    pub parameters: usize,
+    /// Training and validation pairs.
+    pub train_pairs: usize,
+    /// See `train_pairs`.
+    pub valid_pairs: usize,
+    /// Epochs run (in all sessions).
+    pub epochs: usize,
+    /// The epoch whose weights were written.
+    pub best_epoch: usize,
+    /// Validation loss before training and at the best epoch.
+    pub initial_valid_loss: f64,
+    /// See `initial_valid_loss`.
+    pub best_valid_loss: f64,
+    /// Validation token and sequence error rates at the best epoch, percent.
+    pub valid_ter: f64,
+    /// See `valid_ter`.
+    pub valid_ser: f64,
+    /// Mean seconds of training per epoch (validation excluded).
+    pub seconds_per_epoch: f64,
+    /// Seconds this invocation took.
+    pub wall_seconds: f64,
+    /// Threads used.
+    pub threads: usize,
+    /// The written file against the training code's decoding.
+    pub agreement: Agreement,
+    /// Bytes written.
+    pub file_bytes: usize,
+}
+
+/// Tells candle how to use the threads: matrix products split over `threads` (candle
+/// reads `RAYON_NUM_THREADS` at every product), element-wise operations on the calling
+/// thread (`CANDLE_NUM_THREADS=1`, unless the user set it): candle's pool for those
+/// spins at a barrier after every operation, which on the small tensors of these models
+/// (and on a machine shared with other work) costs more than it gains. Measured on the
+/// date model on 2 cores: two thirds of the time went to that spinning.
+fn candle_threads(threads: usize) {
+    std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        std::env::set_var("CANDLE_NUM_THREADS", "1");
+    }
+}
+
+/// FNV-1a over the parts (a stable fingerprint of a run's inputs).
+fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(&[0xff]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+/// Holds out [`HOLDOUT_SHARE`] of the pairs (at least one), chosen by the seed.
+fn hold_out(mut pairs: Vec<Pair>, seed: u64) -> (Vec<Pair>, Vec<Pair>) {
+    let n = ((pairs.len() as f64 * HOLDOUT_SHARE).round() as usize).clamp(1, pairs.len() - 1);
+    let mut idx: Vec<usize> = (0..pairs.len()).collect();
+    SplitMix64::new(seed ^ 0x005e_ed0f_da7a).shuffle(&mut idx);
+    let held: std::collections::HashSet<usize> = idx[..n].iter().copied().collect();
+    let mut valid = Vec::with_capacity(n);
+    let mut train = Vec::with_capacity(pairs.len() - n);
+    for (i, p) in pairs.drain(..).enumerate() {
+        if held.contains(&i) {
+            valid.push(p);
+        } else {
+            train.push(p);
+        }
+    }
+    (train, valid)
+}
+
+/// `s2s train`: trains the model of `config` on the pairs of `data` (validating on
+/// `valid`, or on [`HOLDOUT_SHARE`] of `data`), and writes the best epoch's weights to
+/// `output` as an f32 model file, with a checkpoint after every epoch.
+pub fn train_file(
+    config: &Path,
+    data: &Path,
+    valid: Option<&Path>,
+    output: &Path,
+    opt: &TrainOptions,
+) -> Result<TrainReport> {
+    let wall = Instant::now();
+    let mut cfg = Config::load(config)?;
+    if !cfg.weights.is_empty() {
+        return Err(cfg.error(
+            Place::File,
+            "[weights] maps a weights file for `s2s import`; training makes its own weights: remove it",
+        ));
+    }
+    if opt.batch == 0 || opt.epochs == 0 {
+        return Err(Error::usage("--batch and --epochs must be at least 1"));
+    }
+    let pairs = read_pairs(data)?;
+    let (train_pairs, valid_pairs, valid_name) = match valid {
+        Some(v) => (pairs, read_pairs(v)?, v.to_path_buf()),
+        None if pairs.len() >= 2 => {
+            let (t, v) = hold_out(pairs, opt.seed);
+            (t, v, data.to_path_buf())
+        }
+        None => {
+            return Err(Error::invalid(
+                data.display(),
+                Place::File,
+                "need at least 2 pairs (one is held out for validation)",
+            ))
+        }
+    };
+    if train_pairs.is_empty() || valid_pairs.is_empty() {
+        return Err(Error::invalid(
+            if train_pairs.is_empty() {
+                data
+            } else {
+                &valid_name
+            }
+            .display(),
+            Place::File,
+            "no source<TAB>target pairs",
+        ));
+    }
+    build_vocabularies(&mut cfg, train_pairs.iter().chain(&valid_pairs));
+    let desc = cfg.desc()?;
+    if desc.cells != seq2seq::Cells::GRU {
+        return Err(cfg.error(
+            Place::File,
+            "s2s train trains GRU cells with the logistic sigmoid and an unmasked encoder; \
+             this configuration asks for LSTM cells, a hard sigmoid or `masked_output` \
+             (import such a model trained elsewhere with `s2s import`)",
+        ));
+    }
+    let threads = match opt.threads {
+        0 => std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        n => n,
+    };
+    candle_threads(threads);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::usage(format!("--threads {threads}: {e}")))?;
+    let ckpt = Checkpoints {
+        dir: opt
+            .checkpoints
+            .clone()
+            .unwrap_or_else(|| checkpoint::default_dir(output)),
+    };
+    let log = opt
+        .log
+        .clone()
+        .unwrap_or_else(|| output.with_extension("csv"));
+    let read = |p: &Path| std::fs::read(p).map_err(Error::io(p));
+    let settings = format!(
+        "{} {} {} {} {} {}",
+        opt.batch, opt.lr, opt.lr_decay, opt.clip, opt.dropout, opt.seed
+    );
+    let valid_bytes = valid.map(read).transpose()?.unwrap_or_default();
+    let print = fingerprint(&[
+        &read(config)?,
+        &read(data)?,
+        &valid_bytes,
+        settings.as_bytes(),
+    ]);
+
+    pool.install(|| {
+        let mut rng = SplitMix64::new(opt.seed);
+        let params = Params::init(&desc, &mut rng, &Device::Cpu)?;
+        let (src_vocab, tgt_vocab) = (&cfg.source.tokens, &cfg.target.tokens);
+        let sep = &cfg.target.separator;
+        let skeleton = params
+            .to_builder(desc, src_vocab, tgt_vocab, sep)?
+            .to_bytes()
+            .map_err(Error::model(output))?;
+        let skeleton = LoadedModel::from_bytes(output, &skeleton)?;
+        let train_ex = encode_pairs(&skeleton.file(), &train_pairs, data)?;
+        let valid_ex = encode_pairs(&skeleton.file(), &valid_pairs, &valid_name)?;
+        let mut adam = Adam::new(&params, opt.lr)?;
+        let mut state = TrainState {
+            fingerprint: print.clone(),
+            lr: opt.lr,
+            ..TrainState::default()
+        };
+        match ckpt.state()? {
+            Some(saved) if opt.resume => {
+                if saved.fingerprint != print {
+                    return Err(Error::usage(format!(
+                        "{}: the checkpoint was made from another configuration, data or options; remove it to start again",
+                        ckpt.dir.display()
+                    )));
+                }
+                let last = ckpt.load(&saved.last_file)?;
+                params.load(&last, "p/")?;
+                adam.load(&params, &last)?;
+                adam.step = saved.step;
+                state = saved;
+                if !opt.quiet {
+                    eprintln!(
+                        "resuming from {} after epoch {}",
+                        ckpt.dir.display(),
+                        state.epoch
+                    );
+                }
+            }
+            Some(_) => {
+                return Err(Error::usage(format!(
+                    "{} holds a checkpoint of an earlier run: --resume to continue it, or remove it",
+                    ckpt.dir.display()
+                )))
+            }
+            None => {}
+        }
+        if !opt.quiet {
+            eprintln!(
+                "training {} ({} parameters) on {} pairs, validating on {}, {threads} threads",
+                cfg.model.name,
+                params.count(),
+                train_ex.len(),
+                valid_ex.len()
+            );
+        }
+        let fit = Fit {
+            desc: &desc,
+            params: &params,
+            train: &train_ex,
+            valid: &valid_ex,
+            opt,
+            ckpt: &ckpt,
+            log: &log,
+        };
+        let state = fit.run(state, &mut adam)?;
+
+        // The best epoch's weights, through the builder import uses.
+        params.load(&ckpt.load(&state.best_file)?, "p/")?;
+        let bytes = params
+            .to_builder(desc, src_vocab, tgt_vocab, sep)?
+            .to_bytes()
+            .map_err(Error::model(output))?;
+        let written = LoadedModel::from_bytes(output, &bytes)?;
+        write_atomic(output, &bytes)?;
+
+        let sources: Vec<String> = valid_pairs.iter().map(|p| p.source.clone()).collect();
+        let ours = decode_all(&desc, &params, &valid_ex, false)?;
+        let theirs = decode_lines(&written, &sources, Keep::default())?;
+        let agreement = Agreement::new(&sources, &ours, &theirs);
+        let (best_loss, ter, ser) = evaluate(&desc, &params, &valid_ex)?;
+        let trained: Vec<f64> = state
+            .history
+            .iter()
+            .filter(|r| r.epoch > 0)
+            .map(|r| r.train_seconds)
+            .collect();
+        let report = TrainReport {
+            parameters: params.count(),
+            train_pairs: train_ex.len(),
+            valid_pairs: valid_ex.len(),
+            epochs: state.epoch,
+            best_epoch: state.best_epoch,
+            initial_valid_loss: state.history.first().map_or(0.0, |r| r.valid_loss),
+            best_valid_loss: best_loss,
+            valid_ter: ter,
+            valid_ser: ser,
+            seconds_per_epoch: trained.iter().sum::<f64>() / trained.len().max(1) as f64,
+            wall_seconds: wall.elapsed().as_secs_f64(),
+            threads,
+            agreement,
+            file_bytes: bytes.len(),
+        };
+        if let Some(path) = &opt.report {
+            let json = serde_json::to_string_pretty(&report).map_err(|e| Error::Io {
+                path: path.clone(),
+                source: e.into(),
+            })?;
+            write_atomic(path, json.as_bytes())?;
+        }
+        Ok(report)
+    })
+}

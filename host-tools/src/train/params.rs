@@ -1,0 +1,166 @@
+//! The trainable parameters: one weight matrix (and bias) per dense layer of the model
+//! description, named and shaped exactly as in the model file, so the trained values go
+//! to [`ModelBuilder::linear_f32`] unchanged.
+
+use std::collections::{BTreeMap, HashMap};
+
+use candle_core::{DType, Device, Result, Tensor, Var};
+use s2s_kernels::PrecisionKind;
+use seq2seq::builder::ModelBuilder;
+use seq2seq::desc::{LayerSpec, ModelDesc};
+use seq2seq::format::Role;
+
+use crate::data::rng::SplitMix64;
+use crate::import::layer_name;
+
+/// Whether training gives a layer a bias. Embeddings have none; neither have the key
+/// matrix and `v` of an additive score nor the general score's matrix, whose biases
+/// would add the same number to every position's score (softmax ignores it).
+pub fn has_bias(role: Role) -> bool {
+    !matches!(
+        role,
+        Role::EncEmb | Role::DecEmb | Role::AttnKey | Role::AttnV | Role::AttnGeneral
+    )
+}
+
+/// The parameters of one model.
+pub struct Params {
+    /// `layer.weight` / `layer.bias` -> variable, in [`ModelDesc::layer_specs`] order.
+    vars: Vec<(String, Var)>,
+    index: HashMap<String, usize>,
+    specs: Vec<(String, LayerSpec)>,
+}
+
+impl Params {
+    /// Fresh parameters for `desc`: uniform in `±1/sqrt(fan)` where `fan` is the
+    /// layer's input size (the hidden size for recurrent layers, as PyTorch does),
+    /// embeddings uniform in `±0.1`, biases of dense layers zero.
+    pub fn init(desc: &ModelDesc, rng: &mut SplitMix64, device: &Device) -> Result<Params> {
+        let mut vars = Vec::new();
+        let mut specs = Vec::new();
+        for spec in desc.layer_specs() {
+            let name = layer_name(&spec);
+            let recurrent = matches!(
+                spec.role,
+                Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh
+            );
+            let bound = match spec.role {
+                Role::EncEmb | Role::DecEmb => 0.1,
+                _ if recurrent => 1.0 / ((spec.rows / 3) as f32).sqrt(),
+                _ => 1.0 / (spec.cols as f32).sqrt(),
+            };
+            let mut uniform = |n: usize| -> Vec<f32> {
+                (0..n)
+                    .map(|_| (2.0 * rng.unit_f32() - 1.0) * bound)
+                    .collect()
+            };
+            let w = Tensor::from_vec(
+                uniform(spec.rows * spec.cols),
+                (spec.rows, spec.cols),
+                device,
+            )?;
+            vars.push((format!("{name}.weight"), Var::from_tensor(&w)?));
+            if has_bias(spec.role) {
+                let b = if recurrent {
+                    Tensor::from_vec(uniform(spec.rows), spec.rows, device)?
+                } else {
+                    Tensor::zeros(spec.rows, DType::F32, device)?
+                };
+                vars.push((format!("{name}.bias"), Var::from_tensor(&b)?));
+            }
+            specs.push((name, spec));
+        }
+        let index = vars
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        Ok(Params { vars, index, specs })
+    }
+
+    /// The weight and bias of a layer (`encoder.w_ih.l0.fwd`, `output`, ...).
+    ///
+    /// # Panics
+    /// If the model has no such layer (a bug in the training model, not bad input).
+    pub fn linear(&self, layer: &str) -> (&Tensor, Option<&Tensor>) {
+        let w = self
+            .get(&format!("{layer}.weight"))
+            .unwrap_or_else(|| panic!("no layer {layer}"));
+        (w, self.get(&format!("{layer}.bias")))
+    }
+
+    /// Whether the model has this layer.
+    pub fn has(&self, layer: &str) -> bool {
+        self.index.contains_key(&format!("{layer}.weight"))
+    }
+
+    fn get(&self, name: &str) -> Option<&Tensor> {
+        self.index.get(name).map(|&i| self.vars[i].1.as_tensor())
+    }
+
+    /// Every variable with its name, in a fixed order.
+    pub fn vars(&self) -> impl Iterator<Item = (&str, &Var)> {
+        self.vars.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
+    /// Number of trainable values.
+    pub fn count(&self) -> usize {
+        self.vars.iter().map(|(_, v)| v.elem_count()).sum()
+    }
+
+    /// The values by name (for checkpoints).
+    pub fn tensors(&self, prefix: &str) -> HashMap<String, Tensor> {
+        self.vars
+            .iter()
+            .map(|(n, v)| (format!("{prefix}{n}"), v.as_tensor().clone()))
+            .collect()
+    }
+
+    /// Sets every variable from `map[prefix + name]`; a missing or misshapen one is an
+    /// error naming it.
+    pub fn load(&self, map: &HashMap<String, Tensor>, prefix: &str) -> Result<()> {
+        for (n, v) in &self.vars {
+            let t = map
+                .get(&format!("{prefix}{n}"))
+                .ok_or_else(|| candle_core::Error::Msg(format!("no tensor {prefix}{n}")))?;
+            v.set(t)?;
+        }
+        Ok(())
+    }
+
+    /// The f32 model file of these parameters: every layer through the same
+    /// [`ModelBuilder`] that `s2s import` uses.
+    pub fn to_builder(
+        &self,
+        desc: ModelDesc,
+        src_vocab: &[String],
+        tgt_vocab: &[String],
+        separator: &str,
+    ) -> Result<ModelBuilder> {
+        let mut b = ModelBuilder::new(PrecisionKind::F32, desc);
+        b.src_vocab = src_vocab.to_vec();
+        b.tgt_vocab = tgt_vocab.to_vec();
+        b.separator = separator.to_string();
+        for (name, spec) in &self.specs {
+            let (w, bias) = self.linear(name);
+            let w: Vec<f32> = w.flatten_all()?.to_vec1()?;
+            let bias: Option<Vec<f32>> = bias.map(|b| b.to_vec1()).transpose()?;
+            b.linear_f32(
+                (spec.role, spec.layer, spec.dir),
+                spec.rows,
+                spec.cols,
+                &w,
+                bias.as_deref(),
+            );
+        }
+        Ok(b)
+    }
+
+    /// Layer names and their shapes, for reports.
+    pub fn layers(&self) -> BTreeMap<String, (usize, usize)> {
+        self.specs
+            .iter()
+            .map(|(n, s)| (n.clone(), (s.rows, s.cols)))
+            .collect()
+    }
+}

@@ -1,0 +1,417 @@
+//! Training against the runtime: every architecture decodes, logit for logit, as the
+//! no_std core decodes the written file; a seed and a thread count give the same
+//! weights, resumed or not; vocabularies follow their rule; bad inputs are errors.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::Device;
+
+use super::adam::Adam;
+use super::examples::{build_vocabularies, encode_pairs, make_batch, Example};
+use super::fit::decode_all;
+use super::model::Model;
+use super::params::Params;
+use super::{train_file, TrainOptions};
+use crate::data::rng::SplitMix64;
+use crate::data::{dates, Pair};
+use crate::import::config::Config;
+use crate::model::{decode_lines, Keep, LoadedModel};
+
+/// A fresh directory for one test.
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("s2s-train-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Date pairs as read from a file.
+fn pairs(n: usize, seed: u64) -> Vec<Pair> {
+    dates::generate(n, seed)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (source, target))| Pair {
+            line: i + 1,
+            source,
+            target,
+        })
+        .collect()
+}
+
+const HEAD: &str = r#"
+[model]
+name = "t"
+[source]
+split = "chars"
+lowercase = true
+pad = "<pad>"
+unk = "<unk>"
+[target]
+start = "<s>"
+end = "</s>"
+max_steps = 12
+"#;
+
+/// The architectures the runtime runs (after the common head).
+const VARIANTS: &[(&str, &str)] = &[
+    (
+        "no attention, last state",
+        r#"[encoder]
+embedding = 6
+hidden = 10
+reset = "after"
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "last"
+output = ["state"]"#,
+    ),
+    (
+        "no attention, reset before, 2 bidirectional layers, embedding part",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+layers = 2
+bidirectional = true
+reset = "before"
+[decoder]
+embedding = 5
+hidden = 16
+reset = "before"
+init = "last"
+output = ["state", "embedding"]"#,
+    ),
+    (
+        "bahdanau additive, bidirectional, dense bridge, 2 decoder layers",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+bidirectional = true
+reset = "after"
+[attention]
+ordering = "bahdanau"
+score = "additive"
+dim = 7
+[decoder]
+embedding = 5
+hidden = 12
+layers = 2
+reset = "after"
+init = "dense"
+output = ["state", "context"]"#,
+    ),
+    (
+        "bahdanau additive without matrices, memory projection, zeros",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+bidirectional = true
+reset = "after"
+[attention]
+ordering = "bahdanau"
+score = "additive"
+query_proj = false
+key_proj = false
+memory_proj = 12
+[decoder]
+embedding = 5
+hidden = 12
+reset = "after"
+init = "zeros"
+output = ["state", "context"]"#,
+    ),
+    (
+        "luong dot, attentional layer, last state",
+        r#"[encoder]
+embedding = 6
+hidden = 12
+reset = "after"
+[attention]
+ordering = "luong"
+score = "dot"
+attentional = 9
+[decoder]
+embedding = 5
+hidden = 12
+reset = "after"
+init = "last"
+output = ["attentional"]"#,
+    ),
+    (
+        "luong scaled dot over fixed-length padding, no mask, three output parts",
+        r#"[encoder]
+embedding = 6
+hidden = 12
+reset = "after"
+[attention]
+ordering = "luong"
+score = "scaled-dot"
+mask = "none"
+[decoder]
+embedding = 5
+hidden = 12
+reset = "after"
+init = "zeros"
+output = ["state", "context", "embedding"]"#,
+    ),
+    (
+        "luong general, reset before, bidirectional, 2 decoder layers, dense bridge",
+        r#"[encoder]
+embedding = 6
+hidden = 6
+bidirectional = true
+reset = "before"
+[attention]
+ordering = "luong"
+score = "general"
+attentional = 10
+[decoder]
+embedding = 5
+hidden = 9
+layers = 2
+reset = "before"
+init = "dense"
+output = ["attentional", "state"]"#,
+    ),
+];
+
+/// A configuration file with the head, optional source padding and a variant.
+fn config(dir: &Path, name: &str, body: &str, pad_to: bool) -> PathBuf {
+    let mut head = HEAD.to_string();
+    if pad_to {
+        head = head.replace("unk = \"<unk>\"", "unk = \"<unk>\"\npad_to = 20");
+    }
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(&p, format!("{head}{body}\n")).unwrap();
+    p
+}
+
+#[test]
+fn every_architecture_decodes_like_the_runtime() {
+    let dir = tmp("archs");
+    let data = pairs(24, 11);
+    for (i, (what, body)) in VARIANTS.iter().enumerate() {
+        let path = config(
+            &dir,
+            &format!("v{i}"),
+            body,
+            body.contains("mask = \"none\""),
+        );
+        let mut cfg = Config::load(&path).unwrap();
+        build_vocabularies(&mut cfg, data.iter());
+        let desc = cfg.desc().unwrap();
+        let params = Params::init(&desc, &mut SplitMix64::new(i as u64), &Device::Cpu).unwrap();
+        let (s, t) = (&cfg.source.tokens, &cfg.target.tokens);
+        let sep = &cfg.target.separator;
+        let skeleton = params
+            .to_builder(desc, s, t, sep)
+            .unwrap()
+            .to_bytes()
+            .unwrap();
+        let skeleton = LoadedModel::from_bytes(&path, &skeleton).unwrap();
+        let ex = encode_pairs(&skeleton.file(), &data, &path).unwrap();
+        // A few updates, so that outputs are longer than the untrained end token.
+        let mut adam = Adam::new(&params, 1e-2).unwrap();
+        let refs: Vec<&Example> = ex.iter().collect();
+        let (start, end) = (u32::from(desc.tgt_start), u32::from(desc.tgt_end));
+        let batch = make_batch(&refs, start, end, &Device::Cpu).unwrap();
+        let mut rng = SplitMix64::new(1);
+        for _ in 0..15 {
+            let loss = Model::train(&desc, &params, 0.1, &mut rng)
+                .loss(&batch)
+                .unwrap();
+            adam.update(&params, &loss.backward().unwrap(), 1.0)
+                .unwrap();
+        }
+        let bytes = params
+            .to_builder(desc, s, t, sep)
+            .unwrap()
+            .to_bytes()
+            .unwrap();
+        let model = LoadedModel::from_bytes(&path, &bytes).unwrap();
+        let ours = decode_all(&desc, &params, &ex, true).unwrap();
+        let sources: Vec<String> = data.iter().map(|p| p.source.clone()).collect();
+        let keep = Keep {
+            weights: true,
+            logits: true,
+            ..Keep::default()
+        };
+        let theirs = decode_lines(&model, &sources, keep).unwrap();
+        let mut compared = 0;
+        for ((src, a), b) in sources.iter().zip(&ours).zip(&theirs) {
+            // Up to the first step where the outputs part (only at a near tie).
+            let same = a
+                .ids
+                .iter()
+                .zip(&b.ids)
+                .take_while(|(x, y)| **x == u32::from(**y))
+                .count();
+            let steps = (same + 1).min(a.logits.len()).min(b.logits.len());
+            for k in 0..steps {
+                for (x, y) in a.logits[k].iter().zip(&b.logits[k]) {
+                    assert!(
+                        (x - y).abs() <= 1e-4 * (1.0 + y.abs()),
+                        "{what}: {src:?} step {k}: logit {x} against the runtime's {y}"
+                    );
+                }
+                if desc.has_attention() {
+                    assert_eq!(a.weights[k].len(), b.weights[k].len(), "{what}: {src:?}");
+                    for (x, y) in a.weights[k].iter().zip(&b.weights[k]) {
+                        assert!(
+                            (x - y).abs() <= 1e-5,
+                            "{what}: {src:?} step {k}: weight {x} vs {y}"
+                        );
+                    }
+                }
+                compared += 1;
+            }
+            if a.ids.len() != b.ids.len() || same < a.ids.len() {
+                assert!(
+                    a.gaps[same] < 1e-4,
+                    "{what}: {src:?} differs away from a tie"
+                );
+            }
+        }
+        assert!(
+            compared > 3 * data.len(),
+            "{what}: compared {compared} steps"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A short training run of the smallest attention variant.
+fn small_run(dir: &Path, out: &str, epochs: usize, resume: bool) -> (Vec<u8>, super::TrainReport) {
+    let cfg = config(dir, "small", VARIANTS[2].1, false);
+    let data = dir.join("train.tsv");
+    let valid = dir.join("valid.tsv");
+    if !data.exists() {
+        let all = dates::generate(120, 5);
+        crate::data::write_pairs(&data, &all[..100]).unwrap();
+        crate::data::write_pairs(&valid, &all[100..]).unwrap();
+    }
+    let output = dir.join(out);
+    let opt = TrainOptions {
+        epochs,
+        batch: 16,
+        lr: 3e-3,
+        seed: 7,
+        threads: 2,
+        resume,
+        quiet: true,
+        ..TrainOptions::default()
+    };
+    let r = train_file(&cfg, &data, Some(&valid), &output, &opt).unwrap();
+    (std::fs::read(&output).unwrap(), r)
+}
+
+#[test]
+fn the_same_seed_gives_the_same_weights_resumed_or_not() {
+    let dir = tmp("seed");
+    let (a, ra) = small_run(&dir, "a.s2s", 3, false);
+    let (b, _) = small_run(&dir, "b.s2s", 3, false);
+    assert_eq!(a, b, "two runs with the same seed and threads");
+    assert!(ra.best_valid_loss < ra.initial_valid_loss);
+    assert!(ra.agreement.holds(99.5), "{}", ra.agreement.summary());
+    // Two epochs, then a resumed run to three: the same file as three at once.
+    let (_, r2) = small_run(&dir, "c.s2s", 2, false);
+    assert_eq!(r2.epochs, 2);
+    let (c, r3) = small_run(&dir, "c.s2s", 3, true);
+    assert_eq!(r3.epochs, 3);
+    assert_eq!(a, c, "a resumed run");
+    // Without --resume an existing checkpoint is not overwritten.
+    let cfg = config(&dir, "small", VARIANTS[2].1, false);
+    let opt = TrainOptions {
+        quiet: true,
+        ..TrainOptions::default()
+    };
+    let e = train_file(&cfg, &dir.join("train.tsv"), None, &dir.join("c.s2s"), &opt).unwrap_err();
+    assert!(e.to_string().contains("--resume"), "{e}");
+    // A different seed gives other weights.
+    let d = {
+        let mut o = opt.clone();
+        o.seed = 8;
+        o.epochs = 1;
+        o.checkpoints = Some(dir.join("d.ckpt"));
+        train_file(&cfg, &dir.join("train.tsv"), None, &dir.join("d.s2s"), &o).unwrap();
+        std::fs::read(dir.join("d.s2s")).unwrap()
+    };
+    assert_ne!(a, d);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn vocabularies_follow_the_rule() {
+    let dir = tmp("vocab");
+    let path = config(&dir, "v", VARIANTS[0].1, false);
+    let mut cfg = Config::load(&path).unwrap();
+    let data = [
+        Pair {
+            line: 1,
+            source: "Ba a".into(),
+            target: "x-y".into(),
+        },
+        Pair {
+            line: 2,
+            source: "c".into(),
+            target: "yz".into(),
+        },
+    ];
+    build_vocabularies(&mut cfg, data.iter());
+    assert_eq!(cfg.source.tokens, ["<pad>", "<unk>", " ", "a", "b", "c"]);
+    assert_eq!(cfg.target.tokens, ["<s>", "</s>", "-", "x", "y", "z"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    let dir = tmp("bad");
+    let path = config(&dir, "c", VARIANTS[0].1, false);
+    let out = dir.join("m.s2s");
+    let opt = TrainOptions {
+        quiet: true,
+        ..TrainOptions::default()
+    };
+    let data = dir.join("d.tsv");
+    std::fs::write(&data, "abc\tx\nno tab here\n").unwrap();
+    let e = train_file(&path, &data, None, &out, &opt)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("d.tsv:2") && e.contains("source<TAB>"), "{e}");
+    std::fs::write(&data, "abc\tx\nabd\t0123456789abcdef\n").unwrap();
+    let e = train_file(&path, &data, None, &out, &opt)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("d.tsv:2") && e.contains("max_steps"), "{e}");
+    let with_weights = dir.join("w.toml");
+    let text = std::fs::read_to_string(&path).unwrap() + "[weights]\n\"output\" = \"fc\"\n";
+    std::fs::write(&with_weights, text).unwrap();
+    let e = train_file(&with_weights, &data, None, &out, &opt)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("w.toml") && e.contains("[weights]"), "{e}");
+    std::fs::write(&data, "abc\tx\nabd\ty\n").unwrap();
+    let lstm = dir.join("lstm.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("[encoder]\n"), "{text}");
+    // An LSTM has no reset gate: the encoder's `reset` line (the first) goes.
+    let text = match text.find("reset =") {
+        Some(at) => {
+            let end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
+            format!("{}{}", &text[..at], &text[end..])
+        }
+        None => text,
+    };
+    std::fs::write(
+        &lstm,
+        text.replace("[encoder]\n", "[encoder]\ncell = \"lstm\"\n"),
+    )
+    .unwrap();
+    let e = train_file(&lstm, &data, None, &out, &opt)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lstm.toml") && e.contains("GRU cells"), "{e}");
+    assert!(!out.exists(), "nothing written on an error");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

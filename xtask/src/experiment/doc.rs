@@ -1,0 +1,304 @@
+//! docs/EXPERIMENTS.md: the tables are generated from `target/experiments/` between
+//! `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` markers; the text around
+//! them (what the numbers show) is written by hand and kept as it is.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::data::{CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA};
+use super::report::{DATE_MAPS, STRATIFIED_SEED};
+use super::{Exp, RUNS};
+use crate::Result;
+
+/// Reads a JSON result, if it is there.
+fn json(p: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+}
+
+/// `(epochs, best epoch, seconds of training and validation, mean training seconds per
+/// epoch)` from a run's CSV log.
+fn log_times(p: &Path) -> Option<(usize, usize, f64, f64)> {
+    let text = std::fs::read_to_string(p).ok()?;
+    let mut epochs = 0;
+    let mut best = 0;
+    let (mut total, mut train) = (0.0, 0.0);
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let epoch = num(0) as usize;
+        total += num(6) + num(7);
+        if epoch > 0 {
+            epochs = epoch;
+            train += num(6);
+            if f.get(8) == Some(&"1") {
+                best = epoch;
+            }
+        }
+    }
+    Some((epochs, best, total, train / epochs.max(1) as f64))
+}
+
+fn pct(v: &Value) -> String {
+    v.as_f64().map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+/// The runs: configuration, data, seed, parameters, epochs and times.
+fn runs_table(e: &Exp) -> String {
+    let mut s = String::from(
+        "| run | configuration | seed | parameters | epochs (best) | training + validation | s/epoch | budget | valid TER / SER % |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in RUNS {
+        let report = json(&e.path(&format!("{}.json", r.name)));
+        let params = report
+            .as_ref()
+            .and_then(|j| j["parameters"].as_u64())
+            .map_or("-".into(), |p| p.to_string());
+        let (epochs, time, per) = match log_times(&e.path(&format!("{}.csv", r.name))) {
+            Some((n, best, t, per)) => (
+                format!(
+                    "{n} ({best}){}",
+                    if report.is_none() { ", unfinished" } else { "" }
+                ),
+                format!("{:.0} min", t / 60.0),
+                format!("{per:.0}"),
+            ),
+            None => ("not run".into(), "-".into(), "-".into()),
+        };
+        let valid = report.as_ref().map_or("-".into(), |j| {
+            format!("{} / {}", pct(&j["valid_ter"]), pct(&j["valid_ser"]))
+        });
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {params} | {epochs} | {time} | {per} | {} min | {valid} |",
+            r.name, r.config, r.seed, r.budget_minutes
+        );
+    }
+    s
+}
+
+/// One model's rates per bucket as table cells: `TER / SER (n)`.
+fn bucket_cells(m: &Value, entropy: bool) -> Vec<String> {
+    let mut cells = vec![format!(
+        "{} / {}",
+        pct(&m["all"]["ter"]),
+        pct(&m["all"]["ser"])
+    )];
+    for b in m["buckets"].as_array().into_iter().flatten() {
+        cells.push(if entropy {
+            b["entropy"]
+                .as_f64()
+                .map_or("-".into(), |h| format!("{h:.2}"))
+        } else {
+            format!("{} / {} ({})", pct(&b["ter"]), pct(&b["ser"]), b["count"])
+        });
+    }
+    cells
+}
+
+fn model_name(m: &Value) -> String {
+    let p = m["model"].as_str().unwrap_or("?");
+    Path::new(p)
+        .file_stem()
+        .map_or(p.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// A table of every model of an `s2s eval --json` file by bucket.
+fn eval_table(v: &Value, first: &str, entropy: bool) -> String {
+    let models = v["models"].as_array().cloned().unwrap_or_default();
+    let Some(m0) = models.first() else {
+        return String::new();
+    };
+    let names: Vec<String> = m0["buckets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| b["bucket"].as_str().unwrap_or("?").to_string())
+        .collect();
+    let mut s = format!("| model | {first} | {} |\n", names.join(" | "));
+    s += &format!("|---|---|{}\n", "---|".repeat(names.len()));
+    for m in &models {
+        let cells = bucket_cells(m, entropy);
+        let cells = if entropy { cells[1..].to_vec() } else { cells };
+        let all = if entropy {
+            m["all"]["entropy"]
+                .as_f64()
+                .map_or("-".into(), |h| format!("{h:.2}"))
+        } else {
+            String::new()
+        };
+        let row = if entropy {
+            format!("{all} | {}", cells.join(" | "))
+        } else {
+            cells.join(" | ")
+        };
+        let _ = writeln!(s, "| {} | {row} |", model_name(m));
+    }
+    s
+}
+
+fn cmudict(e: &Exp) -> String {
+    let mut s = String::new();
+    let Some(test) = json(&e.result("cmudict-test.json")) else {
+        return "Not run yet: `cargo xtask experiment --stage cmudict-eval`.\n".into();
+    };
+    s += "Test split, PER / WER in % (phoneme and word error rates, stress kept; `s2s eval`), overall and by source length (n words):\n\n";
+    s += &eval_table(&test, "all", false);
+    if let Some(strat) = json(&e.result("cmudict-stratified.json")) {
+        let n = strat["models"][0]["buckets"][0]["count"]
+            .as_u64()
+            .unwrap_or(0);
+        let _ = write!(
+            s,
+            "\nStratified: {n} words from each bucket of the test split (the smallest bucket's size; the first ones in the order of FNV-1a with seed {STRATIFIED_SEED}), PER / WER in %:\n\n"
+        );
+        s += &eval_table(&strat, "all", false);
+    }
+    s += "\nMean attention entropy per decoder step, in nats, on the test split (a one-hot row is 0, a uniform row over n positions ln n):\n\n";
+    let attn = Value::Object(
+        [(
+            "models".to_string(),
+            Value::Array(
+                test["models"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["all"]["entropy"].is_number())
+                    .cloned()
+                    .collect(),
+            ),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    s += &eval_table(&attn, "all", true);
+    if let Ok(list) = std::fs::read_to_string(e.result("cmudict-heatmaps.tsv")) {
+        s += "\n";
+        for l in list.lines() {
+            if let Some((model, word)) = l.split_once('\t') {
+                let _ = writeln!(s, "![{model} on {word}](experiments/{model}-{word}.png)");
+            }
+        }
+    }
+    s += "\n![PER by source length](experiments/cmudict-length.png)\n";
+    s
+}
+
+fn length(e: &Exp) -> String {
+    let Some(v) = json(&e.result("length-test.json")) else {
+        return "Not run yet: `cargo xtask experiment --stage length-eval`.\n".into();
+    };
+    let mut s = String::from("Test split, character error rate / sequence error rate in % by source length (n strings):\n\n");
+    s += &eval_table(&v, "all", false);
+    s += "\n![error rate against source length](experiments/length-error.png)\n";
+    s
+}
+
+fn dates(e: &Exp) -> String {
+    let Some(v) = json(&e.result("dates-test.json")) else {
+        return "Not run yet: `cargo xtask experiment --stage dates-eval`.\n".into();
+    };
+    let m = &v["models"][0];
+    let mut s = format!(
+        "Test split ({} dates): character error rate {} %, sequence error rate {} %.\n\n",
+        m["all"]["count"],
+        pct(&m["all"]["ter"]),
+        pct(&m["all"]["ser"])
+    );
+    for (source, what) in DATE_MAPS {
+        let name = source.replace([' ', '/', ','], "_");
+        let _ = writeln!(
+            s,
+            "![{source}](experiments/dates-{name}.png)\n\n`{source}`: {what}.\n"
+        );
+    }
+    if let Some(a) = json(&e.result("dates-alignment.json")) {
+        s += "Share of each output step's attention within one source position of the best monotonic alignment, mean per output segment (test split, correctly shaped outputs):\n\n| spelling | n | year | month | day |\n|---|---|---|---|---|\n";
+        for (name, r) in a.as_object().into_iter().flatten() {
+            let f = |k: &str| r[k].as_f64().map_or("-".into(), |x| format!("{x:.2}"));
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} |",
+                r["n"],
+                f("year"),
+                f("month"),
+                f("day")
+            );
+        }
+    }
+    s
+}
+
+fn device(e: &Exp) -> String {
+    let Some(v) = json(&e.result("device.json")) else {
+        return "Not run yet: `cargo xtask experiment --stage device`.\n".into();
+    };
+    let mut s = String::from("| model | board | w8a16 file | sequence / token agreement with f32 (test) | instructions per decoded token | encoder instructions per source sequence |\n|---|---|---|---|---|---|\n");
+    for (name, r) in v.as_object().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} bytes | {} % / {} % | {} | {} |",
+            r["board"].as_str().unwrap_or("?"),
+            r["file_bytes"],
+            pct(&r["sequence_agreement"]),
+            pct(&r["token_agreement"]),
+            r["insns_per_token"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.0}")),
+            r["insns_encoder"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.0}")),
+        );
+    }
+    // The tools print absolute paths: shown relative to the repository.
+    let root = format!("{}/", e.ctx.root.display());
+    for name in v.as_object().into_iter().flatten().map(|(k, _)| k) {
+        for kind in ["check", "qemu"] {
+            if let Ok(t) = std::fs::read_to_string(e.result(&format!("{name}-{kind}.txt"))) {
+                let t = t.replace(&root, "");
+                let _ = write!(s, "\n`s2s {kind}` of {name}:\n\n```text\n{t}```\n");
+            }
+        }
+    }
+    s
+}
+
+fn setup() -> String {
+    format!(
+        "CMUdict split seed {CMUDICT_SPLIT_SEED}; length task `s2s generate substitution --seed {} --train {} --valid {} --test {}`; dates `s2s generate dates --seed {} --train {} --valid {} --test {}`.\n",
+        LENGTH_DATA.0, LENGTH_DATA.1, LENGTH_DATA.2, LENGTH_DATA.3, DATES_DATA.0, DATES_DATA.1, DATES_DATA.2, DATES_DATA.3
+    )
+}
+
+/// The skeleton of a new document.
+const SKELETON: &str = "# Experiments\n\n<!-- generated:setup -->\n<!-- /generated:setup -->\n\n<!-- generated:runs -->\n<!-- /generated:runs -->\n\n## 1. The bottleneck on CMUdict\n\n<!-- generated:cmudict -->\n<!-- /generated:cmudict -->\n\n## 2. Length beyond words\n\n<!-- generated:length -->\n<!-- /generated:length -->\n\n## 3. The three patterns\n\n<!-- generated:dates -->\n<!-- /generated:dates -->\n\n## 4. To the device\n\n<!-- generated:device -->\n<!-- /generated:device -->\n";
+
+/// Replaces the text between the markers of `name`.
+fn fill(doc: &str, name: &str, body: &str) -> String {
+    let (open, close) = (
+        format!("<!-- generated:{name} -->"),
+        format!("<!-- /generated:{name} -->"),
+    );
+    match (doc.find(&open), doc.find(&close)) {
+        (Some(a), Some(b)) if a < b => format!("{}{open}\n{body}{}", &doc[..a], &doc[b..]),
+        _ => doc.to_string(),
+    }
+}
+
+/// Writes docs/EXPERIMENTS.md from the results so far.
+pub fn write(e: &Exp) -> Result {
+    let path = e.ctx.root.join("docs/EXPERIMENTS.md");
+    let mut doc = std::fs::read_to_string(&path).unwrap_or_else(|_| SKELETON.to_string());
+    for (name, body) in [
+        ("setup", setup()),
+        ("runs", runs_table(e)),
+        ("cmudict", cmudict(e)),
+        ("length", length(e)),
+        ("dates", dates(e)),
+        ("device", device(e)),
+    ] {
+        doc = fill(&doc, name, &body);
+    }
+    crate::write(&path, &doc)
+}

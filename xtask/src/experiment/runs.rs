@@ -1,0 +1,124 @@
+//! The training runs of the experiments: configuration, data, seed, options and the
+//! time each is sized for.
+
+/// One training run.
+pub struct Run {
+    /// Its name: the stage, and the files `target/experiments/<name>.*`.
+    pub name: &'static str,
+    /// The model configuration, from the repository root.
+    pub config: &'static str,
+    /// The data directory in `target/experiments/` (`train.tsv`, `valid.tsv`, `test.tsv`).
+    pub data: &'static str,
+    /// `--seed`.
+    pub seed: u64,
+    /// Further `s2s train` options.
+    pub args: &'static [&'static str],
+    /// Minutes of training on 2 cores it is sized for.
+    pub budget_minutes: u32,
+}
+
+/// The options of every CMUdict run.
+const CMUDICT: &[&str] = &[
+    "--epochs",
+    "25",
+    "--batch",
+    "64",
+    "--lr",
+    "0.001",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--dropout",
+    "0.2",
+    "--patience",
+    "4",
+    "--quiet",
+];
+
+/// The options of both length-task runs.
+const LENGTH: &[&str] = &[
+    "--epochs",
+    "12",
+    "--batch",
+    "64",
+    "--lr",
+    "0.002",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--dropout",
+    "0",
+    "--patience",
+    "3",
+    "--quiet",
+];
+
+/// Every run.
+pub const RUNS: &[Run] = &[
+    Run {
+        name: "cmudict-vanilla",
+        config: "models/experiments/cmudict-vanilla.toml",
+        data: "cmudict",
+        seed: 1,
+        args: CMUDICT,
+        budget_minutes: 90,
+    },
+    Run {
+        name: "cmudict-bahdanau",
+        config: "models/experiments/cmudict-bahdanau.toml",
+        data: "cmudict",
+        seed: 1,
+        args: CMUDICT,
+        budget_minutes: 90,
+    },
+    Run {
+        name: "cmudict-luong",
+        config: "models/experiments/cmudict-luong.toml",
+        data: "cmudict",
+        seed: 1,
+        args: CMUDICT,
+        budget_minutes: 90,
+    },
+    Run {
+        name: "length-vanilla",
+        config: "models/experiments/length-vanilla.toml",
+        data: "length",
+        seed: 2,
+        args: LENGTH,
+        budget_minutes: 60,
+    },
+    Run {
+        name: "length-bahdanau",
+        config: "models/experiments/length-bahdanau.toml",
+        data: "length",
+        seed: 2,
+        args: LENGTH,
+        budget_minutes: 60,
+    },
+    Run {
+        name: "dates",
+        config: "models/train/dates.toml",
+        data: "dates",
+        seed: 3,
+        args: &[
+            "--epochs",
+            "30",
+            "--batch",
+            "64",
+            "--lr",
+            "0.003",
+            "--lr-decay",
+            "0.5",
+            "--clip",
+            "1",
+            "--dropout",
+            "0.1",
+            "--patience",
+            "5",
+            "--quiet",
+        ],
+        budget_minutes: 15,
+    },
+];
