@@ -571,10 +571,18 @@ impl Ctx {
         }
         steps.step("firmware rust-version", || self.check_rust_versions())?;
         steps.step("publish dry-run of the core crates", || {
+            // Cargo treats registry packages as immutable: both the sources it extracted
+            // and what it compiled from them on an earlier run would be reused, so the
+            // check runs in a target directory of its own, emptied first.
             forget_packaged_sources()?;
+            let dir = self.target.join("publish-check");
+            if dir.exists() {
+                fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+            }
             self.run(
                 self.cargo_for(&CORE_CRATES, "publish")
-                    .args(["--dry-run", "--allow-dirty"]),
+                    .args(["--dry-run", "--allow-dirty"])
+                    .env("CARGO_TARGET_DIR", &dir),
             )
         })?;
         steps.step("doc", || {
