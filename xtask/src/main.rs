@@ -22,15 +22,16 @@
 //! the crates themselves; it only automates what the README describes.
 
 use std::collections::HashMap;
+use std::env;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant, SystemTime};
-use std::{env, fs};
+use std::time::{Duration, SystemTime};
 
 mod experiment;
 mod fuzz;
+mod test;
 mod train_check;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
@@ -532,137 +533,6 @@ impl Ctx {
     // ---------------------------------------------------------------------------------
     // test
 
-    fn test(&self) -> Result {
-        let mut steps = Steps::default();
-        steps.step("setup", || self.setup())?;
-        steps.step("models", || self.models())?;
-        steps.step("fmt", || {
-            self.run(self.cargo().args(["fmt", "--all", "--", "--check"]))
-        })?;
-        steps.step("clippy", || {
-            self.run(self.cargo().args([
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ]))
-        })?;
-        for t in thumb_targets() {
-            steps.step(&format!("build core crates for {t}"), || {
-                self.run(self.cargo_for(&CORE_CRATES, "build").args(["--target", t]))
-            })?;
-            for (feature, crates) in FEATURE_BUILDS {
-                steps.step(&format!("build core crates with {feature} for {t}"), || {
-                    self.run(self.cargo_for(crates, "build").args([
-                        "--target",
-                        t,
-                        "--features",
-                        feature,
-                    ]))
-                })?;
-            }
-        }
-        for (feature, crates) in FEATURE_BUILDS {
-            steps.step(&format!("test core crates with {feature}"), || {
-                self.run(self.cargo_for(crates, "test").args(["--features", feature]))
-            })?;
-        }
-        steps.step("firmware rust-version", || self.check_rust_versions())?;
-        steps.step("publish dry-run of the core crates", || {
-            // Cargo treats registry packages as immutable: both the sources it extracted
-            // and what it compiled from them on an earlier run would be reused, so the
-            // check runs in a target directory of its own, emptied first.
-            forget_packaged_sources()?;
-            let dir = self.target.join("publish-check");
-            if dir.exists() {
-                fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
-            }
-            self.run(
-                self.cargo_for(&CORE_CRATES, "publish")
-                    .args(["--dry-run", "--allow-dirty"])
-                    .env("CARGO_TARGET_DIR", &dir),
-            )
-        })?;
-        steps.step("doc", || {
-            self.run(
-                self.cargo()
-                    .args(["doc", "--workspace", "--no-deps"])
-                    .env("RUSTDOCFLAGS", "-D warnings"),
-            )
-        })?;
-        steps.step("test", || {
-            self.run(self.cargo().args(["test", "--workspace"]))
-        })?;
-        steps.step("build s2s without the train feature", || {
-            self.run(self.cargo().args([
-                "check",
-                "-p",
-                "host-tools",
-                "--no-default-features",
-                "--all-targets",
-            ]))
-        })?;
-        steps.step("train the date model (CI size, release)", || {
-            self.train_check()
-        })?;
-        for board in s2s_device::BOARDS {
-            steps.step(&format!("firmware clippy for {}", board.name), || {
-                self.run(
-                    self.cargo()
-                        .args(["clippy", "--release", "--target", board.target])
-                        // kernel-suite: the one binary that needs its own feature.
-                        .args(["--features", "kernel-suite"])
-                        .args(["--", "-D", "warnings"])
-                        .env("S2S_BOARD", board.name)
-                        .current_dir(self.root.join("firmware")),
-                )
-            })?;
-        }
-        steps.summary();
-        println!("xtask test: all {} steps passed", steps.done.len());
-        Ok(())
-    }
-
-    /// `cargo <command> -p <crate>...`.
-    fn cargo_for(&self, crates: &[&str], command: &str) -> Command {
-        let mut c = self.cargo();
-        c.arg(command);
-        for k in crates {
-            c.args(["-p", k]);
-        }
-        c
-    }
-
-    /// The firmware (its own workspace) must ask for the same Rust as the workspace.
-    fn check_rust_versions(&self) -> Result {
-        let version = |path: &Path| -> Result<String> {
-            read(path)?
-                .lines()
-                .find_map(|l| {
-                    let v = l
-                        .strip_prefix("rust-version")?
-                        .trim_start()
-                        .strip_prefix('=')?;
-                    Some(v.trim().trim_matches('"').to_string())
-                })
-                .ok_or_else(|| format!("{}: no rust-version", path.display()))
-        };
-        let workspace = version(&self.root.join("Cargo.toml"))?;
-        let firmware = version(&self.root.join("firmware/Cargo.toml"))?;
-        if workspace != firmware {
-            return Err(format!(
-                "firmware/Cargo.toml has rust-version {firmware}, the workspace {workspace}: make them equal"
-            ));
-        }
-        println!("rust-version {workspace} in the workspace and the firmware");
-        Ok(())
-    }
-
-    // ---------------------------------------------------------------------------------
-    // demo
-
     fn demo(&self) -> Result {
         self.setup()?;
         self.models()?;
@@ -726,47 +596,6 @@ impl Ctx {
         } else {
             Err(format!("the QEMU run failed for {}", failed.join(", ")))
         }
-    }
-}
-
-/// Timed steps of `cargo xtask test`.
-#[derive(Default)]
-struct Steps {
-    done: Vec<(String, Duration)>,
-    start: Option<Instant>,
-}
-
-impl Steps {
-    /// Runs one step; on failure prints what passed and which step failed.
-    fn step(&mut self, name: &str, f: impl FnOnce() -> Result) -> Result {
-        let start = *self.start.get_or_insert_with(Instant::now);
-        let t = Instant::now();
-        println!("\n==> [{}] {name}", self.done.len() + 1);
-        match f() {
-            Ok(()) => {
-                self.done.push((name.to_string(), t.elapsed()));
-                Ok(())
-            }
-            Err(e) => {
-                self.summary();
-                Err(format!(
-                    "step `{name}` failed after {:.1} s ({} steps passed, {:.0} s in all): {e}",
-                    t.elapsed().as_secs_f64(),
-                    self.done.len(),
-                    start.elapsed().as_secs_f64()
-                ))
-            }
-        }
-    }
-
-    fn summary(&self) {
-        println!("\npassed steps:");
-        let mut total = Duration::ZERO;
-        for (name, d) in &self.done {
-            println!("  ok  {:>7.1} s  {name}", d.as_secs_f64());
-            total += *d;
-        }
-        println!("      {:>7.1} s  total", total.as_secs_f64());
     }
 }
 
@@ -910,46 +739,4 @@ fn quote(s: &OsStr) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
-}
-
-/// Removes the core crates' sources that an earlier `cargo publish --dry-run` extracted.
-///
-/// A multi-package dry run verifies each crate against its siblings through a temporary
-/// local registry, which cargo extracts into `$CARGO_HOME/registry/src/-<hash>/`. Cargo
-/// does not re-extract a `name-version` directory that exists, so on a machine that ran
-/// the step before, a crate was verified against its siblings' *old* sources (and failed
-/// on a trait method added since). Those directories hold nothing but our own packages;
-/// registries from the network have names that do not start with `-`.
-fn forget_packaged_sources() -> Result {
-    let home = match env::var_os("CARGO_HOME") {
-        Some(h) => PathBuf::from(h),
-        None => match env::var_os("HOME") {
-            Some(h) => PathBuf::from(h).join(".cargo"),
-            None => return Ok(()),
-        },
-    };
-    let Ok(registries) = fs::read_dir(home.join("registry").join("src")) else {
-        return Ok(());
-    };
-    for registry in registries.flatten() {
-        if !registry.file_name().to_string_lossy().starts_with('-') {
-            continue;
-        }
-        let Ok(packages) = fs::read_dir(registry.path()) else {
-            continue;
-        };
-        for package in packages.flatten() {
-            let name = package.file_name().to_string_lossy().into_owned();
-            let ours = CORE_CRATES.iter().any(|c| {
-                name.strip_prefix(c)
-                    .and_then(|rest| rest.strip_prefix('-'))
-                    .is_some_and(|v| v.starts_with(|ch: char| ch.is_ascii_digit()))
-            });
-            if ours {
-                fs::remove_dir_all(package.path())
-                    .map_err(|e| format!("removing {}: {e}", package.path().display()))?;
-            }
-        }
-    }
-    Ok(())
 }
