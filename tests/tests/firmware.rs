@@ -279,6 +279,7 @@ fn small_desc() -> ModelDesc {
         score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
+        beam: Default::default(),
     }
 }
 
