@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(half.norm_q16(2), 92681); // sqrt(2) * 2^16 = 92681.9
         assert_eq!(
             Alpha::from_halves(4).unwrap().norm_q16(65535),
-            65535u64 * 65535 << 16
+            (65535u64 * 65535) << 16
         );
         assert!(Alpha::from_halves(5).is_none());
         // NaN compares equal rather than panicking.

@@ -12,12 +12,15 @@ use seq2seq::{BeamPlan, BeamVariant, Error, ModelFile, ModelPrecision, Net, Plan
 
 const LINES: [&str; 5] = ["a", "abc", "dcba", "b b", "cadcab"];
 
-/// Greedy and beam outputs of `line`: `(greedy ids, [(variant, width, ids)])`.
+/// Outputs of beam searches: `(variant, width, ids)`.
+type Beams = Vec<(BeamVariant, usize, Vec<u16>)>;
+
+/// Greedy and beam outputs of `line`.
 fn decode_both<P: ModelPrecision>(
     file: &ModelFile<'_>,
     line: &str,
     widths: &[usize],
-) -> Result<(Vec<u16>, Vec<(BeamVariant, usize, Vec<u16>)>), Error> {
+) -> Result<(Vec<u16>, Beams), Error> {
     let net = Net::<P>::bind(file)?;
     let positions = 16;
     let d = file.desc();

@@ -126,6 +126,57 @@ fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
 }
 
+/// The first evaluation words beam-searched `width` wide on `board` and on the host, in
+/// the model's own variant: every output equal; `s2s qemu` counts search steps.
+fn beam_matches_host(model: &str, board: &'static Board, width: usize, max_len: usize) {
+    let path = model_file(model);
+    let words = eval_words(max_len);
+    let options = QemuOptions {
+        beam: Some(width),
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board)
+    };
+    let report = device::qemu_check(&path, &words, &options)
+        .unwrap_or_else(|e| panic!("{model} beam {width} on {}: {e}", board.name));
+    println!("{}", report.render());
+    assert!(report.agrees(), "{model} on {}:\n{}", board.name, report.render());
+    assert_eq!((report.inputs, report.rejected), (INPUTS, 0), "{}", report.render());
+    assert_eq!(report.enc.n, INPUTS, "every word searched");
+    assert!(report.render().contains(&format!("search step     (beam {width})")));
+}
+
+#[test]
+fn netra_w8a16_beam_2_on_mps2_an386_matches_the_host() {
+    beam_matches_host("netra-w8a16.s2s", board("mps2-an386"), 2, NETRA_MAX_LEN);
+}
+
+#[test]
+fn netra_w8a16_beam_2_on_lm3s6965evb_matches_the_host() {
+    beam_matches_host("netra-w8a16.s2s", board("lm3s6965evb"), 2, NETRA_MAX_LEN);
+}
+
+#[test]
+fn g2p_en_f32_beam_2_on_mps2_an386_matches_the_host() {
+    beam_matches_host("g2p-en.s2s", board("mps2-an386"), 2, usize::MAX);
+}
+
+#[test]
+fn a_beam_over_the_board_capacity_is_refused() {
+    // The micro:bit compiles no beam search: `beam 2` is refused in one line.
+    let options = QemuOptions {
+        beam: Some(2),
+        timeout: SHORT_TIMEOUT,
+        ..QemuOptions::new(board("microbit"))
+    };
+    let e = device::qemu_check(&model_file("netra-w8a16.s2s"), &["phnom".into()], &options)
+        .expect_err("the micro:bit has no beam search")
+        .to_string();
+    assert!(
+        e.contains("refuses `beam 2`") && e.contains("widths 1 to 1"),
+        "{e}"
+    );
+}
+
 /// The board table's entry for `name`.
 fn board(name: &str) -> &'static Board {
     find(name).unwrap_or_else(|| panic!("{name} is not in the board table"))
