@@ -139,10 +139,22 @@ fn beam_matches_host(model: &str, board: &'static Board, width: usize, max_len: 
     let report = device::qemu_check(&path, &words, &options)
         .unwrap_or_else(|e| panic!("{model} beam {width} on {}: {e}", board.name));
     println!("{}", report.render());
-    assert!(report.agrees(), "{model} on {}:\n{}", board.name, report.render());
-    assert_eq!((report.inputs, report.rejected), (INPUTS, 0), "{}", report.render());
+    assert!(
+        report.agrees(),
+        "{model} on {}:\n{}",
+        board.name,
+        report.render()
+    );
+    assert_eq!(
+        (report.inputs, report.rejected),
+        (INPUTS, 0),
+        "{}",
+        report.render()
+    );
     assert_eq!(report.enc.n, INPUTS, "every word searched");
-    assert!(report.render().contains(&format!("search step     (beam {width})")));
+    assert!(report
+        .render()
+        .contains(&format!("search step     (beam {width})")));
 }
 
 #[test]
