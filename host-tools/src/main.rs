@@ -34,6 +34,7 @@ fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
         }
         return Ok(None);
     };
+    beam_width(width)?;
     let variant = b.beam_variant.as_deref().unwrap_or("in-slot");
     let rule = import::config::beam_rule(variant, b.alpha.unwrap_or(1.0))
         .map_err(host_tools::Error::usage)?;
@@ -42,6 +43,18 @@ fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
         variant: b.beam_variant.is_some().then_some(rule.variant),
         alpha: b.alpha.is_some().then_some(rule.alpha),
     }))
+}
+
+/// Refuses a `--beam` width the search does not take.
+fn beam_width(width: usize) -> Result<()> {
+    let max = seq2seq::beam::MAX_WIDTH;
+    if (1..=max).contains(&width) {
+        Ok(())
+    } else {
+        Err(host_tools::Error::usage(format!(
+            "--beam {width}: the width is 1 to {max}"
+        )))
+    }
 }
 
 fn run(cmd: Cmd) -> Result<ExitCode> {
@@ -177,6 +190,9 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             debug,
             firmware_dir,
         } => {
+            if let Some(k) = beam {
+                beam_width(k)?;
+            }
             let options = QemuOptions {
                 attention,
                 beam,

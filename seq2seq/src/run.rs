@@ -191,9 +191,7 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let lane = &mut self.lanes[0];
-        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
-        (lane.t, lane.valid) = (n, valid);
+        self.load_line(line)?;
         let count = self.run_beam(search, out, obs)?;
         decode_target(
             &self.net.tgt_vocab,
@@ -214,15 +212,7 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         out: &mut [u16],
         obs: &mut impl Observer<P>,
     ) -> Result<usize, Error> {
-        let lane = &mut self.lanes[0];
-        if src.len() > lane.src_ids.len() {
-            return Err(Error::InputTooLong {
-                len: src.len(),
-                max: lane.src_ids.len(),
-            });
-        }
-        lane.src_ids[..src.len()].copy_from_slice(src);
-        (lane.t, lane.valid) = (src.len(), valid);
+        self.load_ids(src, valid)?;
         self.run_beam(search, out, obs)
     }
 
@@ -372,9 +362,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let lane = &mut self.lanes[0];
-        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
-        (lane.t, lane.valid) = (n, valid);
+        self.load_line(line)?;
         let mut outs = [out];
         let count = self.run_lanes(1, &mut outs, core::slice::from_mut(obs))?;
         decode_target(
@@ -396,6 +384,12 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         out: &mut [u16],
         obs: &mut impl Observer<P>,
     ) -> Result<usize, Error> {
+        self.load_ids(src, valid)?;
+        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+    }
+
+    /// Puts source ids (end token and padding included, `valid` unpadded) into lane 0.
+    fn load_ids(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
         let lane = &mut self.lanes[0];
         if src.len() > lane.src_ids.len() {
             return Err(Error::InputTooLong {
@@ -405,7 +399,15 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         }
         lane.src_ids[..src.len()].copy_from_slice(src);
         (lane.t, lane.valid) = (src.len(), valid);
-        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+        Ok(())
+    }
+
+    /// Tokenizes `line` into lane 0.
+    fn load_line(&mut self, line: &str) -> Result<(), Error> {
+        let lane = &mut self.lanes[0];
+        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
+        (lane.t, lane.valid) = (n, valid);
+        Ok(())
     }
 
     /// Translates up to `L` lines at once: `outs[i]` receives line `i`'s output ids and

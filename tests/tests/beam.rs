@@ -189,3 +189,36 @@ fn beam_one_is_greedy_on_both_models() {
         }
     }
 }
+
+#[test]
+fn bad_beam_options_are_one_line_errors() {
+    let model = model_file("netra.s2s");
+    for (args, says) in [
+        (vec!["--beam", "0"], "--beam 0: the width is 1 to 16"),
+        (vec!["--beam", "17"], "--beam 17: the width is 1 to 16"),
+        (vec!["--nbest", "2"], "--nbest needs --beam"),
+        (
+            vec!["--beam", "2", "--nbest", "3"],
+            "--nbest takes 1 to the beam width (2)",
+        ),
+        (
+            vec!["--beam", "2", "--alpha", "0.7"],
+            "beam alpha 0.7 is not one of 0, 0.5, 1, 1.5, 2",
+        ),
+        (
+            vec!["--beam", "2", "--beam-variant", "x"],
+            "beam variant \"x\" is not one of",
+        ),
+        (
+            vec!["--alpha", "1"],
+            "--beam-variant and --alpha need --beam",
+        ),
+    ] {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"run", &model];
+        for x in &args {
+            a.push(x);
+        }
+        let line = s2s_tests::assert_one_error(&s2s_tests::s2s(&a, "phnom\n"), &[says]);
+        assert!(line.starts_with("error: "), "{line}");
+    }
+}

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use host_tools::device::{self, qemu, Firmware, QemuOptions};
+use host_tools::device::{self, qemu, Firmware, QemuOptions, QemuReport};
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_device::board::{find, Board, BOARDS};
 use s2s_device::exit::Exit;
@@ -53,25 +53,13 @@ fn device_matches_host(model: &str, board: &'static Board, max_len: usize, atten
 
 /// [`device_matches_host`] for the model file at `path`.
 fn device_matches_host_at(path: &Path, board: &'static Board, max_len: usize, attention: bool) {
-    let model = path.display();
-    let words = eval_words(max_len);
     let options = QemuOptions {
         attention,
         timeout: PAIR_TIMEOUT,
         ..QemuOptions::new(board)
     };
-    let report = device::qemu_check(path, &words, &options)
-        .unwrap_or_else(|e| panic!("{model} on {}: {e}", board.name));
-    println!("{}", report.render());
-    assert!(
-        report.agrees(),
-        "{model} on {}:\n{}",
-        board.name,
-        report.render()
-    );
-    assert_eq!(report.inputs, INPUTS);
-    assert_eq!(report.rejected, 0, "{}", report.render());
-    assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    let report = matches_host(path, max_len, &options);
+    let model = path.display();
     if attention {
         assert_eq!(
             report.attention_rows, report.step.n,
@@ -126,32 +114,34 @@ fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
 }
 
-/// The first evaluation words beam-searched `width` wide on `board` and on the host, in
-/// the model's own variant: every output equal; `s2s qemu` counts search steps.
-fn beam_matches_host(model: &str, board: &'static Board, width: usize, max_len: usize) {
-    let path = model_file(model);
+/// Runs the first evaluation words of at most `max_len` characters through the model at
+/// `path` under `options`, and requires every input decoded and every output equal.
+fn matches_host(path: &Path, max_len: usize, options: &QemuOptions) -> QemuReport {
+    let (model, board) = (path.display(), options.board.name);
     let words = eval_words(max_len);
-    let options = QemuOptions {
-        beam: Some(width),
-        timeout: PAIR_TIMEOUT,
-        ..QemuOptions::new(board)
-    };
-    let report = device::qemu_check(&path, &words, &options)
-        .unwrap_or_else(|e| panic!("{model} beam {width} on {}: {e}", board.name));
+    let report = device::qemu_check(path, &words, options)
+        .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
     println!("{}", report.render());
-    assert!(
-        report.agrees(),
-        "{model} on {}:\n{}",
-        board.name,
-        report.render()
-    );
+    assert!(report.agrees(), "{model} on {board}:\n{}", report.render());
     assert_eq!(
         (report.inputs, report.rejected),
         (INPUTS, 0),
         "{}",
         report.render()
     );
-    assert_eq!(report.enc.n, INPUTS, "every word searched");
+    assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    report
+}
+
+/// The first evaluation words beam-searched `width` wide on `board` and on the host, in
+/// the model's own variant: every output equal; `s2s qemu` counts search steps.
+fn beam_matches_host(model: &str, board: &'static Board, width: usize, max_len: usize) {
+    let options = QemuOptions {
+        beam: Some(width),
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board)
+    };
+    let report = matches_host(&model_file(model), max_len, &options);
     assert!(report
         .render()
         .contains(&format!("search step     (beam {width})")));
