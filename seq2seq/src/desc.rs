@@ -4,8 +4,10 @@
 
 use bytemuck::{Pod, Zeroable};
 use rnn_core::{Masked, Recurrent, ResetMode};
+use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, Requant};
 
+use crate::beam::{BeamRule, BeamVariant};
 use crate::format::Role;
 use crate::Error;
 
@@ -193,6 +195,8 @@ pub struct RawDesc {
     /// Cell-state formats (fractional bits) of the integer path: `[encoder, decoder,
     /// 0, 0]`, 0 for a GRU stack.
     pub cell_fmts: [i8; 4],
+    /// Beam search: `[variant (a BeamVariant id), alpha in halves, 0, 0]`.
+    pub beam: [u8; 4],
 }
 
 /// The validated model description.
@@ -275,6 +279,8 @@ pub struct ModelDesc {
     pub cells: Cells,
     /// Parts of the attentional layer's input, in order (all `None` without one).
     pub att_parts: [Option<Part>; MAX_OUT_PARTS],
+    /// How a beam search decodes this model (greedy decoding ignores it).
+    pub beam: BeamRule,
 }
 
 /// The recurrent cells of a model: each stack's cell, gate activation and cell-state
@@ -435,6 +441,13 @@ impl ModelDesc {
         if r.cell_fmts[2..] != [0, 0] {
             return Err(Error::BadField("cell_fmts"));
         }
+        let beam = match r.beam {
+            [v, halves, 0, 0] => BeamVariant::from_id(v)
+                .zip(Alpha::from_halves(halves))
+                .map(|(variant, alpha)| BeamRule { variant, alpha }),
+            _ => None,
+        }
+        .ok_or(Error::BadField("beam"))?;
         let d = ModelDesc {
             src_vocab: r.src_vocab as usize,
             tgt_vocab: r.tgt_vocab as usize,
@@ -487,6 +500,7 @@ impl ModelDesc {
                 },
             },
             att_parts,
+            beam,
         };
         d.check()?;
         Ok(d)
@@ -545,6 +559,7 @@ impl ModelDesc {
             init_cell: self.cells.init_cell as u32,
             att_parts: parts_raw(&self.att_parts),
             cell_fmts: [self.cells.fmt_enc.frac, self.cells.fmt_dec.frac, 0, 0],
+            beam: [self.beam.variant as u8, self.beam.alpha.halves(), 0, 0],
         })
     }
 
