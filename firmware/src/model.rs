@@ -438,7 +438,7 @@ where
             steps: 0,
         };
         meter.counter.start();
-        let n = if MAX_BEAM > 0 && self.beam > 1 {
+        let n = if MAX_BEAM != 0 && self.beam > 1 {
             let search = Search::of(&self.net.desc, self.beam.into());
             self.runner
                 .beam_line::<Error>(text, search, &mut self.ids, &mut meter, |_| Ok(()))?
