@@ -196,6 +196,16 @@ pub struct FullMapping {
     /// (ours is `rzn`; `h` and `n` both name the candidate), for an LSTM e.g. `iofc`
     /// for ONNX (ours is `ifgo`, as PyTorch and Keras store it; `c` names `g`).
     pub gates: Option<String>,
+    /// The weights file (its file name, as given to `--weights`) holding the weight
+    /// and the bias; needed only when several files hold a tensor of that name.
+    pub file: Option<String>,
+    /// Index of the first axis of the weight and of the bias: the direction of a
+    /// packed ONNX `GRU`/`LSTM` tensor (`W [dirs, G*H, in]`, `B [dirs, 2*G*H]`;
+    /// 0 forward, 1 backward).
+    pub direction: Option<usize>,
+    /// Which half of the bias holds this matrix's bias: an ONNX recurrent node's `B`
+    /// is `[Wb; Rb]`, `input` for `w_ih`, `recurrent` for `w_hh`.
+    pub bias_half: Option<HalfName>,
 }
 
 impl Mapping {
@@ -207,12 +217,18 @@ impl Mapping {
                 bias: None,
                 transpose: false,
                 gates: None,
+                file: None,
+                direction: None,
+                bias_half: None,
             },
             Mapping::Full(f) => FullMapping {
                 weight: f.weight.clone(),
                 bias: f.bias.clone(),
                 transpose: f.transpose,
                 gates: f.gates.clone(),
+                file: f.file.clone(),
+                direction: f.direction,
+                bias_half: f.bias_half,
             },
         }
     }
@@ -285,6 +301,12 @@ names!(
     Zeros = "zeros", /// The encoder's last state.
     Last = "last", /// `tanh(W x + b)` of the encoder's last state.
     Dense = "dense" }
+);
+names!(
+    /// A half of a packed bias `[input; recurrent]`.
+    HalfName { /// The first half (ONNX `Wb`).
+    Input = "input", /// The second half (ONNX `Rb`).
+    Recurrent = "recurrent" }
 );
 names!(
     /// Output layer input part.
