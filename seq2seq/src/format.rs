@@ -50,8 +50,11 @@ pub const MAGIC: [u8; 4] = *b"S2SM";
 /// The format version this crate reads and writes (2: the bias mask in the header, the
 /// vocabularies' sorted orders; 3: the description's recurrent cells, GRU or LSTM, with
 /// their gate activations, cell-state formats, encoder masking, an LSTM decoder's
-/// initial cell state and the attentional layer's input parts).
-pub const VERSION: u16 = 3;
+/// initial cell state and the attentional layer's input parts; 5: the mean bridge and
+/// shared bridges, input feeding, the attentional layer's activation, the output's
+/// normalisation and source prefix tokens, at the end of the description. Version 4 is
+/// the beam search's).
+pub const VERSION: u16 = 5;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;

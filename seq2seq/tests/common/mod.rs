@@ -7,8 +7,8 @@ use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS,
-    MIN_FRAC,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
+    MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, Runner};
@@ -87,6 +87,7 @@ pub fn small_desc() -> ModelDesc {
         score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
+        extras: Extras::NONE,
     }
 }
 
@@ -98,6 +99,7 @@ pub fn small_desc() -> ModelDesc {
 pub fn random_desc(r: &mut Rng) -> ModelDesc {
     loop {
         let d = try_desc(r);
+        let d = with_extras(d, r);
         if d.check().is_ok() {
             return d;
         }
@@ -253,7 +255,34 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             fmt_dec: cell_fmt(r, dec_cell),
         },
         att_parts,
+        extras: Extras::NONE,
     }
+}
+
+/// `d` with random [`Extras`] (drawn after everything else, so that the rest of a
+/// seed's description is what it was before they existed): a mean or shared bridge,
+/// input feeding, the attentional activation and its format, the output's
+/// normalisation, source prefix tokens.
+fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
+    if d.init == Init::Dense && r.bool() {
+        d.init = Init::Mean;
+    }
+    let x = &mut d.extras;
+    x.bridge_shared = d.init.is_bridge() && r.bool();
+    x.input_feed = d.ordering == Ordering::Luong && d.attentional.is_some() && r.bool();
+    if d.attentional.is_some() {
+        x.att_act = r.pick(&[Activation::Tanh, Activation::Relu, Activation::Identity]);
+        if x.att_act != Activation::Tanh {
+            x.fmt_attentional = Fmt {
+                frac: r.range(0, 15) as i8,
+            };
+        }
+    }
+    x.logits = r.pick(&[Logits::Softmax, Logits::LogSoftmax]);
+    for slot in x.src_prefix.iter_mut().take(r.range(0, 2)) {
+        *slot = Some(r.range(0, SRC.len() - 1) as u16);
+    }
+    d
 }
 
 /// A builder holding `d` at `precision` with random weights: weights of one or two
