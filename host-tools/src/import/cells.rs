@@ -8,7 +8,9 @@ use seq2seq::desc::{CellKind, Init, ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::Role;
 
 use crate::error::{Place, Result};
-use crate::import::config::{CellName, Config, MaskedName, PartName, RecurrentName, ResetName};
+use crate::import::config::{
+    CellName, Config, InitName, MaskedName, PartName, RecurrentName, ResetName,
+};
 
 impl From<CellName> for CellKind {
     fn from(c: CellName) -> Self {
@@ -88,8 +90,14 @@ fn cells(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
             )
         }
         (CellName::Gru, None) => Init::Zeros,
+        (CellName::Lstm, Some(InitName::Mean)) => {
+            return Err(
+                "decoder.init_cell = \"mean\": the mean bridge is for the state (use \"zeros\", \"last\" or \"dense\")"
+                    .into(),
+            )
+        }
         (CellName::Lstm, Some(i)) => i.into(),
-        (CellName::Lstm, None) if enc.cell == CellName::Lstm => d.init,
+        (CellName::Lstm, None) if enc.cell == CellName::Lstm && d.init != Init::Mean => d.init,
         (CellName::Lstm, None) => Init::Zeros,
     };
     if d.cells.init_cell == Init::Last && enc.cell == CellName::Gru {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
-    Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+    Cells, Extras, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
 };
 use serde::Deserialize;
 
@@ -69,6 +69,9 @@ pub struct SourceSection {
     pub eos: Option<String>,
     /// Fixed length the source is padded to (absent: no padding).
     pub pad_to: Option<usize>,
+    /// Tokens put before every source (a language or domain tag), at most 4.
+    #[serde(default)]
+    pub prefix: Vec<String>,
 }
 
 /// `[target]`.
@@ -141,6 +144,11 @@ pub struct AttentionSection {
     pub attentional: Option<usize>,
     /// Parts of the attentional layer's input, in order (default `[state, context]`).
     pub attentional_input: Option<Vec<PartName>>,
+    /// The attentional layer's activation (default `tanh`).
+    pub attentional_activation: Option<ActivationName>,
+    /// Input feeding: decoder layer 0 also reads the previous attentional vector.
+    #[serde(default)]
+    pub input_feeding: bool,
 }
 
 /// `[decoder]`.
@@ -169,6 +177,12 @@ pub struct DecoderSection {
     pub init_cell: Option<InitName>,
     /// Parts of the output layer's input, in order.
     pub output: Vec<PartName>,
+    /// One bridge per decoder layer (`per-layer`, the default) or one for all
+    /// (`shared`); only with `init = "dense"` or `"mean"`.
+    pub bridge: Option<BridgeName>,
+    /// What the output layer's values feed: `softmax` (default) or `log-softmax`.
+    #[serde(default = "softmax")]
+    pub logits: LogitsName,
 }
 
 /// Where one of our layers comes from.
@@ -300,7 +314,27 @@ names!(
     InitName { /// Zeros.
     Zeros = "zeros", /// The encoder's last state.
     Last = "last", /// `tanh(W x + b)` of the encoder's last state.
-    Dense = "dense" }
+    Dense = "dense", /// `tanh(W m + b)` of the mean of the encoder outputs.
+    Mean = "mean" }
+);
+names!(
+    /// One bridge per decoder layer or one for all.
+    BridgeName { /// `bridge.l<l>` for every layer.
+    PerLayer = "per-layer", /// `bridge.l0` for every layer.
+    Shared = "shared" }
+);
+names!(
+    /// The attentional layer's activation.
+    ActivationName { /// `tanh`.
+    Tanh = "tanh", /// `max(0, x)`.
+    Relu = "relu", /// None.
+    None = "none" }
+);
+names!(
+    /// What the output layer's values feed.
+    LogitsName { /// A softmax.
+    Softmax = "softmax", /// A log-softmax.
+    LogSoftmax = "log-softmax" }
 );
 names!(
     /// A half of a packed bias `[input; recurrent]`.
@@ -335,6 +369,9 @@ fn yes() -> bool {
 fn length() -> MaskName {
     MaskName::Length
 }
+fn softmax() -> LogitsName {
+    LogitsName::Softmax
+}
 
 impl From<PartName> for Part {
     fn from(p: PartName) -> Self {
@@ -353,6 +390,7 @@ impl From<InitName> for Init {
             InitName::Zeros => Init::Zeros,
             InitName::Last => Init::Last,
             InitName::Dense => Init::Dense,
+            InitName::Mean => Init::Mean,
         }
     }
 }
@@ -497,10 +535,13 @@ impl Config {
             score_scale_q: Requant::ONE,
             cells: Cells::GRU,
             att_parts: [None; MAX_OUT_PARTS],
+            extras: Extras::NONE,
         };
         // The cells, their gates' activation and reset form, masking, the LSTM
         // decoder's initial cell state and the attentional layer's input.
         crate::import::cells::configure(self, &mut d)?;
+        // Bridges, input feeding, the attentional activation, the output, the prefix.
+        crate::import::decoding::configure(self, &mut d)?;
         // Round-trip through the stored form so every field gets the file's checks.
         d.to_raw()
             .and_then(|raw| ModelDesc::from_raw(&raw))
@@ -599,6 +640,8 @@ mod tests {
             "examples/keras2-lstm-g2p",
             "examples/keras3-lstm-g2p",
             "examples/pytorch-lstm-g2p",
+            "examples/onnx-gru",
+            "examples/onnx-lstm",
         ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
             let d = Config::load(&path).unwrap().desc().unwrap();

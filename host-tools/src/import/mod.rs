@@ -2,6 +2,7 @@
 
 pub mod cells;
 pub mod config;
+pub mod decoding;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
