@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use host_tools::device::QemuOptions;
 use host_tools::import::config::Config;
 use host_tools::import::{import_files, WeightFile};
-use s2s_tests::{assert_one_error, assert_only, repo_root, s2s, s2s_ok, scratch_dir};
+use s2s_tests::{
+    assert_one_error, assert_only, near_tie_differences, quantize_w8a16_and_check, references,
+    repo_root, run_words, s2s, s2s_ok, scratch_dir, Reference,
+};
 use seq2seq::format::{Role, Slot, TensorId};
 
 fn fixture(path: &str) -> PathBuf {
@@ -371,37 +374,31 @@ impl Model {
     }
 }
 
-/// A held-out word and the reference's decode of it.
-struct Case {
-    word: String,
-    output: Vec<String>,
-    gaps: Vec<f64>,
-}
-
-fn cases(m: Model) -> Vec<Case> {
+/// onnxruntime's decodes of the fixture's 500 held-out words.
+fn cases(m: Model) -> Vec<Reference> {
     let path = fixture(&format!("{}/reference.json", m.name));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    json["words"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{}: no words", path.display()))
-        .iter()
-        .map(|c| Case {
-            word: c["word"].as_str().expect("word").into(),
-            output: c["output"]
-                .as_str()
-                .expect("output")
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
-            gaps: c["gaps"]
-                .as_array()
-                .expect("gaps")
-                .iter()
-                .map(|g| g.as_f64().expect("a gap"))
-                .collect(),
-        })
-        .collect()
+    references(&json["words"], &path)
+}
+
+/// `s2s import --config CONFIG --weights ENCODER --weights DECODER -o OUT`.
+fn import_graphs(config: &Path, m: Model, out: &Path) -> std::process::Output {
+    let [enc, dec] = m.graphs();
+    s2s(
+        &[
+            &"import",
+            &"--config",
+            &config,
+            &"--weights",
+            &enc,
+            &"--weights",
+            &dec,
+            &"-o",
+            &out,
+        ],
+        "",
+    )
 }
 
 /// `s2s import` of a model with its configuration and both graphs, once per process.
@@ -411,21 +408,8 @@ fn imported(m: Model) -> &'static Path {
     MODELS[(m.name == "lstm") as usize].get_or_init(|| {
         let dir = scratch_dir(&format!("onnx-{}", m.name));
         let out = dir.join(format!("onnx-{}.s2s", m.name));
-        let [enc, dec] = m.graphs();
-        s2s_ok(
-            &[
-                &"import",
-                &"--config",
-                &m.config(),
-                &"--weights",
-                &enc,
-                &"--weights",
-                &dec,
-                &"-o",
-                &out,
-            ],
-            "",
-        );
+        let r = import_graphs(&m.config(), m, &out);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         out
     })
 }
@@ -434,42 +418,8 @@ fn imported(m: Model) -> &'static Path {
 fn matches_its_references(m: Model) {
     let cases = cases(m);
     assert!(cases.len() >= 200, "{}: {} cases", m.name, cases.len());
-    let input: String = cases.iter().map(|c| format!("{}\n", c.word)).collect();
-    let out = s2s_ok(&[&"run", &imported(m)], &input);
-    let ours: Vec<Vec<String>> = out
-        .lines()
-        .map(|l| l.split_whitespace().map(String::from).collect())
-        .collect();
-    assert_eq!(ours.len(), cases.len(), "one output line per input");
-    let mut near_ties = vec![];
-    for (c, o) in cases.iter().zip(&ours) {
-        if &c.output == o {
-            continue;
-        }
-        let step = c
-            .output
-            .iter()
-            .zip(o)
-            .position(|(a, b)| a != b)
-            .unwrap_or(c.output.len().min(o.len()));
-        let gap = c.gaps.get(step).copied().unwrap_or(f64::INFINITY);
-        assert!(
-            gap < NEAR_TIE,
-            "{} {:?}: ours {:?}, onnxruntime {:?}; first difference at step {step}, where the reference's top-two gap is {gap}",
-            m.name,
-            c.word,
-            o.join(" "),
-            c.output.join(" ")
-        );
-        near_ties.push(format!("{} (step {step}, gap {gap:.2e})", c.word));
-    }
-    eprintln!(
-        "onnx-{}: {} of {} token-identical to onnxruntime; {} differ at reference near-ties: {near_ties:?}",
-        m.name,
-        cases.len() - near_ties.len(),
-        cases.len(),
-        near_ties.len()
-    );
+    let ours = run_words(imported(m), &cases);
+    near_tie_differences(&format!("onnx-{}", m.name), &cases, &ours, NEAR_TIE);
 }
 
 #[test]
@@ -489,8 +439,6 @@ fn the_gru_export_needs_input_feeding_and_its_concat_order() {
     let dir = scratch_dir("onnx-gru-variants");
     let text = std::fs::read_to_string(GRU.config()).unwrap();
     let cases = cases(GRU);
-    let input: String = cases.iter().map(|c| format!("{}\n", c.word)).collect();
-    let [enc, dec] = GRU.graphs();
     let swapped = text.replace(
         "attentional_input = [\"context\", \"state\"]",
         "attentional_input = [\"state\", \"context\"]",
@@ -499,25 +447,13 @@ fn the_gru_export_needs_input_feeding_and_its_concat_order() {
     let config = dir.join("swapped.toml");
     std::fs::write(&config, swapped).unwrap();
     let model = dir.join("swapped.s2s");
-    s2s_ok(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &enc,
-            &"--weights",
-            &dec,
-            &"-o",
-            &model,
-        ],
-        "",
-    );
-    let out = s2s_ok(&[&"run", &model], &input);
-    let differ = out
-        .lines()
+    let r = import_graphs(&config, GRU, &model);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let ours = run_words(&model, &cases);
+    let differ = ours
+        .iter()
         .zip(&cases)
-        .filter(|(o, c)| o.split_whitespace().ne(c.output.iter().map(String::as_str)))
+        .filter(|(o, c)| **o != c.output)
         .count();
     eprintln!(
         "onnx-gru with [state; context]: {differ} of {} words differ",
@@ -528,20 +464,7 @@ fn the_gru_export_needs_input_feeding_and_its_concat_order() {
     let unfed = text.replace("input_feeding = true", "input_feeding = false");
     let config = dir.join("unfed.toml");
     std::fs::write(&config, unfed).unwrap();
-    let r = s2s(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &enc,
-            &"--weights",
-            &dec,
-            &"-o",
-            &dir.join("unfed.s2s"),
-        ],
-        "",
-    );
+    let r = import_graphs(&config, GRU, &dir.join("unfed.s2s"));
     assert_one_error(
         &r,
         &[
@@ -564,42 +487,7 @@ fn quantize_and_check(m: Model) -> PathBuf {
     let model = imported(m);
     let dir = scratch_dir(&format!("onnx-w8a16-{}", m.name));
     let q = dir.join(format!("onnx-{}-w8a16.s2s", m.name));
-    let calib = repo_root().join("tests/fixtures/golden/words-calib.txt");
-    s2s_ok(
-        &[
-            &"quantize",
-            &model,
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            &calib,
-            &"-o",
-            &q,
-        ],
-        "",
-    );
-    let words = dir.join("words.txt");
-    let text: String = cases(m).iter().map(|c| format!("{}\n", c.word)).collect();
-    std::fs::write(&words, text).unwrap();
-    let report = s2s_ok(
-        &[
-            &"check",
-            &q,
-            &"--reference",
-            &model,
-            &"--input",
-            &words,
-            &"--min-agreement",
-            &MIN_AGREEMENT.to_string(),
-        ],
-        "",
-    );
-    let agreement: f64 = report
-        .lines()
-        .find_map(|l| l.strip_prefix("sequence agreement"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no agreement in:\n{report}"));
+    let agreement = quantize_w8a16_and_check(model, &q, &cases(m), MIN_AGREEMENT);
     let size = |p: &Path| std::fs::metadata(p).unwrap().len();
     eprintln!(
         "onnx-{} w8a16: {agreement:.2} % of {} held-out words as the f32 model; {} bytes ({} f32)",
@@ -608,7 +496,6 @@ fn quantize_and_check(m: Model) -> PathBuf {
         size(&q),
         size(model)
     );
-    assert!(agreement >= MIN_AGREEMENT, "{}:\n{report}", m.name);
     q
 }
 

@@ -584,6 +584,21 @@ fn config_message(e: seq2seq::Error) -> Option<String> {
     }
 }
 
+/// The one-line error of `models/<example>.toml` with `from` replaced by `to` (which
+/// must change it): what the configuration tests of each module check.
+#[cfg(test)]
+pub(crate) fn edited_example_error(example: &str, from: &str, to: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{example}.toml"));
+    let text = std::fs::read_to_string(&path).expect("the example configuration");
+    assert!(text.contains(from), "{example}: no {from:?}");
+    let e = Config::parse(&text.replacen(from, to, 1), &path)
+        .and_then(|c| c.desc())
+        .expect_err("the edited configuration is refused")
+        .to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
