@@ -14,7 +14,13 @@
 //! ```
 //!
 //! or `ERR <reason>`. A line starting with the byte 0x01 is a command:
-//! `\x01attention on` / `\x01attention off`, answered with `OK attention on|off`.
+//! `\x01attention on` / `\x01attention off`, answered with `OK attention on|off`, and
+//! `\x01beam K`, answered with `OK beam K`: the following lines are beam-searched `K`
+//! wide in the model's own variant (`beam 1`, the default, is greedy decoding). The
+//! widest beam is the board's `max_beam` as far as the arena holds it beside the
+//! model's workspace; a wider one is refused with `ERR`. Under a beam search the `CNT`
+//! line counts each search step (every live hypothesis expanded by one decoder step),
+//! and no `ATT` lines are written.
 
 use core::convert::Infallible;
 use core::fmt;
@@ -24,10 +30,10 @@ use s2s_device::protocol::{self, AttWeight, Command};
 use s2s_kernels::{Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
-use seq2seq::{Error, ModelFile, ModelPrecision, Net, Runner};
+use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search};
 
 use crate::app::{self, FmtOut, HandlerError, LineHandler};
-use crate::capacity::{ARENA_BYTES, MAX_POSITIONS, MAX_STEPS};
+use crate::capacity::{ARENA_BYTES, MAX_BEAM, MAX_POSITIONS, MAX_STEPS};
 use crate::{board, measure, BOARD};
 
 /// Why an input line failed.
@@ -292,9 +298,11 @@ struct ModelHandler<'n, 'w, P: Precision> {
     runner: Runner<'n, 'static, 'w, P>,
     net: &'n Net<'static, P>,
     ids: [u16; MAX_STEPS],
-    /// Counter ticks of each decoder step of the last line.
+    /// Counter ticks of each decoder step (or search step) of the last line.
     ticks: [u32; MAX_STEPS],
     attention: bool,
+    /// The beam width of the following lines (1: greedy).
+    beam: u16,
     counter: board::Counter,
 }
 
@@ -313,11 +321,22 @@ impl<P: Precision> Observer<P> for Meter<'_> {
     }
 
     fn step(&mut self, step: &Step<'_, P>) {
+        self.tick(step.index);
+    }
+
+    fn searched(&mut self, index: usize, _expanded: usize) {
+        self.tick(index);
+    }
+}
+
+impl Meter<'_> {
+    /// Step `index` has ended.
+    fn tick(&mut self, index: usize) {
         let ticks = self.counter.read();
-        if let Some(slot) = self.ticks.get_mut(step.index) {
+        if let Some(slot) = self.ticks.get_mut(index) {
             *slot = ticks;
         }
-        self.steps = step.index + 1;
+        self.steps = index + 1;
         self.counter.start();
     }
 }
@@ -356,12 +375,24 @@ where
         arena: &'w mut [u32],
         positions: usize,
     ) -> Result<Self, Error> {
+        // The widest beam up to the board's that fits beside the workspace.
+        let plan = Plan::new::<P>(&net.desc, positions).bytes();
+        let fits = |k| plan.saturating_add(BeamPlan::new::<P>(&net.desc, k).bytes()) <= ARENA_BYTES;
+        let width = match MAX_BEAM {
+            0 => None,
+            max => (1..=max).rev().find(|&k| fits(k)),
+        };
+        let runner = match width {
+            Some(k) => Runner::with_beam(net, arena, positions, k)?,
+            None => Runner::new(net, arena, positions)?,
+        };
         Ok(ModelHandler {
-            runner: Runner::new(net, arena, positions)?,
+            runner,
             net,
             ids: [0; MAX_STEPS],
             ticks: [0; MAX_STEPS],
             attention: false,
+            beam: 1,
             counter: board::Counter::new(),
         })
     }
@@ -374,11 +405,25 @@ where
     type Error = LineError;
 
     fn command(&mut self, cmd: Command, out: &mut dyn fmt::Write) -> Result<(), LineError> {
-        let Command::Attention(on) = cmd else {
-            return Err(HandlerError(app::UNKNOWN_COMMAND).into());
-        };
-        self.attention = on;
-        defmt::info!("attention {=bool}", on);
+        match cmd {
+            Command::Attention(on) => {
+                self.attention = on;
+                defmt::info!("attention {=bool}", on);
+            }
+            Command::Beam(k) => {
+                let max = self.runner.beam_width().max(1);
+                if k as usize > max {
+                    return Err(Error::BeamTooWide {
+                        width: k.into(),
+                        max,
+                    }
+                    .into());
+                }
+                self.beam = k;
+                defmt::info!("beam {=u16}", k);
+            }
+            _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),
+        }
         protocol::write_ok(out, cmd)?;
         Ok(())
     }
@@ -393,9 +438,14 @@ where
             steps: 0,
         };
         meter.counter.start();
-        let n = self
-            .runner
-            .translate_line::<Error>(text, &mut self.ids, &mut meter, |_| Ok(()))?;
+        let n = if MAX_BEAM > 0 && self.beam > 1 {
+            let search = Search::of(&self.net.desc, self.beam.into());
+            self.runner
+                .beam_line::<Error>(text, search, &mut self.ids, &mut meter, |_| Ok(()))?
+        } else {
+            self.runner
+                .translate_line::<Error>(text, &mut self.ids, &mut meter, |_| Ok(()))?
+        };
         let (enc, steps) = (meter.enc, meter.steps);
 
         let ids = &self.ids[..n];
@@ -410,7 +460,7 @@ where
         // The attention rows come from a second run of the same line: the decoder is
         // deterministic, the counts above stay those of an unobserved run, and no RAM
         // holds steps x positions weights.
-        if self.attention && self.net.attention.is_some() {
+        if self.attention && self.net.attention.is_some() && self.beam == 1 {
             let mut printer = AttPrinter { out, failed: false };
             self.runner
                 .translate_line::<Error>(text, &mut self.ids, &mut printer, |_| Ok(()))?;

@@ -119,9 +119,17 @@ pub enum Cmd {
         /// Print `input<TAB>output`.
         #[arg(long)]
         tsv: bool,
-        /// Write every step's attention weights and entropy to this JSON file.
+        /// Write every step's attention weights and entropy to this JSON file (greedy
+        /// decoding only).
         #[arg(long)]
         attention: Option<PathBuf>,
+        #[command(flatten)]
+        beam: BeamArgs,
+        /// With --beam: print the N best results of each source as
+        /// `source<TAB>rank<TAB>output<TAB>score` lines (score: the sum of the natural-log
+        /// probabilities of the tokens).
+        #[arg(long, value_name = "N")]
+        nbest: Option<usize>,
     },
     /// Token and sequence error rates against references (`source<TAB>reference` lines),
     /// overall and by source length, with the mean attention entropy; several models
@@ -143,6 +151,8 @@ pub enum Cmd {
         /// model.
         #[arg(long)]
         plot: Option<PathBuf>,
+        #[command(flatten)]
+        beam: BeamArgs,
     },
     /// Quantize an f32 model: int8 weights with int16 activations (w8a16) or f32 math (w8f32).
     Quantize {
@@ -180,6 +190,8 @@ pub enum Cmd {
         /// Exit non-zero when sequence agreement is below this percentage.
         #[arg(long)]
         min_agreement: Option<f64>,
+        #[command(flatten)]
+        beam: BeamArgs,
     },
     /// Draw the attention map of one source (PNG or SVG with -o, else in the terminal).
     Heatmap {
@@ -204,9 +216,13 @@ pub enum Cmd {
         /// Input file, one source per line (standard input by default).
         #[arg(long)]
         input: Option<PathBuf>,
-        /// Also compare the attention weights of every step, exactly.
+        /// Also compare the attention weights of every step, exactly (greedy only).
         #[arg(long)]
         attention: bool,
+        /// Beam-search every input K wide on the device and the host, in the model's own
+        /// variant (the board's `max_beam` is the widest).
+        #[arg(long, value_name = "K")]
+        beam: Option<usize>,
         /// Use a debug build of the firmware (release by default; debug builds fit only
         /// the mps2 boards' runtime flash).
         #[arg(long)]
@@ -280,6 +296,21 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Beam search instead of greedy decoding.
+#[derive(clap::Args)]
+pub struct BeamArgs {
+    /// Beam-search K wide (1 is greedy decoding) in the model's variant.
+    #[arg(long, value_name = "K")]
+    pub beam: Option<usize>,
+    /// With --beam: the variant instead of the model's (in-slot, finished-set, netra).
+    #[arg(long, value_name = "VARIANT")]
+    pub beam_variant: Option<String>,
+    /// With --beam: the length-normalisation exponent instead of the model's (0 to 2 in
+    /// steps of 0.5).
+    #[arg(long)]
+    pub alpha: Option<f64>,
 }
 
 /// The board and timeout of a QEMU run.

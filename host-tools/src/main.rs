@@ -24,6 +24,39 @@ fn main() -> ExitCode {
     }
 }
 
+/// The beam search of `--beam`, `--beam-variant` and `--alpha`.
+fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
+    let Some(width) = b.beam else {
+        if b.beam_variant.is_some() || b.alpha.is_some() {
+            return Err(host_tools::Error::usage(
+                "--beam-variant and --alpha need --beam",
+            ));
+        }
+        return Ok(None);
+    };
+    beam_width(width)?;
+    let variant = b.beam_variant.as_deref().unwrap_or("in-slot");
+    let rule = import::config::beam_rule(variant, b.alpha.unwrap_or(1.0))
+        .map_err(host_tools::Error::usage)?;
+    Ok(Some(model::beam::BeamOptions {
+        width,
+        variant: b.beam_variant.is_some().then_some(rule.variant),
+        alpha: b.alpha.is_some().then_some(rule.alpha),
+    }))
+}
+
+/// Refuses a `--beam` width the search does not take.
+fn beam_width(width: usize) -> Result<()> {
+    let max = seq2seq::beam::MAX_WIDTH;
+    if (1..=max).contains(&width) {
+        Ok(())
+    } else {
+        Err(host_tools::Error::usage(format!(
+            "--beam {width}: the width is 1 to {max}"
+        )))
+    }
+}
+
 fn run(cmd: Cmd) -> Result<ExitCode> {
     let stdout = &mut std::io::stdout().lock();
     match cmd {
@@ -85,18 +118,33 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             input,
             tsv,
             attention,
-        } => model::run::run_file(&model, input.as_deref(), tsv, attention.as_deref(), stdout)?,
+            beam,
+            nbest,
+        } => {
+            let beam = beam_options(&beam)?;
+            model::run::run_file(
+                &model,
+                input.as_deref(),
+                tsv,
+                attention.as_deref(),
+                beam,
+                nbest,
+                stdout,
+            )?
+        }
         Cmd::Eval {
             models,
             data,
             bucket_width,
             json,
             plot,
+            beam,
         } => {
             let options = eval::EvalOptions {
                 bucket_width,
                 json,
                 plot,
+                beam: beam_options(&beam)?,
             };
             eval::eval_file(&models, &data, &options, stdout)?
         }
@@ -127,7 +175,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             reference,
             input,
             min_agreement,
-        } => eval::check_file(&model, &reference, &input, min_agreement, stdout)?,
+            beam,
+        } => {
+            let beam = beam_options(&beam)?;
+            eval::check_file(&model, &reference, &input, min_agreement, beam, stdout)?
+        }
         Cmd::Heatmap {
             model,
             source,
@@ -147,11 +199,16 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             board,
             input,
             attention,
+            beam,
             debug,
             firmware_dir,
         } => {
+            if let Some(k) = beam {
+                beam_width(k)?;
+            }
             let options = QemuOptions {
                 attention,
+                beam,
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,

@@ -45,6 +45,10 @@ pub struct Capacities {
     pub max_steps: usize,
     /// Longest input line in bytes (the protocol's line buffer, on the stack).
     pub max_line: usize,
+    /// Widest beam search the firmware compiles (0: greedy decoding only, no beam code
+    /// in the image); a model gets the widest up to this that fits the arena beside its
+    /// workspace.
+    pub max_beam: usize,
 }
 
 /// One board.
@@ -85,18 +89,20 @@ const fn map(flash: (u32, u32), model: (u32, u32), ram: (u32, u32)) -> MemoryMap
     }
 }
 
-/// Capacities: arena bytes, positions, steps, line bytes.
+/// Capacities: arena bytes, positions, steps, line bytes, beam width.
 const fn caps(
     arena_bytes: usize,
     max_positions: usize,
     max_steps: usize,
     max_line: usize,
+    max_beam: usize,
 ) -> Capacities {
     Capacities {
         arena_bytes,
         max_positions,
         max_steps,
         max_line,
+        max_beam,
     }
 }
 
@@ -106,14 +112,14 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 }
 
 /// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
-/// no FPU and 84 KiB of runtime flash: the w8a16 runtime with GRU and LSTM cells and
-/// the instruction-set kernels is 80,328 bytes on the LM3S6965 and 77,644 on the
-/// micro:bit (72 KiB held it before the LSTM, 64 KiB before the model parser's full
-/// validation); their model regions keep 172 KiB (netra w8a16 takes 129 KB). They
-/// compile w8a16 only (the float code would fill their flash); the micro:bit's arena is
-/// sized for netra w8a16 (10,064 bytes of workspace at its 25 positions). The
-/// mps2-an505 model region is at the Secure alias: QEMU's `-device loader` writes
-/// through the CPU's view.
+/// no FPU and 256 KiB of flash; they compile w8a16 only (the float code would fill it).
+/// lm3s6965evb gives the runtime 96 KiB (the w8a16 runtime with GRU and LSTM cells, the
+/// instruction-set kernels and beam search up to width 4 is 91,356 bytes; 80,328 before
+/// the beam search) and its model region 160 KiB (netra w8a16 takes 129 KB); the
+/// micro:bit keeps 84 KiB and 172 KiB and no beam search (`max_beam` 0: 78,336 bytes),
+/// and its arena is sized for netra w8a16 (10,064 bytes of workspace at its 25
+/// positions). The mps2-an505 model region is at the Secure alias: QEMU's
+/// `-device loader` writes through the CPU's view.
 pub const BOARDS: &[Board] = &[
     Board {
         name: "mps2-an386",
@@ -122,7 +128,7 @@ pub const BOARDS: &[Board] = &[
         clock_hz: 25_000_000,
         memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
         precisions: &["f32", "w8f32", "w8a16"],
-        capacities: caps(1024 * 1024, 256, 256, 1024),
+        capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an386", "cortex-m4"),
     },
     Board {
@@ -130,9 +136,9 @@ pub const BOARDS: &[Board] = &[
         summary: "TI Stellaris LM3S6965 EVB, Cortex-M3 at 50 MHz; 256 KiB flash, 64 KiB SRAM",
         target: "thumbv7m-none-eabi",
         clock_hz: 50_000_000,
-        memory: map((0x0000_0000, 84 * KIB), (0x0001_5000, 172 * KIB), (0x2000_0000, 64 * KIB)),
+        memory: map((0x0000_0000, 96 * KIB), (0x0001_8000, 160 * KIB), (0x2000_0000, 64 * KIB)),
         precisions: &["w8a16"],
-        capacities: caps(40 * 1024, 64, 64, 1024),
+        capacities: caps(40 * 1024, 64, 64, 1024, 4),
         qemu: qemu("lm3s6965evb", "cortex-m3"),
     },
     Board {
@@ -142,7 +148,7 @@ pub const BOARDS: &[Board] = &[
         clock_hz: 25_000_000,
         memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 3840 * KIB), (0x2000_0000, 4 * MIB)),
         precisions: &["w8a16"],
-        capacities: caps(1024 * 1024, 256, 256, 1024),
+        capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an385", "cortex-m3"),
     },
     Board {
@@ -152,7 +158,7 @@ pub const BOARDS: &[Board] = &[
         clock_hz: 16_000_000,
         memory: map((0x0000_0000, 84 * KIB), (0x0001_5000, 172 * KIB), (0x2000_0000, 16 * KIB)),
         precisions: &["w8a16"],
-        capacities: caps(10 * 1024, 25, 32, 256),
+        capacities: caps(10 * 1024, 25, 32, 256, 0),
         qemu: qemu("microbit", "cortex-m0"),
     },
     Board {
@@ -162,7 +168,7 @@ pub const BOARDS: &[Board] = &[
         clock_hz: 20_000_000,
         memory: map((0x1000_0000, 256 * KIB), (0x1004_0000, 3840 * KIB), (0x3800_0000, 4 * MIB)),
         precisions: &["f32", "w8f32", "w8a16"],
-        capacities: caps(1024 * 1024, 256, 256, 1024),
+        capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an505", "cortex-m33"),
     },
 ];

@@ -6,6 +6,8 @@
 //!   dot products, softmax, log-softmax, argmax, entropy.
 //! * [`fixed`]: saturation, rounding shifts, the [`Requant`] multiplier.
 //! * [`lut`]: int16 tanh/sigmoid by table with interpolation, fixed-point softmax.
+//! * [`logprob`]: log-softmax, sums of log-probabilities and length-normalised
+//!   comparison for beam search, exactly defined in f32 and in integers.
 //! * [`cell`]: the hard sigmoids of Keras 2 and Keras 3 and the LSTM cell-state update,
 //!   f32 and fixed point.
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
@@ -44,6 +46,7 @@ pub mod fixed;
 pub mod float;
 #[cfg(any(test, s2s_isa = "dsp"))]
 mod fulltable;
+pub mod logprob;
 pub mod lut;
 mod native;
 mod portable;

@@ -139,8 +139,9 @@ pub trait Precision: Sized + 'static {
     const KIND: PrecisionKind;
     /// An activation element.
     type Act: Copy + Default + PartialEq + Debug + Pod;
-    /// A wide element: layer outputs before storage, scores, logits.
-    type Wide: Copy + Default + PartialOrd + Debug + Pod;
+    /// A wide element: layer outputs before storage, scores, logits, and the
+    /// log-probabilities of a beam search ([`crate::logprob::Score`]).
+    type Wide: Copy + Default + PartialOrd + Debug + Pod + crate::logprob::Score;
     /// A stored weight.
     type Weight: Copy + Debug + Pod;
     /// Per-row (and, in [`W8A16`], per input part) quantization data of a layer.

@@ -4,8 +4,10 @@
 
 use bytemuck::{Pod, Zeroable};
 use rnn_core::{Masked, Recurrent, ResetMode};
+use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, Requant};
 
+use crate::beam::{BeamRule, BeamVariant};
 use crate::format::Role;
 use crate::Error;
 
@@ -273,6 +275,8 @@ pub struct RawDesc {
     /// Cell-state formats (fractional bits) of the integer path: `[encoder, decoder,
     /// 0, 0]`, 0 for a GRU stack.
     pub cell_fmts: [i8; 4],
+    /// Beam search: `[variant (a BeamVariant id), alpha in halves, 0, 0]`.
+    pub beam: [u8; 4],
     // ---- Format 5 (issue 12: ONNX-style decoders), kept together at the end. ----
     /// One bridge for every decoder layer: 0 or 1.
     pub bridge_shared: u32,
@@ -368,6 +372,8 @@ pub struct ModelDesc {
     pub cells: Cells,
     /// Parts of the attentional layer's input, in order (all `None` without one).
     pub att_parts: [Option<Part>; MAX_OUT_PARTS],
+    /// How a beam search decodes this model (greedy decoding ignores it).
+    pub beam: BeamRule,
     /// Bridges, input feeding, attentional activation, output, source prefix.
     pub extras: Extras,
 }
@@ -530,6 +536,13 @@ impl ModelDesc {
         if r.cell_fmts[2..] != [0, 0] {
             return Err(Error::BadField("cell_fmts"));
         }
+        let beam = match r.beam {
+            [v, halves, 0, 0] => BeamVariant::from_id(v)
+                .zip(Alpha::from_halves(halves))
+                .map(|(variant, alpha)| BeamRule { variant, alpha }),
+            _ => None,
+        }
+        .ok_or(Error::BadField("beam"))?;
         if r.extra_fmts[1..] != [0, 0, 0] {
             return Err(Error::BadField("extra_fmts"));
         }
@@ -616,6 +629,7 @@ impl ModelDesc {
                 },
             },
             att_parts,
+            beam,
             extras,
         };
         d.check()?;
@@ -675,6 +689,7 @@ impl ModelDesc {
             init_cell: self.cells.init_cell as u32,
             att_parts: parts_raw(&self.att_parts),
             cell_fmts: [self.cells.fmt_enc.frac, self.cells.fmt_dec.frac, 0, 0],
+            beam: [self.beam.variant as u8, self.beam.alpha.halves(), 0, 0],
             bridge_shared: self.extras.bridge_shared as u32,
             input_feed: self.extras.input_feed as u32,
             att_act: self.extras.att_act as u32,

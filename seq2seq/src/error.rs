@@ -205,6 +205,13 @@ pub enum Error {
         /// The symbol (its first character for words).
         ch: char,
     },
+    /// A beam search wider than the workspace holds (or zero wide).
+    BeamTooWide {
+        /// The width asked for.
+        width: usize,
+        /// The widest search the workspace holds.
+        max: usize,
+    },
     /// The output buffer is shorter than the model's maximum number of steps.
     OutputTooSmall {
         /// Tokens the model may produce.
@@ -267,6 +274,7 @@ impl Error {
             Error::InputTooLong { .. } => "input too long",
             Error::EmptyInput => "empty input",
             Error::UnknownSymbol { .. } => "symbol not in the source vocabulary",
+            Error::BeamTooWide { .. } => "beam width over the workspace's capacity",
             Error::OutputTooSmall { .. } => "output buffer shorter than the most steps",
             Error::Rnn(_) => "recurrent layer shape error",
             Error::Attention(_) => "attention shape error",
@@ -479,6 +487,10 @@ impl core::fmt::Display for Error {
             Error::UnknownSymbol { position, ch } => write!(
                 f,
                 "symbol {ch:?} at position {position} is not in the source vocabulary"
+            ),
+            Error::BeamTooWide { width, max } => write!(
+                f,
+                "beam width {width}: the workspace holds widths 1 to {max}"
             ),
             Error::OutputTooSmall { needed, available } => write!(
                 f,

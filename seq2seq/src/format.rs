@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (3)
+//!      4     2  format version (4)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
 //!      7     1  reserved (0)
 //!      8     4  file length in bytes, CRC included
@@ -34,7 +34,8 @@
 //! the writer run and the firmware skips (a scan of every weight at boot).
 //!
 //! Files of other versions are refused with [`Error::UnsupportedVersion`] (version 1: no
-//! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description);
+//! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description;
+//! version 3: no beam-search rule in the description);
 //! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
@@ -50,10 +51,10 @@ pub const MAGIC: [u8; 4] = *b"S2SM";
 /// The format version this crate reads and writes (2: the bias mask in the header, the
 /// vocabularies' sorted orders; 3: the description's recurrent cells, GRU or LSTM, with
 /// their gate activations, cell-state formats, encoder masking, an LSTM decoder's
-/// initial cell state and the attentional layer's input parts; 5: the mean bridge and
-/// shared bridges, input feeding, the attentional layer's activation, the output's
-/// normalisation and source prefix tokens, at the end of the description. Version 4 is
-/// the beam search's).
+/// initial cell state and the attentional layer's input parts; 4: the beam-search
+/// variant and its length-normalisation exponent; 5: the mean bridge and shared
+/// bridges, input feeding, the attentional layer's activation, the output's
+/// normalisation and source prefix tokens, at the end of the description).
 pub const VERSION: u16 = 5;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.

@@ -44,6 +44,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod beam;
 #[cfg(feature = "alloc")]
 pub mod builder;
 pub mod desc;
@@ -54,6 +55,7 @@ pub mod plan;
 pub mod run;
 pub mod vocab;
 
+pub use beam::{BeamPlan, BeamRule, BeamVariant, Hypothesis, Search};
 pub use desc::{CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
 pub use error::Error;
 pub use format::{ModelFile, TensorId};

@@ -6,6 +6,7 @@ use heapless::Vec as HVec;
 use rnn_core::{fill_masked, CellScratch, SeqInput};
 use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
 
+use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::desc::{Activation, CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
@@ -68,6 +69,9 @@ pub trait Observer<P: Precision> {
     fn step(&mut self, _step: &Step<'_, P>) {}
     /// An intermediate tensor (see [`Probe`]).
     fn probe(&mut self, _probe: Probe, _values: Values<'_, P>) {}
+    /// A beam search has run step `index`, expanding `expanded` hypotheses (each
+    /// expansion is a decoder step of its own, with its probes, but no [`Observer::step`]).
+    fn searched(&mut self, _index: usize, _expanded: usize) {}
 }
 
 /// The observer that observes nothing.
@@ -116,6 +120,8 @@ pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
     net: &'n Net<'a, P>,
     plan: Plan,
     lanes: [Lane<'w, P>; L],
+    /// The beam-search workspace ([`Runner::with_beam`]).
+    beam: Option<BeamWork<'w, P>>,
 }
 
 /// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words).
@@ -137,6 +143,163 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     /// fails if the arena is smaller than [`Plan::bytes`].
     pub fn new(net: &'n Net<'a, P>, arena: &'w mut [u32], positions: usize) -> Result<Self, Error> {
         Self::with_lanes(net, arena, positions)
+    }
+
+    /// Like [`Runner::new`], with the workspace of beam searches up to `width` wide
+    /// after it: fails if the arena is smaller than [`Plan::bytes`] plus
+    /// [`BeamPlan::bytes`], or if `width` is over [`crate::beam::MAX_WIDTH`].
+    pub fn with_beam(
+        net: &'n Net<'a, P>,
+        arena: &'w mut [u32],
+        positions: usize,
+        width: usize,
+    ) -> Result<Self, Error> {
+        if width == 0 || width > MAX_WIDTH {
+            return Err(Error::BeamTooWide {
+                width,
+                max: MAX_WIDTH,
+            });
+        }
+        // A hypothesis saves the decoder states only; an input-fed model also carries
+        // its attentional vector from step to step (not saved yet: greedy only).
+        if net.desc.extras.input_feed {
+            return Err(Error::Inconsistent(
+                "beam search: not with input feeding (greedy decoding only)",
+            ));
+        }
+        let bp = BeamPlan::new::<P>(&net.desc, width);
+        let plan = Plan::new::<P>(&net.desc, positions);
+        let needed = plan.bytes().saturating_add(bp.bytes());
+        let available = arena.len().saturating_mul(4);
+        if available < needed {
+            return Err(Error::ArenaTooSmall { needed, available });
+        }
+        let (lanes, beam) = arena.split_at_mut(plan.bytes() / 4);
+        let mut runner = Self::with_lanes(net, lanes, positions)?;
+        let mut rest = beam;
+        runner.beam = Some(BeamWork::new(bp, &mut rest));
+        Ok(runner)
+    }
+
+    /// The widest beam search this runner's workspace holds (0 without one).
+    pub fn beam_width(&self) -> usize {
+        self.beam.as_ref().map_or(0, |b| b.plan.width)
+    }
+
+    /// Tokenizes `line` and beam-searches it with `search` (see [`crate::beam`]),
+    /// writing the best hypothesis's ids into `out` and its text through `write`, like
+    /// [`Runner::translate_line`]. All results stay readable through
+    /// [`Runner::hypothesis`] until the next run.
+    pub fn beam_line<E: From<Error>>(
+        &mut self,
+        line: &str,
+        search: Search,
+        out: &mut [u16],
+        obs: &mut impl Observer<P>,
+        write: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.load_line(line)?;
+        let count = self.run_beam(search, out, obs)?;
+        decode_target(
+            &self.net.tgt_vocab,
+            self.net.separator,
+            &out[..count],
+            write,
+        )?;
+        Ok(count)
+    }
+
+    /// Beam-searches source ids (as [`Runner::run`] takes them) with `search`, writing
+    /// the best hypothesis's ids into `out`; returns their number.
+    pub fn beam(
+        &mut self,
+        src: &[u16],
+        valid: usize,
+        search: Search,
+        out: &mut [u16],
+        obs: &mut impl Observer<P>,
+    ) -> Result<usize, Error> {
+        self.load_ids(src, valid)?;
+        self.run_beam(search, out, obs)
+    }
+
+    /// Results of the last beam search: how many.
+    pub fn hypotheses(&self) -> usize {
+        self.beam.as_ref().map_or(0, |b| b.ranked())
+    }
+
+    /// Result `rank` of the last beam search, best first (see [`crate::beam`] for each
+    /// variant's order).
+    pub fn hypothesis(&self, rank: usize) -> Option<Hypothesis<'_, P::Wide>> {
+        self.beam.as_ref()?.hypothesis(rank)
+    }
+
+    /// The encoder, then the search, over lane 0.
+    fn run_beam<O: Observer<P>>(
+        &mut self,
+        search: Search,
+        out: &mut [u16],
+        obs: &mut O,
+    ) -> Result<usize, Error> {
+        let d = &self.net.desc;
+        let Some(work) = self.beam.as_mut() else {
+            return Err(Error::BeamTooWide {
+                width: search.width,
+                max: 0,
+            });
+        };
+        if out.len() < d.max_steps {
+            return Err(Error::OutputTooSmall {
+                needed: d.max_steps,
+                available: out.len(),
+            });
+        }
+        let lanes = &mut self.lanes[..];
+        let lay = encode_lanes::<P, O, 1>(self.net, &self.plan, lanes, core::slice::from_mut(obs))?;
+        let mut stepper = LaneStepper {
+            net: self.net,
+            lane: &mut lanes[0],
+            lay: &lay,
+            obs,
+        };
+        work.search(d, search, &mut stepper)?;
+        let n = match work.hypothesis(0) {
+            Some(h) => {
+                out[..h.tokens.len()].copy_from_slice(h.tokens);
+                h.tokens.len()
+            }
+            None => 0,
+        };
+        Ok(n)
+    }
+}
+
+/// The single lane of a beam search, stepped from saved states.
+struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
+    net: &'n Net<'a, P>,
+    lane: &'s mut Lane<'w, P>,
+    lay: &'s Layout,
+    obs: &'s mut O,
+}
+
+impl<P: Precision, O: Observer<P>> Stepper<P> for LaneStepper<'_, '_, '_, '_, P, O> {
+    fn state(&mut self) -> &mut [P::Act] {
+        self.lane.act[b::DEC_STATE]
+    }
+
+    fn step(&mut self, token: u16) -> Result<&[P::Wide], Error> {
+        (self.lane.y, self.lane.done) = (token, false);
+        step_lanes::<P, O, 1>(
+            self.net,
+            core::slice::from_mut(self.lane),
+            self.lay,
+            core::slice::from_mut(self.obs),
+        )?;
+        Ok(&self.lane.wide[b::LOGITS][..])
+    }
+
+    fn searched(&mut self, index: usize, expanded: usize) {
+        self.obs.searched(index, expanded);
     }
 }
 
@@ -184,7 +347,12 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
                 done: true,
             }
         });
-        Ok(Runner { net, plan, lanes })
+        Ok(Runner {
+            net,
+            plan,
+            lanes,
+            beam: None,
+        })
     }
 
     /// The workspace plan of one lane.
@@ -201,9 +369,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let lane = &mut self.lanes[0];
-        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
-        (lane.t, lane.valid) = (n, valid);
+        self.load_line(line)?;
         let mut outs = [out];
         let count = self.run_lanes(1, &mut outs, core::slice::from_mut(obs))?;
         decode_target(
@@ -225,6 +391,12 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         out: &mut [u16],
         obs: &mut impl Observer<P>,
     ) -> Result<usize, Error> {
+        self.load_ids(src, valid)?;
+        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+    }
+
+    /// Puts source ids (end token and padding included, `valid` unpadded) into lane 0.
+    fn load_ids(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
         let lane = &mut self.lanes[0];
         if src.len() > lane.src_ids.len() {
             return Err(Error::InputTooLong {
@@ -234,7 +406,15 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         }
         lane.src_ids[..src.len()].copy_from_slice(src);
         (lane.t, lane.valid) = (src.len(), valid);
-        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+        Ok(())
+    }
+
+    /// Tokenizes `line` into lane 0.
+    fn load_line(&mut self, line: &str) -> Result<(), Error> {
+        let lane = &mut self.lanes[0];
+        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
+        (lane.t, lane.valid) = (n, valid);
+        Ok(())
     }
 
     /// Translates up to `L` lines at once: `outs[i]` receives line `i`'s output ids and
@@ -316,6 +496,9 @@ impl<P: Precision, O: Observer<P>> Observer<P> for ObsRef<'_, O> {
     fn probe(&mut self, probe: Probe, values: Values<'_, P>) {
         self.0.probe(probe, values)
     }
+    fn searched(&mut self, index: usize, expanded: usize) {
+        self.0.searched(index, expanded)
+    }
 }
 
 /// A lane's activation and wide buffers, borrowed.
@@ -352,7 +535,68 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     obs: &mut [O],
 ) -> Result<(), Error> {
     let d = &net.desc;
-    for (lane, out) in lanes.iter_mut().zip(outs.iter()) {
+    if let Some(out) = outs.iter().find(|o| o.len() < d.max_steps) {
+        return Err(Error::OutputTooSmall {
+            needed: d.max_steps,
+            available: out.len(),
+        });
+    }
+    let lay = encode_lanes::<P, O, L>(net, plan, lanes, obs)?;
+    // Greedy decoding, all unfinished lanes one step at a time.
+    for index in 0..d.max_steps {
+        if lanes.iter().all(|l| l.done) {
+            break;
+        }
+        step_lanes::<P, O, L>(net, lanes, &lay, obs)?;
+        for ((lane, o), out) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .zip(outs.iter_mut())
+            .filter(|((l, _), _)| !l.done)
+        {
+            let logits = &lane.wide[b::LOGITS][..];
+            let y = argmax(logits).unwrap_or(0) as u16;
+            o.step(&Step {
+                index,
+                token: y,
+                weights: net
+                    .attention
+                    .as_ref()
+                    .map(|_| &lane.act[b::WEIGHTS][..lane.t]),
+                logits,
+            });
+            lane.y = y;
+            if y == d.tgt_end {
+                lane.done = true;
+            } else {
+                out[lane.n] = y;
+                lane.n += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the encoder pass left what the decoder steps read.
+struct Layout {
+    /// Buffers of the memory (values) and of the attention keys.
+    mem_buf: usize,
+    keys_buf: usize,
+    /// Where the top decoder layer's state starts in the decoder's state buffer.
+    top_state: usize,
+}
+
+/// Checks the sources in `lanes`, runs the encoder over them, computes the memory, the
+/// attention keys and the decoder's initial states, and readies every lane for its
+/// first decoder step (the start token, nothing written, not done).
+fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    plan: &Plan,
+    lanes: &mut [Lane<'_, P>],
+    obs: &mut [O],
+) -> Result<Layout, Error> {
+    let d = &net.desc;
+    for lane in lanes.iter_mut() {
         let (t, valid) = (lane.t, lane.valid);
         if t == 0 || valid == 0 || valid > t {
             return Err(Error::EmptyInput);
@@ -361,12 +605,6 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             return Err(Error::InputTooLong {
                 len: t,
                 max: plan.positions,
-            });
-        }
-        if out.len() < d.max_steps {
-            return Err(Error::OutputTooSmall {
-                needed: d.max_steps,
-                available: out.len(),
             });
         }
         if let Some(&bad) = lane.src_ids[..t]
@@ -517,8 +755,6 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         o.encoded(t);
     }
-
-    // Greedy decoding, all unfinished lanes one step at a time.
     let keys_buf = match &net.attention {
         Some(att) if !att.keys_are_memory() => b::KEYS,
         _ => mem_buf,
@@ -529,11 +765,30 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     for lane in lanes.iter_mut() {
         lane.act[b::ATTENTIONAL].fill(P::Act::default());
     }
+    Ok(Layout {
+        mem_buf,
+        keys_buf,
+        top_state,
+    })
+}
+
+/// One decoder step of every unfinished lane from its last token `y` and its decoder
+/// state: the lane's logits are left in its logits buffer (and its attention weights,
+/// context and attentional vector in theirs); the observers see the step's probes.
+fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    lanes: &mut [Lane<'_, P>],
+    lay: &Layout,
+    obs: &mut [O],
+) -> Result<(), Error> {
+    let d = &net.desc;
+    let (mem_buf, keys_buf, top_state) = (lay.mem_buf, lay.keys_buf, lay.top_state);
+    let h_max = d.enc_hidden.max(d.dec_hidden);
+    let hd = d.dec_hidden;
+    let (_, dec_cells) = cell_states(d);
+    let fmt_memory = d.memory_fmt();
     let feed = d.extras.input_feed;
-    for index in 0..d.max_steps {
-        if lanes.iter().all(|l| l.done) {
-            break;
-        }
+    {
         for lane in lanes.iter_mut().filter(|l| !l.done) {
             let y = lane.y as usize;
             net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
@@ -635,31 +890,6 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         let parts = part_bufs(d.out_parts(), top_state);
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
-        for ((lane, o), out) in lanes
-            .iter_mut()
-            .zip(obs.iter_mut())
-            .zip(outs.iter_mut())
-            .filter(|((l, _), _)| !l.done)
-        {
-            let logits = &lane.wide[b::LOGITS][..];
-            let y = argmax(logits).unwrap_or(0) as u16;
-            o.step(&Step {
-                index,
-                token: y,
-                weights: net
-                    .attention
-                    .as_ref()
-                    .map(|_| &lane.act[b::WEIGHTS][..lane.t]),
-                logits,
-            });
-            lane.y = y;
-            if y == d.tgt_end {
-                lane.done = true;
-            } else {
-                out[lane.n] = y;
-                lane.n += 1;
-            }
-        }
     }
     Ok(())
 }

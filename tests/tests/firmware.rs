@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use host_tools::device::{self, qemu, Firmware, QemuOptions};
+use host_tools::device::{self, qemu, Firmware, QemuOptions, QemuReport};
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_device::board::{find, Board, BOARDS};
 use s2s_device::exit::Exit;
@@ -53,25 +53,13 @@ fn device_matches_host(model: &str, board: &'static Board, max_len: usize, atten
 
 /// [`device_matches_host`] for the model file at `path`.
 fn device_matches_host_at(path: &Path, board: &'static Board, max_len: usize, attention: bool) {
-    let model = path.display();
-    let words = eval_words(max_len);
     let options = QemuOptions {
         attention,
         timeout: PAIR_TIMEOUT,
         ..QemuOptions::new(board)
     };
-    let report = device::qemu_check(path, &words, &options)
-        .unwrap_or_else(|e| panic!("{model} on {}: {e}", board.name));
-    println!("{}", report.render());
-    assert!(
-        report.agrees(),
-        "{model} on {}:\n{}",
-        board.name,
-        report.render()
-    );
-    assert_eq!(report.inputs, INPUTS);
-    assert_eq!(report.rejected, 0, "{}", report.render());
-    assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    let report = matches_host(path, max_len, &options);
+    let model = path.display();
     if attention {
         assert_eq!(
             report.attention_rows, report.step.n,
@@ -124,6 +112,71 @@ fn netra_w8a16_on_mps2_an386_matches_the_host() {
 #[test]
 fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
+}
+
+/// Runs the first evaluation words of at most `max_len` characters through the model at
+/// `path` under `options`, and requires every input decoded and every output equal.
+fn matches_host(path: &Path, max_len: usize, options: &QemuOptions) -> QemuReport {
+    let (model, board) = (path.display(), options.board.name);
+    let words = eval_words(max_len);
+    let report = device::qemu_check(path, &words, options)
+        .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
+    println!("{}", report.render());
+    assert!(report.agrees(), "{model} on {board}:\n{}", report.render());
+    assert_eq!(
+        (report.inputs, report.rejected),
+        (INPUTS, 0),
+        "{}",
+        report.render()
+    );
+    assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    report
+}
+
+/// The first evaluation words beam-searched `width` wide on `board` and on the host, in
+/// the model's own variant: every output equal; `s2s qemu` counts search steps.
+fn beam_matches_host(model: &str, board: &'static Board, width: usize, max_len: usize) {
+    let options = QemuOptions {
+        beam: Some(width),
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board)
+    };
+    let report = matches_host(&model_file(model), max_len, &options);
+    assert!(report
+        .render()
+        .contains(&format!("search step     (beam {width})")));
+}
+
+#[test]
+fn netra_w8a16_beam_2_on_mps2_an386_matches_the_host() {
+    beam_matches_host("netra-w8a16.s2s", board("mps2-an386"), 2, NETRA_MAX_LEN);
+}
+
+#[test]
+fn netra_w8a16_beam_2_on_lm3s6965evb_matches_the_host() {
+    beam_matches_host("netra-w8a16.s2s", board("lm3s6965evb"), 2, NETRA_MAX_LEN);
+}
+
+#[test]
+fn g2p_en_f32_beam_2_on_mps2_an386_matches_the_host() {
+    beam_matches_host("g2p-en.s2s", board("mps2-an386"), 2, usize::MAX);
+}
+
+#[test]
+fn a_beam_over_the_board_capacity_is_refused() {
+    // The micro:bit compiles no beam search: `beam 2` is refused in one line.
+    let options = QemuOptions {
+        beam: Some(2),
+        timeout: SHORT_TIMEOUT,
+        ..QemuOptions::new(board("microbit"))
+    };
+    let e = device::qemu_check(&model_file("netra-w8a16.s2s"), &["phnom".into()], &options)
+        .expect_err("the micro:bit has no beam search")
+        .to_string();
+    assert!(
+        e.contains("refuses `beam 2`") && e.contains("widths 1 to 1"),
+        "{e}"
+    );
 }
 
 /// The board table's entry for `name`.
@@ -279,6 +332,7 @@ fn small_desc() -> ModelDesc {
         score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
+        beam: Default::default(),
         extras: Extras::NONE,
     }
 }

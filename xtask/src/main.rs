@@ -551,16 +551,53 @@ impl Ctx {
             "microcontroller\nattention\ntransliteration\nqemu\nrustacean\n",
         )?;
         let s2s = self.s2s();
+        // The last run decodes with netra's own beam search (its `transliterate()`).
+        let greedy: &[&str] = &[];
         let runs = [
-            ("netra-w8a16.s2s", "lm3s6965evb", "Cortex-M3", &netra_words),
-            ("netra-w8a16.s2s", "microbit", "Cortex-M0", &netra_words),
-            ("netra.s2s", "mps2-an386", "Cortex-M4F", &netra_words),
-            ("g2p-en-w8a16.s2s", "mps2-an386", "Cortex-M4F", &g2p_words),
+            (
+                "netra-w8a16.s2s",
+                "lm3s6965evb",
+                "Cortex-M3",
+                &netra_words,
+                greedy,
+            ),
+            (
+                "netra-w8a16.s2s",
+                "microbit",
+                "Cortex-M0",
+                &netra_words,
+                greedy,
+            ),
+            (
+                "netra.s2s",
+                "mps2-an386",
+                "Cortex-M4F",
+                &netra_words,
+                greedy,
+            ),
+            (
+                "g2p-en-w8a16.s2s",
+                "mps2-an386",
+                "Cortex-M4F",
+                &g2p_words,
+                greedy,
+            ),
+            (
+                "netra-w8a16.s2s",
+                "lm3s6965evb",
+                "Cortex-M3",
+                &netra_words,
+                &["--beam", "3"],
+            ),
         ];
         let mut failed = vec![];
-        for (model, board, cpu, words) in runs {
+        for (model, board, cpu, words, search) in runs {
             let model = models.join(model);
-            println!("\n--- {} on {board} ({cpu}) ---", self.show(&model));
+            let how = match search {
+                [] => String::new(),
+                _ => format!(", {}", search.join(" ")),
+            };
+            println!("\n--- {} on {board} ({cpu}{how}) ---", self.show(&model));
             // The outputs, from the host run of the same core; `s2s qemu` then runs the
             // words on the board and checks every token against the host.
             self.run(
@@ -569,7 +606,8 @@ impl Ctx {
                     .arg(&model)
                     .arg("--input")
                     .arg(words)
-                    .arg("--tsv"),
+                    .arg("--tsv")
+                    .args(search),
             )?;
             // A board that fails does not stop the others; the demo fails at the end.
             if let Err(e) = self.run(
@@ -577,7 +615,8 @@ impl Ctx {
                     .arg("qemu")
                     .arg(&model)
                     .args(["--board", board, "--input"])
-                    .arg(words),
+                    .arg(words)
+                    .args(search),
             ) {
                 eprintln!("xtask: error: {e}");
                 failed.push(format!("{} on {board}", self.show(&model)));

@@ -55,6 +55,7 @@ pub fn compare(
     session: &DeviceSession,
     inputs: &[String],
     attention: bool,
+    beam: Option<usize>,
 ) -> Result<QemuReport> {
     let file = host.file();
     let precision = file.precision().name();
@@ -78,6 +79,11 @@ pub fn compare(
     let attends = attention && file.desc().has_attention();
     let keep = Keep {
         weights: attends,
+        beam: beam.map(|width| crate::model::beam::BeamOptions {
+            width,
+            variant: None,
+            alpha: None,
+        }),
         ..Keep::default()
     };
     let h = host_side(host, inputs, session.model.positions, keep)?;
@@ -106,7 +112,9 @@ pub fn compare(
                 positions += enc_steps;
                 enc_macs += macs as u128;
                 steps.extend_from_slice(&d.step_insns);
-                dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
+                if beam.is_none() {
+                    dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
+                }
                 if d.ids != hd.ids {
                     mismatch(format!(
                         "ids {:?} on the device, {:?} on the host",
@@ -122,7 +130,8 @@ pub fn compare(
                     continue;
                 }
                 let want_steps = hd.ids.len() + 1;
-                if d.step_insns.len() != want_steps.min(file.desc().max_steps) {
+                // A search step counts per step of the search, not per output token.
+                if beam.is_none() && d.step_insns.len() != want_steps.min(file.desc().max_steps) {
                     mismatch(format!(
                         "{} step counts for {} output ids",
                         d.step_insns.len(),
@@ -153,6 +162,7 @@ pub fn compare(
         rejected,
         mismatches,
         attention_rows,
+        beam,
         enc: Spread::of(enc),
         positions,
         step: Spread::of(steps),

@@ -35,8 +35,10 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 pub struct QemuOptions {
     /// The board.
     pub board: &'static Board,
-    /// Also compare every attention weight, exactly.
+    /// Also compare every attention weight, exactly (greedy decoding only).
     pub attention: bool,
+    /// Beam-search every input this wide, in the model's own variant (`None`: greedy).
+    pub beam: Option<usize>,
     /// When QEMU is killed.
     pub timeout: Duration,
     /// A release build of the firmware (debug builds fit only the mps2 boards).
@@ -51,6 +53,7 @@ impl QemuOptions {
         QemuOptions {
             board,
             attention: false,
+            beam: None,
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             release: true,
             firmware_dir: None,
@@ -73,7 +76,7 @@ pub fn board(name: &str) -> Result<&'static Board> {
 pub fn qemu_check(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<QemuReport> {
     let session = run_on_board(model, inputs, o)?;
     let host = LoadedModel::load(model)?;
-    compare(&host, &session, inputs, o.attention)
+    compare(&host, &session, inputs, o.attention, o.beam)
 }
 
 /// Builds the firmware for the board (cargo rebuilds only what changed), runs `inputs`
@@ -86,20 +89,32 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     {
         return Err(Error::usage(format!("input {bad:?} cannot be sent: {why}")));
     }
+    if o.attention && o.beam.is_some() {
+        return Err(Error::usage(
+            "--attention compares greedy decoding: it does not go with --beam",
+        ));
+    }
+    let beam = match o.beam {
+        Some(k) => Some(u16::try_from(k).ok().filter(|&k| k > 0).ok_or_else(|| {
+            Error::usage(format!("--beam {k}: the protocol takes widths 1 to 65535"))
+        })?),
+        None => None,
+    };
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
     let elf = firmware.build(o.board, "firmware", o.release)?;
-    let mut sent = Vec::with_capacity(inputs.len() + 1);
-    if o.attention {
-        let mut on = String::new();
-        let _ = s2s_device::protocol::write_request(
-            &mut on,
-            &Request::Command(Command::Attention(true)),
-        );
-        sent.push(on.trim_end().to_string());
+    let mut sent = Vec::with_capacity(inputs.len() + 2);
+    let commands = [
+        o.attention.then_some(Command::Attention(true)),
+        beam.map(Command::Beam),
+    ];
+    for cmd in commands.into_iter().flatten() {
+        let mut line = String::new();
+        let _ = s2s_device::protocol::write_request(&mut line, &Request::Command(cmd));
+        sent.push(line.trim_end().to_string());
     }
     sent.extend_from_slice(inputs);
     let run = qemu::run(o.board, &elf, Some(model), &sent, o.timeout)?;
-    parse_session(&run, o.board, inputs.len(), o.attention).map_err(|e| match e {
+    parse_session(&run, o.board, inputs.len(), o.attention, beam).map_err(|e| match e {
         Error::Device { board, message } => Error::Device {
             board,
             message: format!("model {}: {message}", model.display()),

@@ -76,12 +76,15 @@ pub struct QemuReport {
     pub mismatches: Vec<Mismatch>,
     /// Attention rows compared (0 unless asked and the model attends).
     pub attention_rows: usize,
+    /// The beam width of the run (`None`: greedy).
+    pub beam: Option<usize>,
     /// Instructions per encoder pass.
     pub enc: Spread,
     /// Source positions the encoder stepped over, all decoded inputs together (end
     /// token and padding included, the padding of a masked encoder excepted).
     pub positions: usize,
-    /// Instructions per decoder step (end-token steps included).
+    /// Instructions per decoder step (end-token steps included), or per search step of
+    /// a beam search.
     pub step: Spread,
     /// Encoder MACs over all decoded inputs.
     pub enc_macs: u128,
@@ -169,14 +172,27 @@ impl QemuReport {
                 thousands(self.enc.max as usize),
                 f(self.insns_per_position())
             );
+            let what = match self.beam {
+                Some(k) => format!("search step     (beam {k}) "),
+                None => "decoded token   ".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "decoded token   {} instructions mean over {} steps (min {}, max {})",
+                "{what}{} instructions mean over {} steps (min {}, max {})",
                 f(self.step.mean),
                 thousands(self.step.n),
                 thousands(self.step.min as usize),
                 thousands(self.step.max as usize)
             );
+        }
+        if self.enc.n > 0 && self.beam.is_some() {
+            let _ = writeln!(
+                s,
+                "MACs            {} per source position; {:.2} instructions per MAC (encoder)",
+                f(self.macs_per_position()),
+                self.enc_insns_per_mac(),
+            );
+        } else if self.enc.n > 0 {
             let _ = writeln!(
                 s,
                 "MACs            {} per source position, {} per step; {:.2} / {:.2} instructions per MAC (encoder / decoder)",

@@ -114,12 +114,13 @@ impl<'r> Lines<'r> {
 }
 
 /// Parses a firmware session from its UART lines: `inputs` input lines were sent (after
-/// the attention command when `attention`).
+/// the attention command when `attention`, and the beam command when `beam`).
 pub fn parse_session(
     run: &QemuRun,
     board: &'static Board,
     inputs: usize,
     attention: bool,
+    beam: Option<u16>,
 ) -> Result<DeviceSession> {
     let mut lines = Lines { run, board, at: 0 };
     let ready = format!("expected `READY {}`", board.name);
@@ -149,6 +150,17 @@ pub fn parse_session(
         lines.next("expected `OK attention on`", |r| match r {
             Reply::Ok(s2s_device::protocol::Command::Attention(true)) => Some(()),
             _ => None,
+        })?;
+    }
+    if let Some(k) = beam {
+        if let Some(Reply::Err(reason)) = lines.peek() {
+            return Err(Error::device(
+                board.name,
+                format!("the firmware refuses `beam {k}`: ERR {reason}"),
+            ));
+        }
+        lines.next(&format!("expected `OK beam {k}`"), |r| {
+            (r == Reply::Ok(s2s_device::protocol::Command::Beam(k))).then_some(())
         })?;
     }
     let float = model.precision != "w8a16";
@@ -271,7 +283,7 @@ mod tests {
             ],
             0,
         );
-        let s = parse_session(&run, microbit(), 3, true).unwrap();
+        let s = parse_session(&run, microbit(), 3, true, None).unwrap();
         assert_eq!(s.model.arena, 64);
         assert_eq!(s.model.positions, 25);
         assert_eq!(s.stats.model_bytes, 200);
@@ -294,7 +306,7 @@ mod tests {
             ],
             3,
         );
-        let e = parse_session(&run, microbit(), 1, false)
+        let e = parse_session(&run, microbit(), 1, false, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -302,7 +314,7 @@ mod tests {
             "{e}"
         );
         let run = run_of(&["READY microbit", MODEL, "PANIC oops at x.rs:1"], 101);
-        let e = parse_session(&run, microbit(), 1, false)
+        let e = parse_session(&run, microbit(), 1, false, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -310,8 +322,8 @@ mod tests {
             "{e}"
         );
         let run = run_of(&["READY microbit", MODEL, "DONE lines=0", STATS], 1);
-        assert!(parse_session(&run, microbit(), 0, false).is_err());
+        assert!(parse_session(&run, microbit(), 0, false, None).is_err());
         let run = run_of(&["READY microbit", MODEL, "ATT 1 3f800000"], 0);
-        assert!(parse_session(&run, microbit(), 1, false).is_err());
+        assert!(parse_session(&run, microbit(), 1, false, None).is_err());
     }
 }

@@ -163,11 +163,15 @@ pub fn check(
     reference: &LoadedModel,
     sources: &[String],
     references: Option<&[String]>,
+    beam: Option<crate::model::beam::BeamOptions>,
 ) -> Result<CheckReport> {
+    // A beam search compares outputs only: its steps belong to many hypotheses.
+    let greedy = beam.is_none();
     let keep = Keep {
-        weights: true,
-        logits: true,
-        probes: true,
+        weights: greedy,
+        logits: greedy,
+        probes: greedy,
+        beam,
     };
     let q = decode_lines(quant, sources, keep)?;
     let r = decode_lines(reference, sources, keep)?;

@@ -25,6 +25,8 @@ pub struct EvalOptions {
     /// A picture (.png or .svg) of the token error rate against source length, one line
     /// per model.
     pub plot: Option<std::path::PathBuf>,
+    /// A beam search instead of greedy decoding (no attention entropy then).
+    pub beam: Option<crate::model::beam::BeamOptions>,
 }
 
 /// The length of a source as the model splits it (end token excluded).
@@ -55,7 +57,8 @@ pub fn eval_file(
         let m = LoadedModel::load(model)?;
         let desc = *m.file().desc();
         let keep = Keep {
-            weights: desc.has_attention(),
+            weights: desc.has_attention() && opt.beam.is_none(),
+            beam: opt.beam,
             ..Keep::default()
         };
         let decoded = decode_lines(&m, &sources, keep)?;
@@ -138,6 +141,7 @@ pub fn check_file(
     reference: &Path,
     input: &Path,
     min_agreement: Option<f64>,
+    beam: Option<crate::model::beam::BeamOptions>,
     out: &mut dyn Write,
 ) -> Result {
     let q = LoadedModel::load(model)?;
@@ -155,7 +159,7 @@ pub fn check_file(
                 .map_or(String::new(), |(_, t)| t.to_string())
         })
         .collect();
-    let rep = check::check(&q, &r, &sources, tsv.then_some(&refs[..]))?;
+    let rep = check::check(&q, &r, &sources, tsv.then_some(&refs[..]), beam)?;
     let text = format!(
         "{} against {} on {} inputs\n{}",
         model.display(),

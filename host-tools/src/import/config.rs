@@ -30,6 +30,9 @@ pub struct Config {
     pub attention: Option<AttentionSection>,
     /// Decoder sizes and variant.
     pub decoder: DecoderSection,
+    /// How a beam search decodes the model (in-slot with alpha 1 when absent).
+    #[serde(default)]
+    pub beam: BeamSection,
     /// Our layer name -> tensors of the weights file (`s2s import`; absent for
     /// `s2s train`, which makes its own weights).
     #[serde(default)]
@@ -37,6 +40,52 @@ pub struct Config {
     /// The file it was read from (names it in errors).
     #[serde(skip)]
     pub path: PathBuf,
+}
+
+/// `[beam]`: the beam-search variant the model was published with.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BeamSection {
+    /// `in-slot`, `finished-set` or `netra`.
+    #[serde(default = "in_slot")]
+    pub variant: String,
+    /// The length-normalisation exponent: 0 to 2 in steps of 0.5.
+    #[serde(default = "one_f64")]
+    pub alpha: f64,
+}
+
+impl Default for BeamSection {
+    fn default() -> Self {
+        BeamSection {
+            variant: in_slot(),
+            alpha: one_f64(),
+        }
+    }
+}
+
+fn in_slot() -> String {
+    seq2seq::BeamVariant::InSlot.name().to_string()
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+/// The rule of a variant name and an `alpha`, or what is wrong with them.
+pub fn beam_rule(variant: &str, alpha: f64) -> std::result::Result<seq2seq::BeamRule, String> {
+    let v = seq2seq::BeamVariant::from_name(variant).ok_or_else(|| {
+        let names: Vec<_> = seq2seq::BeamVariant::ALL.iter().map(|v| v.name()).collect();
+        format!(
+            "beam variant {variant:?} is not one of {}",
+            names.join(", ")
+        )
+    })?;
+    let halves = alpha * 2.0;
+    let alpha = (halves.fract() == 0.0 && (0.0..=4.0).contains(&halves))
+        .then(|| s2s_kernels::logprob::Alpha::from_halves(halves as u8))
+        .flatten()
+        .ok_or_else(|| format!("beam alpha {alpha} is not one of 0, 0.5, 1, 1.5, 2"))?;
+    Ok(seq2seq::BeamRule { variant: v, alpha })
 }
 
 /// `[model]`.
@@ -535,6 +584,8 @@ impl Config {
             score_scale_q: Requant::ONE,
             cells: Cells::GRU,
             att_parts: [None; MAX_OUT_PARTS],
+            beam: beam_rule(&self.beam.variant, self.beam.alpha)
+                .map_err(|m| self.error(Place::File, format!("[beam]: {m}")))?,
             extras: Extras::NONE,
         };
         // The cells, their gates' activation and reset form, masking, the LSTM

@@ -262,19 +262,31 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
     for (k, v) in architecture(d) {
         row(&k, v);
     }
-    let (plan, enc, dec) = m.with_net(|any| {
+    let (plan, enc, dec, per_beam, beam2) = m.with_net(|any| {
         Ok(dispatch!(any, |net: P| (
             Plan::new::<P>(&net.desc, t),
             net.macs_per_source_position(),
-            net.macs_per_step(t)
+            net.macs_per_step(t),
+            seq2seq::BeamPlan::bytes_per_beam::<P>(&net.desc),
+            seq2seq::BeamPlan::new::<P>(&net.desc, 2).bytes()
         )))
     })?;
     row(
         "RAM",
         format!(
-            "{} bytes of workspace for {t} source positions",
-            thousands(plan.bytes())
+            "{} bytes of workspace for {t} source positions; a beam search adds {} bytes at \
+             width 2 and {} per further hypothesis",
+            thousands(plan.bytes()),
+            thousands(beam2),
+            thousands(per_beam)
         ),
+    );
+    row(
+        "beam",
+        match d.beam.variant {
+            seq2seq::BeamVariant::Netra => "netra (no length normalisation)".to_string(),
+            v => format!("{}, alpha {}", v.name(), d.beam.alpha.value()),
+        },
     );
     row(
         "MACs",

@@ -1,6 +1,7 @@
 //! Loading model files on the host and running them through the same no_std core the
 //! firmware runs.
 
+pub mod beam;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostf32;
 pub mod inspect;
@@ -141,17 +142,36 @@ pub struct Decoded {
     pub raw_logits: Vec<Vec<i64>>,
     /// Intermediate tensors as f32, every occurrence in order (kept when asked).
     pub probes: BTreeMap<Probe, Vec<Vec<f32>>>,
+    /// Every result of a beam search, best first (empty for greedy decoding).
+    pub nbest: Vec<Ranked>,
 }
 
-/// What to keep of each step.
+/// One ranked result of a beam search.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ranked {
+    /// Output ids (end token excluded).
+    pub ids: Vec<u16>,
+    /// Output text.
+    pub text: String,
+    /// Sum of the natural-log probabilities of its tokens (end token included).
+    pub score: f64,
+    /// Tokens the decoder produced for it, end token included.
+    pub len: usize,
+    /// Whether it ended with the end token.
+    pub ended: bool,
+}
+
+/// How to decode, and what to keep of each step.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
-    /// Attention weights.
+    /// Attention weights (greedy decoding only).
     pub weights: bool,
-    /// Logits.
+    /// Logits (greedy decoding only).
     pub logits: bool,
     /// Intermediate tensors.
     pub probes: bool,
+    /// A beam search instead of greedy decoding.
+    pub beam: Option<beam::BeamOptions>,
 }
 
 struct Recorder<'d> {
@@ -236,6 +256,9 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
         keep: Keep,
     ) -> Vec<Result<Decoded, seq2seq::Error>> {
         let net = self.net;
+        if let Some(b) = &keep.beam {
+            return beam::beam_all(net, self.positions, lines, b);
+        }
         let runner = Runner::<P, HOST_LANES>::with_lanes(net, &mut self.arena, self.positions);
         let mut runner = match runner {
             Ok(r) => r,

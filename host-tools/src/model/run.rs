@@ -6,27 +6,54 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::io::{read_lines, write_atomic};
+use crate::model::beam::BeamOptions;
 use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
 
 /// Decodes every line of `input` (standard input for `None`) with `model` and writes one
 /// output per line to `out` (`source<TAB>output` with `tsv`); with `attention`, every
-/// step's weights and entropy go to that JSON file.
+/// step's weights and entropy go to that JSON file. With `beam` every line is
+/// beam-searched, and with `nbest` its `nbest` best results are written as
+/// `source<TAB>rank<TAB>output<TAB>score` lines.
 pub fn run_file(
     model: &Path,
     input: Option<&Path>,
     tsv: bool,
     attention: Option<&Path>,
+    beam: Option<BeamOptions>,
+    nbest: Option<usize>,
     out: &mut dyn Write,
 ) -> Result {
+    if let Some(b) = &beam {
+        if attention.is_some() {
+            return Err(Error::usage(
+                "--attention records greedy decoding: it does not go with --beam",
+            ));
+        }
+        if nbest.is_some_and(|n| n == 0 || n > b.width) {
+            return Err(Error::usage(format!(
+                "--nbest takes 1 to the beam width ({})",
+                b.width
+            )));
+        }
+    } else if nbest.is_some() {
+        return Err(Error::usage("--nbest needs --beam"));
+    }
     let m = LoadedModel::load(model)?;
     let lines = read_lines(input)?;
     let keep = Keep {
         weights: attention.is_some(),
+        beam,
         ..Keep::default()
     };
     let decoded = decode_lines(&m, &lines, keep)?;
     let mut text = String::new();
     for (line, d) in lines.iter().zip(&decoded) {
+        if let Some(n) = nbest {
+            for (rank, r) in d.nbest.iter().take(n).enumerate() {
+                text += &format!("{line}\t{}\t{}\t{:.6}\n", rank + 1, r.text, r.score);
+            }
+            continue;
+        }
         if tsv {
             text += line;
             text.push('\t');

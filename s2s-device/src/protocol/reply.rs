@@ -264,7 +264,7 @@ pub fn write_att(
 /// `OK <command>`.
 pub fn write_ok(out: &mut dyn Write, cmd: Command) -> fmt::Result {
     out.write_str("OK ")?;
-    out.write_str(cmd.text())?;
+    cmd.write_text(out)?;
     out.write_char('\n')
 }
 
@@ -496,7 +496,11 @@ mod tests {
             a.weights(true).map(Option::unwrap).collect::<Vec<_>>(),
             f.to_vec()
         );
-        for cmd in [Command::Attention(true), Command::Attention(false)] {
+        for cmd in [
+            Command::Attention(true),
+            Command::Attention(false),
+            Command::Beam(3),
+        ] {
             assert_eq!(round_trip(|s| write_ok(s, cmd)).1, Reply::Ok(cmd));
         }
         let done = Done {

@@ -8,22 +8,36 @@ use core::fmt::{self, Write};
 pub enum Command {
     /// `attention on|off`: the `ATT` lines after each `CNT`.
     Attention(bool),
+    /// `beam K`: decode the following sources with a beam search `K` wide in the
+    /// model's own variant (`beam 1` is greedy decoding, the default). A width over the
+    /// firmware's capacity is refused with `ERR`.
+    Beam(u16),
 }
 
 impl Command {
-    /// The command's text (after the 0x01 byte), as in its `OK` answer.
-    pub fn text(self) -> &'static str {
+    /// Writes the command's text (after the 0x01 byte), as in its `OK` answer.
+    pub fn write_text(self, out: &mut dyn Write) -> fmt::Result {
         match self {
-            Command::Attention(true) => "attention on",
-            Command::Attention(false) => "attention off",
+            Command::Attention(true) => out.write_str("attention on"),
+            Command::Attention(false) => out.write_str("attention off"),
+            Command::Beam(k) => write!(out, "beam {k}"),
         }
     }
 
     /// The command of a text, if it is one.
     pub fn parse(text: &str) -> Option<Command> {
-        [Command::Attention(true), Command::Attention(false)]
-            .into_iter()
-            .find(|c| c.text() == text)
+        match text {
+            "attention on" => Some(Command::Attention(true)),
+            "attention off" => Some(Command::Attention(false)),
+            _ => {
+                let k = text.strip_prefix("beam ")?;
+                // Digits only: no sign, no spaces, no leading zero.
+                if k.is_empty() || k.starts_with('0') || !k.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                k.parse().ok().map(Command::Beam)
+            }
+        }
     }
 }
 
@@ -69,7 +83,7 @@ pub fn write_request(out: &mut dyn Write, r: &Request<'_>) -> fmt::Result {
         }
         Request::Command(c) => {
             out.write_char(COMMAND as char)?;
-            out.write_str(c.text())?;
+            c.write_text(out)?;
         }
         Request::Unknown(_) => return Err(fmt::Error),
         Request::End => out.write_str(END)?,
@@ -100,6 +114,8 @@ mod tests {
             Request::Source("ផ្នម x".as_bytes()),
             Request::Command(Command::Attention(true)),
             Request::Command(Command::Attention(false)),
+            Request::Command(Command::Beam(1)),
+            Request::Command(Command::Beam(65535)),
             Request::End,
         ] {
             let mut s = String::new();
@@ -107,7 +123,26 @@ mod tests {
             assert_eq!(parse_request(s.trim_end_matches('\n').as_bytes()), r);
         }
         assert_eq!(parse_request(b""), Request::End);
-        assert_eq!(parse_request(b"\x01beam 3"), Request::Unknown(b"beam 3"));
+        assert_eq!(
+            parse_request(b"\x01beam 3"),
+            Request::Command(Command::Beam(3))
+        );
+        for bad in [
+            "beam",
+            "beam ",
+            "beam 0",
+            "beam 03",
+            "beam -1",
+            "beam 1 ",
+            "beam 65536",
+        ] {
+            let line = [b"\x01", bad.as_bytes()].concat();
+            assert_eq!(
+                parse_request(&line),
+                Request::Unknown(bad.as_bytes()),
+                "{bad:?}"
+            );
+        }
         for bad in ["", ".", "\u{1}x", "a\nb"] {
             assert!(check_source(bad).is_err(), "{bad:?}");
             assert!(write_request(&mut String::new(), &Request::Source(bad.as_bytes())).is_err());

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use rnn_core::{Masked, Recurrent, ResetMode};
+use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
@@ -11,7 +12,9 @@ use seq2seq::desc::{
     MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
-use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, Runner};
+use seq2seq::{
+    BeamPlan, BeamRule, BeamVariant, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search,
+};
 
 /// xorshift64: deterministic pseudo-random numbers from a seed.
 pub struct Rng(pub u64);
@@ -87,6 +90,7 @@ pub fn small_desc() -> ModelDesc {
         score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
+        beam: Default::default(),
         extras: Extras::NONE,
     }
 }
@@ -255,6 +259,10 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             fmt_dec: cell_fmt(r, dec_cell),
         },
         att_parts,
+        beam: BeamRule {
+            variant: r.pick(&BeamVariant::ALL),
+            alpha: Alpha::from_halves(r.range(0, 4) as u8).expect("alpha in range"),
+        },
         extras: Extras::NONE,
     }
 }
@@ -400,5 +408,16 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::new(&net, &mut arena, positions)?;
     let mut out = [0u16; 64];
-    runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))
+    let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+    // A beam search of the model's own variant, 3 wide, over the same kind of arena
+    // (an input-fed model decodes greedily only, and says so).
+    if file.desc().extras.input_feed {
+        return Ok(n);
+    }
+    let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
+    let mut arena = vec![0u32; need.min(1 << 18) / 4];
+    let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;
+    let search = Search::of(file.desc(), 3);
+    runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+    Ok(n)
 }
