@@ -1011,6 +1011,9 @@ fn init_states<P: Precision>(
 /// its final states in the final-state buffer (the mean bridge's input): the outputs
 /// weighted by a softmax of zeros, so that every precision averages as its attention
 /// does (an f32 `1/n` per position, a `Q0.15` weight on the integer path).
+// Not inlined: its locals stay off the encoder's frame, the deepest path on a
+// Cortex-M0 (the micro:bit's 6 KiB stack).
+#[inline(never)]
 fn mean_outputs<P: Precision>(
     lane: &mut Lane<'_, P>,
     top_buf: usize,
