@@ -39,14 +39,15 @@ pub enum TaskArg {
 /// The subcommands.
 #[derive(Subcommand)]
 pub enum Cmd {
-    /// Import trained weights (PyTorch safetensors, NumPy .npz, Keras 3 .keras/.h5) into an f32 model file.
+    /// Import trained weights (PyTorch safetensors, NumPy .npz, Keras .keras/.h5, ONNX) into an f32 model file.
     Import {
         /// Model configuration (architecture, vocabularies, tensor mapping).
         #[arg(long)]
         config: PathBuf,
-        /// Weights file.
-        #[arg(long)]
-        weights: PathBuf,
+        /// Weights file; give it again for each further file (e.g. an ONNX encoder
+        /// and decoder graph), named in the configuration by its file name.
+        #[arg(long, required = true)]
+        weights: Vec<PathBuf>,
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,
@@ -89,6 +90,13 @@ pub enum Cmd {
         /// Directory to write into.
         #[arg(short, long)]
         output: PathBuf,
+    },
+    /// List every tensor of weights files (name, shape, element type; for ONNX the
+    /// node input each feeds), to write a configuration's `[weights]`.
+    Tensors {
+        /// Weights files (safetensors, .npz, .npy, .keras, .h5, .onnx).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Show a model's architecture, size, RAM and MACs.
     Inspect {

@@ -97,6 +97,11 @@ pub enum Init {
     /// layer's final cell state, or its final state for a GRU encoder (layers
     /// `bridge_c.l<l>`).
     Dense = 2,
+    /// `tanh(W_l m + b_l)` for decoder layer `l`, where `m` is the mean of the top
+    /// encoder layer's outputs over the valid (unpadded) source positions (layers
+    /// `bridge.l<l>`, or the one `bridge.l0` of every layer when
+    /// [`Extras::bridge_shared`]). Not for the cell state.
+    Mean = 3,
 }
 
 impl Init {
@@ -105,8 +110,83 @@ impl Init {
             0 => Some(Init::Zeros),
             1 => Some(Init::Last),
             2 => Some(Init::Dense),
+            3 => Some(Init::Mean),
             _ => None,
         }
+    }
+
+    /// Whether the initial state comes through `bridge.l<l>` layers.
+    pub fn is_bridge(self) -> bool {
+        matches!(self, Init::Dense | Init::Mean)
+    }
+}
+
+/// The activation of Luong's attentional layer, `a_t = act(W_c [parts] + b)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Activation {
+    /// `tanh` (Luong's paper, OpenNMT): a unit value, `Q0.15` on the integer path.
+    Tanh = 0,
+    /// `max(0, x)`: stored in the calibrated format [`Extras::fmt_attentional`].
+    Relu = 1,
+    /// None (a linear layer): stored in the calibrated format.
+    Identity = 2,
+}
+
+/// What the output layer's values are normalised by. The greedy argmax is the same;
+/// what changes is what probabilities are reported and what a beam search sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Logits {
+    /// Logits for a softmax (probabilities `softmax(z)`).
+    Softmax = 0,
+    /// Logits for a log-softmax (scores `log_softmax(z)`, as an ONNX `LogSoftmax`).
+    LogSoftmax = 1,
+}
+
+/// Most fixed tokens a source can start with.
+pub const MAX_PREFIX: usize = 4;
+
+/// The decoder's bridges, input feeding, attentional activation, output normalisation
+/// and source prefix (model-file format 5). [`Extras::NONE`] is what a model without
+/// them has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Extras {
+    /// One bridge (`bridge.l0`) for every decoder layer ([`Init::Dense`] or
+    /// [`Init::Mean`]).
+    pub bridge_shared: bool,
+    /// Input feeding: decoder layer 0 reads `[embedding; a_{t-1}]`, the previous
+    /// step's attentional vector (zeros at the first step), as OpenNMT does. Needs the
+    /// Luong ordering and an attentional layer.
+    pub input_feed: bool,
+    /// The attentional layer's activation.
+    pub att_act: Activation,
+    /// Format of the attentional vector on the integer path: `Q0.15` (stored as 0)
+    /// after `tanh`, calibrated otherwise.
+    pub fmt_attentional: Fmt,
+    /// What the output layer's values are normalised by.
+    pub logits: Logits,
+    /// Tokens put before every source (a language or domain tag), in order.
+    pub src_prefix: [Option<u16>; MAX_PREFIX],
+}
+
+impl Extras {
+    /// No shared bridge, no input feeding, `tanh`, softmax, no prefix.
+    pub const NONE: Extras = Extras {
+        bridge_shared: false,
+        input_feed: false,
+        att_act: Activation::Tanh,
+        fmt_attentional: Fmt { frac: 0 },
+        logits: Logits::Softmax,
+        src_prefix: [None; MAX_PREFIX],
+    };
+
+    /// The prefix tokens.
+    pub fn prefix(&self) -> impl Iterator<Item = u16> + '_ {
+        self.src_prefix.iter().flatten().copied()
     }
 }
 
@@ -197,6 +277,19 @@ pub struct RawDesc {
     pub cell_fmts: [i8; 4],
     /// Beam search: `[variant (a BeamVariant id), alpha in halves, 0, 0]`.
     pub beam: [u8; 4],
+    // ---- Format 5 (issue 12: ONNX-style decoders), kept together at the end. ----
+    /// One bridge for every decoder layer: 0 or 1.
+    pub bridge_shared: u32,
+    /// Input feeding: 0 or 1.
+    pub input_feed: u32,
+    /// The attentional layer's activation (`Activation` code).
+    pub att_act: u32,
+    /// The output's normalisation (`Logits` code).
+    pub logits: u32,
+    /// Source prefix token ids, then `NO_TOKEN`.
+    pub src_prefix: [u32; MAX_PREFIX],
+    /// Formats (fractional bits) of the integer path: `[attentional vector, 0, 0, 0]`.
+    pub extra_fmts: [i8; 4],
 }
 
 /// The validated model description.
@@ -281,6 +374,8 @@ pub struct ModelDesc {
     pub att_parts: [Option<Part>; MAX_OUT_PARTS],
     /// How a beam search decodes this model (greedy decoding ignores it).
     pub beam: BeamRule,
+    /// Bridges, input feeding, attentional activation, output, source prefix.
+    pub extras: Extras,
 }
 
 /// The recurrent cells of a model: each stack's cell, gate activation and cell-state
@@ -448,6 +543,40 @@ impl ModelDesc {
             _ => None,
         }
         .ok_or(Error::BadField("beam"))?;
+        if r.extra_fmts[1..] != [0, 0, 0] {
+            return Err(Error::BadField("extra_fmts"));
+        }
+        let mut src_prefix = [None; MAX_PREFIX];
+        let mut ended = false;
+        for (o, &v) in src_prefix.iter_mut().zip(&r.src_prefix) {
+            *o = match v {
+                NO_TOKEN => {
+                    ended = true;
+                    None
+                }
+                _ if ended => return Err(Error::BadField("src_prefix")),
+                v => Some(token("src_prefix", v, r.src_vocab)?),
+            };
+        }
+        let extras = Extras {
+            bridge_shared: flag("bridge_shared", r.bridge_shared)?,
+            input_feed: flag("input_feed", r.input_feed)?,
+            att_act: code("att_act", r.att_act, |v| match v {
+                0 => Some(Activation::Tanh),
+                1 => Some(Activation::Relu),
+                2 => Some(Activation::Identity),
+                _ => None,
+            })?,
+            fmt_attentional: Fmt {
+                frac: r.extra_fmts[0],
+            },
+            logits: code("logits", r.logits, |v| match v {
+                0 => Some(Logits::Softmax),
+                1 => Some(Logits::LogSoftmax),
+                _ => None,
+            })?,
+            src_prefix,
+        };
         let d = ModelDesc {
             src_vocab: r.src_vocab as usize,
             tgt_vocab: r.tgt_vocab as usize,
@@ -501,6 +630,7 @@ impl ModelDesc {
             },
             att_parts,
             beam,
+            extras,
         };
         d.check()?;
         Ok(d)
@@ -560,6 +690,12 @@ impl ModelDesc {
             att_parts: parts_raw(&self.att_parts),
             cell_fmts: [self.cells.fmt_enc.frac, self.cells.fmt_dec.frac, 0, 0],
             beam: [self.beam.variant as u8, self.beam.alpha.halves(), 0, 0],
+            bridge_shared: self.extras.bridge_shared as u32,
+            input_feed: self.extras.input_feed as u32,
+            att_act: self.extras.att_act as u32,
+            logits: self.extras.logits as u32,
+            src_prefix: self.extras.src_prefix.map(tok),
+            extra_fmts: [self.extras.fmt_attentional.frac, 0, 0, 0],
         })
     }
 
@@ -608,6 +744,10 @@ impl ModelDesc {
             ("src_eos", self.src_eos, self.src_vocab),
             ("tgt_start", Some(self.tgt_start), self.tgt_vocab),
             ("tgt_end", Some(self.tgt_end), self.tgt_vocab),
+            ("src_prefix", self.extras.src_prefix[0], self.src_vocab),
+            ("src_prefix", self.extras.src_prefix[1], self.src_vocab),
+            ("src_prefix", self.extras.src_prefix[2], self.src_vocab),
+            ("src_prefix", self.extras.src_prefix[3], self.src_vocab),
         ];
         for (what, t, vocab) in tokens {
             if let Some(id) = t.filter(|&t| t as usize >= vocab) {
@@ -704,6 +844,9 @@ impl ModelDesc {
         if self.cells.dec == CellKind::Lstm && self.dec_reset != ResetMode::After {
             return bad("dec_reset: set for an LSTM decoder (a GRU field)");
         }
+        if self.cells.init_cell == Init::Mean {
+            return bad("init_cell mean: the mean bridge is for the state only");
+        }
         if self.cells.dec == CellKind::Gru && self.cells.init_cell != Init::Zeros {
             return bad("init_cell: a cell state for a GRU decoder");
         }
@@ -721,6 +864,7 @@ impl ModelDesc {
         if self.cells.enc_mask.is_some() && self.src_pad_to == 0 {
             return bad("enc_mask: a mask without source padding (src_pad_to)");
         }
+        self.check_extras()?;
         check_parts(&self.out_parts, OUT_PARTS_RULES, |p| match p {
             Part::State | Part::Embedding => true,
             Part::Context => attention,
@@ -736,6 +880,55 @@ impl ModelDesc {
             None => {}
         }
         Ok(())
+    }
+
+    /// The rules of [`Extras`] (part of [`ModelDesc::check`]).
+    fn check_extras(&self) -> Result<(), Error> {
+        let bad = |rule| Err(Error::Inconsistent(rule));
+        let x = &self.extras;
+        if x.bridge_shared && !self.init.is_bridge() {
+            return bad("bridge_shared: without a bridge (init dense or mean)");
+        }
+        if x.input_feed && (self.ordering != Ordering::Luong || self.attentional.is_none()) {
+            return bad("input_feed: needs the Luong ordering and an attentional layer");
+        }
+        if self.attentional.is_none()
+            && (x.att_act != Activation::Tanh || x.fmt_attentional.frac != 0)
+        {
+            return bad("att_act, fmt_attentional: set without an attentional layer");
+        }
+        match x.att_act {
+            Activation::Tanh if x.fmt_attentional.frac != 0 => {
+                return Err(Error::BadField("fmt_attentional"));
+            }
+            Activation::Relu | Activation::Identity
+                if !(MIN_FRAC..=MAX_FRAC).contains(&x.fmt_attentional.frac) =>
+            {
+                return Err(Error::BadField("fmt_attentional"));
+            }
+            _ => {}
+        }
+        let mut ended = false;
+        for p in &x.src_prefix {
+            match p {
+                None => ended = true,
+                Some(_) if ended => return bad("src_prefix: a token after an empty slot"),
+                Some(_) => {}
+            }
+        }
+        if self.src_pad_to > 0 && x.prefix().count() >= self.src_pad_to {
+            return bad("src_prefix: no room for a source token within src_pad_to");
+        }
+        Ok(())
+    }
+
+    /// Number of bridges `bridge.l<l>` (0 without [`Init::Dense`] / [`Init::Mean`]).
+    pub fn bridges(&self) -> usize {
+        match (self.init.is_bridge(), self.extras.bridge_shared) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => self.dec_layers,
+        }
     }
 
     /// Gate blocks of the encoder's cells (3 GRU, 4 LSTM).
@@ -780,6 +973,7 @@ impl ModelDesc {
     pub fn dec_input(&self, l: usize) -> (usize, usize) {
         match (l, self.ordering) {
             (0, Ordering::Bahdanau) => (self.dec_emb + self.memory_dim(), 2),
+            (0, _) if self.extras.input_feed => (self.dec_emb + self.attentional.unwrap_or(0), 2),
             (0, _) => (self.dec_emb, 1),
             _ => (self.dec_hidden, 1),
         }
@@ -886,10 +1080,8 @@ impl ModelDesc {
                 ScoreKind::Dot | ScoreKind::ScaledDot => {}
             }
         }
-        if self.init == Init::Dense {
-            for l in 0..self.dec_layers {
-                add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
-            }
+        for l in 0..self.bridges() {
+            add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
         }
         if self.cells.init_cell == Init::Dense {
             for l in 0..self.dec_layers {
@@ -940,6 +1132,9 @@ impl ModelDesc {
                 if self.ordering == Ordering::Bahdanau {
                     push(self.memory_fmt());
                 }
+                if self.extras.input_feed {
+                    push(self.part_fmt(Part::Attentional));
+                }
             }
             Role::Attentional => {
                 for p in self.att_parts() {
@@ -971,10 +1166,20 @@ impl ModelDesc {
 }
 
 impl ModelDesc {
+    /// Format of the attentional vector on the integer path: `Q0.15` after `tanh`,
+    /// else the calibrated [`Extras::fmt_attentional`].
+    pub fn attentional_fmt(&self) -> Fmt {
+        match self.extras.att_act {
+            Activation::Tanh => Fmt::Q15,
+            Activation::Relu | Activation::Identity => self.extras.fmt_attentional,
+        }
+    }
+
     /// Format of an output or attentional part on the integer path.
-    fn part_fmt(&self, p: Part) -> Fmt {
+    pub fn part_fmt(&self, p: Part) -> Fmt {
         match p {
-            Part::State | Part::Attentional => Fmt::Q15,
+            Part::Attentional => self.attentional_fmt(),
+            Part::State => Fmt::Q15,
             Part::Context => self.memory_fmt(),
             Part::Embedding => self.fmt_dec_emb,
         }

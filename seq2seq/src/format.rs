@@ -52,8 +52,10 @@ pub const MAGIC: [u8; 4] = *b"S2SM";
 /// vocabularies' sorted orders; 3: the description's recurrent cells, GRU or LSTM, with
 /// their gate activations, cell-state formats, encoder masking, an LSTM decoder's
 /// initial cell state and the attentional layer's input parts; 4: the beam-search
-/// variant and its length-normalisation exponent).
-pub const VERSION: u16 = 4;
+/// variant and its length-normalisation exponent; 5: the mean bridge and shared
+/// bridges, input feeding, the attentional layer's activation, the output's
+/// normalisation and source prefix tokens, at the end of the description).
+pub const VERSION: u16 = 5;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;

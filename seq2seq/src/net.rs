@@ -26,7 +26,8 @@ pub struct Net<'a, P: Precision> {
     pub memory_proj: Option<Linear<'a, P>>,
     /// The attention, if the decoder attends.
     pub attention: Option<Attention<'a, P>>,
-    /// Dense bridge per decoder layer ([`Init::Dense`]).
+    /// Dense bridge per decoder layer ([`Init::Dense`], [`Init::Mean`]), or one for all
+    /// ([`crate::desc::Extras::bridge_shared`]).
     pub bridge: HVec<Linear<'a, P>, MAX_LAYERS>,
     /// Dense bridge of the cell state per decoder layer (an LSTM decoder whose
     /// `init_cell` is [`Init::Dense`]).
@@ -238,12 +239,12 @@ fn bind_decoder<'a, P: ModelPrecision>(
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;
+    for l in 0..d.bridges() {
+        net.bridge
+            .push(r.linear(Role::Bridge, l, 0)?)
+            .map_err(too_many)?;
+    }
     for l in 0..d.dec_layers {
-        if d.init == Init::Dense {
-            net.bridge
-                .push(r.linear(Role::Bridge, l, 0)?)
-                .map_err(too_many)?;
-        }
         if d.cells.init_cell == Init::Dense {
             net.bridge_c
                 .push(r.linear(Role::BridgeC, l, 0)?)

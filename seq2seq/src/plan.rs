@@ -68,7 +68,7 @@ impl Buf {
             Buf::EncB => "encoder outputs (2nd buffer)",
             Buf::Memory => "memory (projected)",
             Buf::Keys => "attention keys",
-            Buf::EncLast => "encoder final states (and cell states)",
+            Buf::EncLast => "encoder final states (and cell states, and mean)",
             Buf::XBuf => "encoder input row",
             Buf::CellAct => "recurrent cell scratch",
             Buf::DecState => "decoder states (and cell states)",
@@ -110,6 +110,10 @@ impl Plan {
         // `t` times a size, saturating.
         let per = |n: usize| t.saturating_mul(n);
         let att = d.has_attention();
+        // The mean bridge averages the encoder outputs with uniform weights: a softmax
+        // of zeros over the valid positions, into the attention's buffers.
+        let mean = d.init == Init::Mean;
+        let weighs = att || mean;
         let additive = att && d.score == ScoreKind::Additive;
         let a = if additive { d.attn_dim } else { 0 };
         let h = d.enc_hidden.max(d.dec_hidden);
@@ -120,7 +124,7 @@ impl Plan {
         let proj = [
             d.memory_proj.unwrap_or(0),
             if d.keys_stored() { d.key_dim() } else { 0 },
-            if d.init == Init::Dense || d.cells.init_cell == Init::Dense {
+            if d.init.is_bridge() || d.cells.init_cell == Init::Dense {
                 d.dec_hidden
             } else {
                 0
@@ -141,8 +145,12 @@ impl Plan {
                     act,
                 ),
                 Buf::Keys => (d.keys_stored() as usize * per(d.key_dim()), act),
-                // (LSTM) the final cell states of every layer, then the final states.
-                Buf::EncLast => (enc_states * d.enc_layers * d.enc_output(), act),
+                // (LSTM) the final cell states of every layer, then the final states,
+                // then (mean bridge) the mean of the top layer's outputs.
+                Buf::EncLast => (
+                    (enc_states * d.enc_layers + mean as usize) * d.enc_output(),
+                    act,
+                ),
                 Buf::XBuf => (d.enc_emb.max(d.enc_output()), act),
                 Buf::CellAct => (h, act),
                 // The decoder's recurrent state: (LSTM) the layers' cell states, then
@@ -150,13 +158,13 @@ impl Plan {
                 Buf::DecState => (dec_states * d.dec_layers * d.dec_hidden, act),
                 Buf::DecEmb => (d.dec_emb, act),
                 Buf::Context => (att as usize * d.memory_dim(), act),
-                Buf::Weights => (att as usize * t, act),
+                Buf::Weights => (weighs as usize * t, act),
                 Buf::Tanh => (a, act),
                 Buf::Attentional => (d.attentional.unwrap_or(0), act),
                 // A GRU step needs 6H (both gate products), an LSTM step 4H + 2H.
                 Buf::CellWide => (6 * h, wide),
                 Buf::Proj => (proj, wide),
-                Buf::Scores => (att as usize * t, wide),
+                Buf::Scores => (weighs as usize * t, wide),
                 Buf::Query => (a, wide),
                 Buf::Logits => (d.tgt_vocab, wide),
             }

@@ -7,7 +7,7 @@ use rnn_core::{fill_masked, CellScratch, SeqInput};
 use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
 
 use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
-use crate::desc::{CellKind, Init, Ordering, Part};
+use crate::desc::{Activation, CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
@@ -159,6 +159,13 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
                 width,
                 max: MAX_WIDTH,
             });
+        }
+        // A hypothesis saves the decoder states only; an input-fed model also carries
+        // its attentional vector from step to step (not saved yet: greedy only).
+        if net.desc.extras.input_feed {
+            return Err(Error::Inconsistent(
+                "beam search: not with input feeding (greedy decoding only)",
+            ));
         }
         let bp = BeamPlan::new::<P>(&net.desc, width);
         let plan = Plan::new::<P>(&net.desc, positions);
@@ -667,11 +674,14 @@ fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
             fill_masked(layer, lane.act[top_buf], lane.valid, lane.t, rule)?;
         }
     }
-    for (lane, o) in lanes.iter().zip(obs.iter_mut()) {
+    for (lane, o) in lanes.iter_mut().zip(obs.iter_mut()) {
         o.probe(
             Probe::EncoderOutputs,
             Values::Act(&lane.act[top_buf][..lane.t * de], Fmt::Q15),
         );
+        if d.init == Init::Mean {
+            mean_outputs(lane, top_buf, de, enc_cells + d.enc_layers * de)?;
+        }
     }
 
     // Memory: the top outputs, or their projection. A projection no wider than the
@@ -751,6 +761,10 @@ fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
     };
     // The top layer's state ends the decoder's state buffer.
     let top_state = dec_cells + (d.dec_layers - 1) * hd;
+    // Input feeding reads the previous step's attentional vector: zeros at the first.
+    for lane in lanes.iter_mut() {
+        lane.act[b::ATTENTIONAL].fill(P::Act::default());
+    }
     Ok(Layout {
         mem_buf,
         keys_buf,
@@ -773,6 +787,7 @@ fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let hd = d.dec_hidden;
     let (_, dec_cells) = cell_states(d);
     let fmt_memory = d.memory_fmt();
+    let feed = d.extras.input_feed;
     {
         for lane in lanes.iter_mut().filter(|l| !l.done) {
             let y = lane.y as usize;
@@ -790,7 +805,8 @@ fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let mut ss: HVec<CellScratch<'_, P>, L> = HVec::new();
             for lane in lanes.iter_mut().filter(|l| !l.done) {
                 let Lane { act, wide, .. } = lane;
-                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, ..] = act;
+                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, _, _, attentional, ..] =
+                    act;
                 // (LSTM) the layers' cell states, then their states.
                 let (cells, states) = dec_state.split_at_mut(dec_cells);
                 let (below, here) = states.split_at_mut(l * hd);
@@ -799,6 +815,8 @@ fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                     [&below[(l - 1) * hd..], &[]]
                 } else if d.ordering == Ordering::Bahdanau {
                     [dec_emb, context]
+                } else if feed {
+                    [dec_emb, attentional]
                 } else {
                     [dec_emb, &[]]
                 };
@@ -810,7 +828,7 @@ fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                     cell_act,
                 )?);
             }
-            let nparts = if l == 0 && d.ordering == Ordering::Bahdanau {
+            let nparts = if l == 0 && (d.ordering == Ordering::Bahdanau || feed) {
                 2
             } else {
                 1
@@ -859,13 +877,15 @@ fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 .filter(|(l, _)| !l.done)
             {
                 let Lane { act, wide, .. } = lane;
+                let (f, zero) = (d.attentional_fmt(), P::Wide::default());
                 for (v, &w) in act[b::ATTENTIONAL].iter_mut().zip(wide[b::PROJ].iter()) {
-                    *v = P::tanh(w);
+                    *v = match d.extras.att_act {
+                        Activation::Tanh => P::tanh(w),
+                        Activation::Relu if w < zero => P::Act::default(),
+                        Activation::Relu | Activation::Identity => P::narrow(w, f),
+                    };
                 }
-                o.probe(
-                    Probe::Attentional,
-                    Values::Act(&act[b::ATTENTIONAL][..], Fmt::Q15),
-                );
+                o.probe(Probe::Attentional, Values::Act(&act[b::ATTENTIONAL][..], f));
             }
         }
         let parts = part_bufs(d.out_parts(), top_state);
@@ -956,12 +976,22 @@ fn init_states<P: Precision>(
                 }
             }
         }
-        Init::Dense => {
-            // The bridges' requantizers take their input's format (`part_fmts`).
-            let summary = &last[(d.enc_layers - 1) * de..][..de];
+        Init::Dense | Init::Mean => {
+            // The bridges' requantizers take their input's format (`part_fmts`). The
+            // mean follows the final states in the buffer (`mean_outputs`).
+            let summary = match init {
+                Init::Mean => &last[d.enc_layers * de..][..de],
+                _ => &last[(d.enc_layers - 1) * de..][..de],
+            };
             let proj = &mut lane.wide[b::PROJ];
             let convert = f_dst != Fmt::Q15;
-            for (br, to) in bridges.iter().zip(state.chunks_exact_mut(hd)) {
+            let shared = !cells && d.extras.bridge_shared;
+            for (l, to) in state.chunks_exact_mut(hd).enumerate() {
+                let br = bridges
+                    .get(if shared { 0 } else { l })
+                    .ok_or(Error::Inconsistent(
+                        "bridges: fewer than the decoder layers",
+                    ))?;
                 br.apply(&[summary], &mut proj[..hd])?;
                 for (o, &w) in to.iter_mut().zip(proj.iter()) {
                     let u = P::tanh(w);
@@ -974,6 +1004,42 @@ fn init_states<P: Precision>(
             }
         }
     }
+    Ok(())
+}
+
+/// The mean of the top encoder layer's outputs over the lane's valid positions, after
+/// its final states in the final-state buffer (the mean bridge's input): the outputs
+/// weighted by a softmax of zeros, so that every precision averages as its attention
+/// does (an f32 `1/n` per position, a `Q0.15` weight on the integer path).
+// Not inlined: its locals stay off the encoder's frame, the deepest path on a
+// Cortex-M0 (the micro:bit's 6 KiB stack).
+#[inline(never)]
+fn mean_outputs<P: Precision>(
+    lane: &mut Lane<'_, P>,
+    top_buf: usize,
+    de: usize,
+    at: usize,
+) -> Result<(), Error> {
+    let n = lane.valid;
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, enc_b, _, _, enc_last, _, _, _, _, _, weights, ..] = act;
+    let outputs: &[P::Act] = if top_buf == b::ENC_A { enc_a } else { enc_b };
+    let mean = enc_last
+        .get_mut(at..)
+        .and_then(|m| m.get_mut(..de))
+        .ok_or(Error::Inconsistent("mean bridge: no room for the mean"))?;
+    let zeros = wide[b::SCORES]
+        .get_mut(..n)
+        .ok_or(Error::Inconsistent("mean bridge: no room for its weights"))?;
+    zeros.fill(P::Wide::default());
+    let w = weights
+        .get_mut(..n)
+        .ok_or(Error::Inconsistent("mean bridge: no room for its weights"))?;
+    P::softmax(zeros, w);
+    let rows = outputs.get(..n * de).ok_or(Error::Inconsistent(
+        "mean bridge: fewer outputs than positions",
+    ))?;
+    P::weighted_sum(w, rows, mean);
     Ok(())
 }
 

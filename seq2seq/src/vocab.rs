@@ -162,8 +162,8 @@ impl<'a> Vocab<'a> {
     }
 }
 
-/// Converts a source line into token ids as the model expects them: optional ASCII
-/// lowercasing, split into characters or white-space separated words, unknown tokens
+/// Converts a source line into token ids as the model expects them: the model's fixed
+/// prefix tokens first (a language or domain tag), then optional ASCII lowercasing, split into characters or white-space separated words, unknown tokens
 /// mapped to the unknown id (or an error naming the character and its position when
 /// the model has none), the end-of-source token appended, and padding to the model's
 /// fixed length. Returns the number of ids written and the valid (unpadded) length.
@@ -187,7 +187,11 @@ pub fn encode_source(
         *n += 1;
         Ok(())
     };
-    let words = count_tokens(desc.split, line) + desc.src_eos.is_some() as usize;
+    let prefix = desc.extras.prefix().count();
+    let words = prefix + count_tokens(desc.split, line) + desc.src_eos.is_some() as usize;
+    for id in desc.extras.prefix() {
+        push(id, &mut n, words)?;
+    }
     let lookup = |tok: &str, position: usize, ch: char| -> Result<u16, Error> {
         vocab
             .find(tok)
@@ -229,7 +233,8 @@ pub fn encode_source(
     if let Some(eos) = desc.src_eos {
         push(eos, &mut n, words)?;
     }
-    if n == 0 {
+    // A prefix alone is not a source.
+    if n == prefix {
         return Err(Error::EmptyInput);
     }
     let valid = n;

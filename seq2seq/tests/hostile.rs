@@ -351,6 +351,95 @@ fn every_code_is_checked_whole() {
     }
 }
 
+/// The format-5 fields (issue 12): codes and flags compared whole, spare bytes zero,
+/// prefix tokens in the vocabulary and without gaps, and the settings that need what
+/// the model does not have.
+#[test]
+fn extras_fields_are_checked() {
+    let bytes = plain();
+    for (name, set, first_bad) in [
+        (
+            "bridge_shared",
+            (|d, v| d.bridge_shared = v) as fn(&mut RawDesc, u32),
+            2,
+        ),
+        ("input_feed", |d, v| d.input_feed = v, 2),
+        ("att_act", |d, v| d.att_act = v, 3),
+        ("logits", |d, v| d.logits = v, 2),
+        ("init", |d, v| d.init = v, 4),
+    ] {
+        for v in [first_bad, 256, 65_536, 0x8000_0000] {
+            let e = damaged(&bytes, |b| with_desc(b, |d| set(d, v)));
+            assert_eq!(e, Error::BadField(name), "{name} = {v}");
+        }
+    }
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.extra_fmts[2] = 1));
+    assert_eq!(e, Error::BadField("extra_fmts"));
+    // The plain model's attentional layer is absent: no activation, no format.
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.att_act = 1));
+    assert_eq!(
+        e,
+        Error::Inconsistent("att_act, fmt_attentional: set without an attentional layer")
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.extra_fmts[0] = 3));
+    assert_eq!(
+        e,
+        Error::Inconsistent("att_act, fmt_attentional: set without an attentional layer")
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.input_feed = 1));
+    assert_eq!(
+        e,
+        Error::Inconsistent("input_feed: needs the Luong ordering and an attentional layer")
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.bridge_shared = 1));
+    assert_eq!(
+        e,
+        Error::Inconsistent("bridge_shared: without a bridge (init dense or mean)")
+    );
+    // Prefix tokens: in the vocabulary, no gap; the others are NO_TOKEN.
+    let e = damaged(&bytes, |b| {
+        with_desc(b, |d| d.src_prefix[0] = SRC.len() as u32)
+    });
+    assert!(
+        matches!(
+            e,
+            Error::TokenOutOfRange {
+                what: "src_prefix",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.src_prefix[0] = 70_000));
+    assert!(
+        matches!(
+            e,
+            Error::TokenOutOfRange {
+                what: "src_prefix",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.src_prefix[1] = 1));
+    assert_eq!(e, Error::BadField("src_prefix"));
+    // The plain model starts from the last encoder state: the mean bridge's layers
+    // are missing, and the mean is no cell-state bridge.
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.init = 3));
+    assert!(
+        matches!(
+            e,
+            Error::BiasMask | Error::MissingTensor(_) | Error::TensorShape { .. }
+        ),
+        "{e:?}"
+    );
+    let e = damaged(&bytes, |b| with_desc(b, |d| d.init_cell = 3));
+    assert_eq!(
+        e,
+        Error::Inconsistent("init_cell mean: the mean bridge is for the state only")
+    );
+}
+
 /// The LSTM fields: codes out of range, fields a variant does not use left non-zero,
 /// settings that need what the model does not have.
 #[test]
@@ -364,7 +453,12 @@ fn lstm_fields_are_checked() {
         ("enc_mask", |d, v| d.enc_mask = v),
         ("init_cell", |d, v| d.init_cell = v),
     ] {
-        let v = if name == "enc_cell" { 2 } else { 3 };
+        let v = match name {
+            "enc_cell" => 2,
+            // 3 is the mean bridge (refused for the cell state, below).
+            "init_cell" => 4,
+            _ => 3,
+        };
         let e = damaged(&bytes, |b| with_desc(b, |d| set(d, v)));
         assert_eq!(e, Error::BadField(name), "{name} = {v}");
     }

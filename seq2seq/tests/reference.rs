@@ -12,7 +12,8 @@ use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{PrecisionKind, F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Init, ModelDesc, Ordering, Part, ScoreKind, MAX_OUT_PARTS, NO_TOKEN,
+    Activation, CellKind, Init, Logits as LogitsKind, ModelDesc, Ordering, Part, ScoreKind,
+    MAX_OUT_PARTS, NO_TOKEN,
 };
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::run::{Observer, Step};
@@ -293,12 +294,25 @@ impl Ref<'_> {
                 _ => m.clone(),
             })
             .collect();
+        // The mean of the top layer's outputs over the valid positions.
+        let mut mean = vec![0.0; xs[0].len()];
+        for x in &xs[..valid] {
+            for (m, v) in mean.iter_mut().zip(x) {
+                *m += v / valid as f64;
+            }
+        }
+        let bridge = |l: usize| if d.extras.bridge_shared { 0 } else { l };
         let mut states: Vec<Vec<f64>> = (0..d.dec_layers)
             .map(|l| match d.init {
                 Init::Zeros => vec![0.0; d.dec_hidden],
                 Init::Last => finals[l + d.enc_layers - d.dec_layers].clone(),
                 Init::Dense => self
-                    .lin(Role::Bridge, l, 0, &finals[d.enc_layers - 1])
+                    .lin(Role::Bridge, bridge(l), 0, &finals[d.enc_layers - 1])
+                    .iter()
+                    .map(|v| v.tanh())
+                    .collect(),
+                Init::Mean => self
+                    .lin(Role::Bridge, bridge(l), 0, &mean)
                     .iter()
                     .map(|v| v.tanh())
                     .collect(),
@@ -318,6 +332,7 @@ impl Ref<'_> {
                     .iter()
                     .map(|v| v.tanh())
                     .collect(),
+                Init::Mean => unreachable!("refused by the description"),
             })
             .collect();
         let n_att = if d.mask_padding { t } else { valid };
@@ -350,6 +365,8 @@ impl Ref<'_> {
         };
         let mut y = d.tgt_start;
         let (mut out, mut all_logits) = (vec![], vec![]);
+        // Input feeding: the previous attentional vector, zeros at the first step.
+        let mut fed = vec![0.0; d.attentional.unwrap_or(0)];
         for _ in 0..d.max_steps {
             let e = self.emb(Role::DecEmb, y);
             let mut ctx = vec![];
@@ -361,6 +378,9 @@ impl Ref<'_> {
                     let mut x = e.clone();
                     if d.ordering == Ordering::Bahdanau {
                         x.extend(&ctx);
+                    }
+                    if d.extras.input_feed {
+                        x.extend(&fed);
                     }
                     x
                 } else {
@@ -384,11 +404,16 @@ impl Ref<'_> {
                 }
                 self.lin(Role::Attentional, 0, 0, &x)
                     .iter()
-                    .map(|v| v.tanh())
+                    .map(|&v| match d.extras.att_act {
+                        Activation::Tanh => v.tanh(),
+                        Activation::Relu => v.max(0.0),
+                        Activation::Identity => v,
+                    })
                     .collect()
             } else {
                 vec![]
             };
+            fed.clone_from(&att);
             let mut x = vec![];
             for p in d.out_parts() {
                 x.extend(match p {
@@ -452,7 +477,8 @@ fn check_against_reference(d: &ModelDesc, seed: u64) {
     let (bytes, w) = random_model(d, seed);
     let r = Ref { d: *d, w: &w };
     for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
-        let mut src: Vec<u16> = line.bytes().map(|b| (b - b'a' + 3) as u16).collect();
+        let mut src: Vec<u16> = d.extras.prefix().collect();
+        src.extend(line.bytes().map(|b| (b - b'a' + 3) as u16));
         if let Some(eos) = d.src_eos {
             src.push(eos);
         }
@@ -553,6 +579,47 @@ fn luong_matches_reference_for_every_score() {
         };
         check_against_reference(&d, 10 + i as u64);
     }
+}
+
+/// The decoders of ONNX exports of OpenNMT-style PyTorch models (issue 12): bridges
+/// from the mean of the encoder outputs, per layer or shared; input feeding; the
+/// attentional layer's input in either order and its three activations; a
+/// log-softmax output; a source prefix token.
+#[test]
+fn onnx_style_decoders_match_reference() {
+    let mut d = base_desc();
+    d.enc_layers = 2;
+    d.enc_bidir = true;
+    d.dec_layers = 2;
+    d.dec_hidden = 7;
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::General;
+    d.init = Init::Mean;
+    d.attentional = Some(5);
+    d.att_parts = parts(&[Part::Context, Part::State]);
+    d.out_parts = parts(&[Part::Attentional]);
+    d.extras.input_feed = true;
+    d.extras.logits = LogitsKind::LogSoftmax;
+    check_against_reference(&tidy(d), 20);
+    d.extras.bridge_shared = true;
+    d.extras.input_feed = false;
+    d.att_parts = parts(&[Part::State, Part::Context]);
+    check_against_reference(&tidy(d), 21);
+    d.extras.input_feed = true;
+    for (i, act) in [Activation::Relu, Activation::Identity]
+        .into_iter()
+        .enumerate()
+    {
+        d.extras.att_act = act;
+        check_against_reference(&tidy(d), 22 + i as u64);
+    }
+    // A prefix token before every source, with the mean over a padded source.
+    d.extras.src_prefix[0] = Some(1);
+    d.src_pad_to = 9;
+    check_against_reference(&tidy(d), 24);
+    // A shared dense bridge of the final states.
+    d.init = Init::Dense;
+    check_against_reference(&tidy(d), 25);
 }
 
 #[test]

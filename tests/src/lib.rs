@@ -241,6 +241,144 @@ pub fn assert_only(dir: &Path, files: &[&str]) {
     assert_eq!(dir_listing(dir), want, "files left in {}", dir.display());
 }
 
+/// A held-out source and a framework's greedy decode of it (the LSTM and ONNX
+/// fixtures' `reference.json`).
+pub struct Reference {
+    /// The source word.
+    pub word: String,
+    /// The output tokens (end token dropped).
+    pub output: Vec<String>,
+    /// Per step (the end token's included): top-1 minus top-2 probability.
+    pub gaps: Vec<f64>,
+}
+
+/// The references of `list` (the JSON array of a `reference.json`): `word`, `output`
+/// (space-separated tokens) and `gaps` of each entry.
+pub fn references(list: &serde_json::Value, origin: &Path) -> Vec<Reference> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("{}: no references", origin.display()))
+        .iter()
+        .map(|c| Reference {
+            word: c["word"].as_str().expect("word").to_string(),
+            output: c["output"]
+                .as_str()
+                .expect("output")
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+            gaps: c["gaps"]
+                .as_array()
+                .expect("gaps")
+                .iter()
+                .map(|g| g.as_f64().expect("a gap"))
+                .collect(),
+        })
+        .collect()
+}
+
+/// `s2s run MODEL` on the references' words: the output tokens of each.
+pub fn run_words(model: &Path, refs: &[Reference]) -> Vec<Vec<String>> {
+    let input: String = refs.iter().map(|r| format!("{}\n", r.word)).collect();
+    let out = s2s_ok(&[&"run", &model], &input);
+    let lines: Vec<Vec<String>> = out
+        .lines()
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert_eq!(lines.len(), refs.len(), "one output line per input");
+    lines
+}
+
+/// Compares `ours` with the references token for token: a difference is accepted only
+/// when the reference's top-two gap at the first differing step is below `near_tie`
+/// (else the test fails naming the word). Returns the accepted differences.
+#[track_caller]
+pub fn near_tie_differences(
+    name: &str,
+    refs: &[Reference],
+    ours: &[Vec<String>],
+    near_tie: f64,
+) -> Vec<String> {
+    let mut near_ties = vec![];
+    for (c, o) in refs.iter().zip(ours) {
+        if &c.output == o {
+            continue;
+        }
+        // The first step that differs (a longer or shorter output differs where one
+        // of them has the end token).
+        let step = c
+            .output
+            .iter()
+            .zip(o)
+            .position(|(a, b)| a != b)
+            .unwrap_or(c.output.len().min(o.len()));
+        let gap = c.gaps.get(step).copied().unwrap_or(f64::INFINITY);
+        assert!(
+            gap < near_tie,
+            "{name} {:?}: ours {:?}, reference {:?}; first difference at step {step}, where the reference's top-two gap is {gap} (not below {near_tie})",
+            c.word,
+            o.join(" "),
+            c.output.join(" ")
+        );
+        near_ties.push(format!("{} (step {step}, gap {gap:.2e})", c.word));
+    }
+    eprintln!(
+        "{name}: {} of {} token-identical; {} differ, each at a reference near-tie: {near_ties:?}",
+        refs.len() - near_ties.len(),
+        refs.len(),
+        near_ties.len()
+    );
+    near_ties
+}
+
+/// `s2s quantize MODEL --scheme w8a16` with `tests/fixtures/golden/words-calib.txt`
+/// into `out`, then `s2s check` of it against `model` on the references' words (in
+/// `out`'s folder) with `--min-agreement`: returns the sequence agreement (percent).
+pub fn quantize_w8a16_and_check(
+    model: &Path,
+    out: &Path,
+    refs: &[Reference],
+    min_agreement: f64,
+) -> f64 {
+    let calib = golden("words-calib.txt");
+    s2s_ok(
+        &[
+            &"quantize",
+            &model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    let words = out.with_extension("words.txt");
+    let text: String = refs.iter().map(|c| format!("{}\n", c.word)).collect();
+    std::fs::write(&words, text).expect("writing the words");
+    let report = s2s_ok(
+        &[
+            &"check",
+            &out,
+            &"--reference",
+            &model,
+            &"--input",
+            &words,
+            &"--min-agreement",
+            &min_agreement.to_string(),
+        ],
+        "",
+    );
+    let agreement: f64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("sequence agreement"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no agreement in:\n{report}"));
+    assert!(agreement >= min_agreement, "{}:\n{report}", out.display());
+    agreement
+}
+
 /// The PyTorch seq2seq tutorial's model in the sizes of
 /// `models/examples/pytorch-bahdanau.toml`, with seeded pseudo-random weights.
 pub mod pytorch {

@@ -17,7 +17,7 @@ use s2s_kernels::{Fmt, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::Cells;
-use seq2seq::desc::{ModelDesc, Part, MAX_OUT_PARTS};
+use seq2seq::desc::{Activation, Extras, Logits, ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::{DType, Slot, TensorId};
 use seq2seq::{CellKind, Init, Ordering, ScoreKind, Split};
 
@@ -333,6 +333,7 @@ fn small_desc() -> ModelDesc {
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
         beam: Default::default(),
+        extras: Extras::NONE,
     }
 }
 
@@ -566,4 +567,72 @@ fn panics_and_hardfaults_end_the_run_with_their_status() {
             );
         }
     }
+}
+
+// ------------------------------------------------- ONNX-style decoders (issue 12)
+
+/// Fixed source length of the small ONNX-style models (prefix and end tokens included).
+const SMALL_ONNX_PAD_TO: usize = 10;
+
+/// A small model with the decoder of an OpenNMT-style PyTorch export (the ONNX
+/// fixtures' w8a16 files, about 330 KB, exceed the 172 KiB model regions of
+/// lm3s6965evb and microbit): a two-layer bidirectional GRU encoder, per-layer bridges
+/// from the mean of its outputs, input feeding, general attention, a relu attentional
+/// layer over `[context; state]` in a calibrated format, log-softmax logits and a source
+/// prefix token; with `lstm`, LSTM stacks, one shared mean bridge and no input feeding.
+fn small_onnx_desc(lstm: bool) -> ModelDesc {
+    let mut d = small_desc();
+    d.enc_layers = 2;
+    d.enc_hidden = 4;
+    d.enc_bidir = true;
+    d.dec_layers = 2;
+    d.dec_hidden = 6;
+    d.src_pad_to = SMALL_ONNX_PAD_TO;
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::General;
+    d.init = Init::Mean;
+    d.attentional = Some(6);
+    d.att_parts = [Some(Part::Context), Some(Part::State), None, None];
+    d.out_parts = [Some(Part::Attentional), None, None, None];
+    d.extras.input_feed = !lstm;
+    d.extras.bridge_shared = lstm;
+    d.extras.att_act = Activation::Relu;
+    d.extras.fmt_attentional = Fmt { frac: 13 };
+    d.extras.logits = Logits::LogSoftmax;
+    d.extras.src_prefix[0] = Some(3);
+    if lstm {
+        d.cells.enc = CellKind::Lstm;
+        d.cells.dec = CellKind::Lstm;
+        d.cells.fmt_enc = Fmt { frac: 12 };
+        d.cells.fmt_dec = Fmt { frac: 12 };
+        d.extras.att_act = Activation::Tanh;
+        d.extras.fmt_attentional = Fmt { frac: 0 };
+    }
+    d
+}
+
+fn small_onnx_on(board_name: &str, lstm: bool) {
+    let dir = scratch_dir(&format!("firmware-onnx-{board_name}-{lstm}"));
+    let model = synthetic(
+        &dir,
+        "onnx-w8a16.s2s",
+        &small_onnx_desc(lstm),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&model, board(board_name), SMALL_ONNX_PAD_TO - 2, true);
+}
+
+#[test]
+fn small_onnx_gru_w8a16_on_lm3s6965evb_matches_the_host() {
+    small_onnx_on("lm3s6965evb", false);
+}
+
+#[test]
+fn small_onnx_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
+    small_onnx_on("lm3s6965evb", true);
+}
+
+#[test]
+fn small_onnx_gru_w8a16_on_microbit_matches_the_host() {
+    small_onnx_on("microbit", false);
 }

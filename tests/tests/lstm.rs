@@ -11,7 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use s2s_tests::{assert_one_error, assert_only, import, repo_root, s2s_ok, scratch_dir};
+use s2s_tests::{
+    assert_one_error, assert_only, import, near_tie_differences, quantize_w8a16_and_check,
+    references, repo_root, run_words, scratch_dir, Reference,
+};
 
 /// Largest reference top-two gap at which a differing token is accepted.
 const NEAR_TIE: f64 = 1e-4;
@@ -59,41 +62,13 @@ impl Fixture {
     }
 }
 
-/// A held-out word and the reference's decode of it.
-struct Case {
-    word: String,
-    /// The output tokens (end token dropped).
-    output: Vec<String>,
-    /// Per step (the end token's included): top-1 minus top-2 probability.
-    gaps: Vec<f64>,
-}
-
-/// The cases of a fixture's `reference.json`.
-fn cases(f: &Fixture) -> Vec<Case> {
+/// The references of a fixture's `reference.json`.
+fn cases(f: &Fixture) -> Vec<Reference> {
     let path = f.dir().join("reference.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let json: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    json["cases"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{}: no cases", path.display()))
-        .iter()
-        .map(|c| Case {
-            word: c["word"].as_str().expect("word").to_string(),
-            output: c["output"]
-                .as_str()
-                .expect("output")
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
-            gaps: c["gaps"]
-                .as_array()
-                .expect("gaps")
-                .iter()
-                .map(|g| g.as_f64().expect("a gap"))
-                .collect(),
-        })
-        .collect()
+    references(&json["cases"], &path)
 }
 
 /// [`import`], which must succeed.
@@ -122,55 +97,12 @@ fn imported(f: &Fixture) -> &'static Path {
     })
 }
 
-/// `s2s run MODEL` on `words`: the output tokens of each.
-fn run(model: &Path, words: &[&str]) -> Vec<Vec<String>> {
-    let input: String = words.iter().map(|w| format!("{w}\n")).collect();
-    let out = s2s_ok(&[&"run", &model], &input);
-    let lines: Vec<Vec<String>> = out
-        .lines()
-        .map(|l| l.split_whitespace().map(String::from).collect())
-        .collect();
-    assert_eq!(lines.len(), words.len(), "one output line per input");
-    lines
-}
-
 /// Decodes the 500 held-out words and compares them with the references.
 fn matches_its_references(f: &Fixture) {
     let cases = cases(f);
     assert!(cases.len() >= 200, "{}: {} cases", f.name, cases.len());
-    let words: Vec<&str> = cases.iter().map(|c| c.word.as_str()).collect();
-    let ours = run(imported(f), &words);
-    let mut near_ties = vec![];
-    for (c, o) in cases.iter().zip(&ours) {
-        if &c.output == o {
-            continue;
-        }
-        // The first step that differs (a longer or shorter output differs where one
-        // of them has the end token).
-        let step = c
-            .output
-            .iter()
-            .zip(o)
-            .position(|(a, b)| a != b)
-            .unwrap_or(c.output.len().min(o.len()));
-        let gap = c.gaps.get(step).copied().unwrap_or(f64::INFINITY);
-        assert!(
-            gap < NEAR_TIE,
-            "{} {:?}: ours {:?}, reference {:?}; first difference at step {step}, where the reference's top-two gap is {gap} (not below {NEAR_TIE})",
-            f.name,
-            c.word,
-            o.join(" "),
-            c.output.join(" ")
-        );
-        near_ties.push(format!("{} (step {step}, gap {gap:.2e})", c.word));
-    }
-    eprintln!(
-        "{}: {} of {} token-identical; {} differ, each at a reference near-tie: {near_ties:?}",
-        f.name,
-        cases.len() - near_ties.len(),
-        cases.len(),
-        near_ties.len()
-    );
+    let ours = run_words(imported(f), &cases);
+    near_tie_differences(f.name, &cases, &ours, NEAR_TIE);
 }
 
 #[test]
@@ -206,8 +138,7 @@ fn keras2_fixture_needs_its_masking() {
     let model = dir.join("zeros.s2s");
     import_ok(&config, &f.weights(), &model);
     let cases = cases(f);
-    let words: Vec<&str> = cases.iter().map(|c| c.word.as_str()).collect();
-    let differ = run(&model, &words)
+    let differ = run_words(&model, &cases)
         .iter()
         .zip(&cases)
         .filter(|(o, c)| **o != c.output)
@@ -225,42 +156,7 @@ fn quantized_agrees(f: &Fixture) {
     let model = imported(f);
     let dir = scratch_dir(&format!("lstm-w8a16-{}", f.name));
     let q = dir.join(format!("{}-w8a16.s2s", f.config));
-    let calib = repo_root().join("tests/fixtures/golden/words-calib.txt");
-    s2s_ok(
-        &[
-            &"quantize",
-            &model,
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            &calib,
-            &"-o",
-            &q,
-        ],
-        "",
-    );
-    let words = dir.join("words.txt");
-    let text: String = cases(f).iter().map(|c| format!("{}\n", c.word)).collect();
-    std::fs::write(&words, text).expect("writing the words");
-    let report = s2s_ok(
-        &[
-            &"check",
-            &q,
-            &"--reference",
-            &model,
-            &"--input",
-            &words,
-            &"--min-agreement",
-            &MIN_AGREEMENT.to_string(),
-        ],
-        "",
-    );
-    let agreement: f64 = report
-        .lines()
-        .find_map(|l| l.strip_prefix("sequence agreement"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no agreement in:\n{report}"));
+    let agreement = quantize_w8a16_and_check(model, &q, &cases(f), MIN_AGREEMENT);
     let size = |p: &Path| std::fs::metadata(p).expect("a model file").len() as f64;
     let share = size(&q) / size(model);
     eprintln!(
@@ -269,7 +165,6 @@ fn quantized_agrees(f: &Fixture) {
         cases(f).len(),
         100.0 * share
     );
-    assert!(agreement >= MIN_AGREEMENT, "{}:\n{report}", f.name);
     assert!(
         share <= MAX_SIZE_SHARE,
         "{}: w8a16 is {:.1} % of the f32 file",

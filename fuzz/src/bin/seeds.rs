@@ -8,7 +8,8 @@
 //!   every precision; g2p-en's are larger and would only slow every execution down)
 //!   and small models of every variant and precision made by the builder (the same
 //!   generator as seq2seq's property tests);
-//! * `<out>/config/`: every configuration in `models/` and `models/examples/`.
+//! * `<out>/config/`: every configuration in `models/` and `models/examples/`;
+//! * `<out>/onnx/`: the ONNX graphs of `tests/fixtures/onnx/` (beside `models/`).
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,8 @@ fn main() {
 
 fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
     let (model_dir, config_dir) = (out.join("model"), out.join("config"));
-    for d in [&model_dir, &config_dir] {
+    let onnx_dir = out.join("onnx");
+    for d in [&model_dir, &config_dir, &onnx_dir] {
         let _ = std::fs::remove_dir_all(d);
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
@@ -72,6 +74,20 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
             c += 1;
         }
     }
+    let mut o = 0;
+    let fixtures = configs.join("../tests/fixtures/onnx");
+    for variant in ["gru", "lstm"] {
+        for f in files(&fixtures.join(variant), "onnx")? {
+            let to = onnx_dir.join(format!(
+                "{variant}-{}",
+                f.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            std::fs::copy(&f, &to)
+                .map_err(|e| format!("{} -> {}: {e}", f.display(), to.display()))?;
+            o += 1;
+        }
+    }
+    println!("seeds: {o} ONNX graphs in {}", onnx_dir.display());
     println!(
         "seeds: {} model files ({n} real, {} builder-made) in {}, {c} configurations in {}",
         n + 3 * SMALL_MODELS as usize,

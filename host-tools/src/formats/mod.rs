@@ -9,6 +9,7 @@
 //! | zip holding `model.weights.h5` (`.keras`) | `zip` crate + `hdf5`       | dataset path without `/`  |
 //! | 8-byte length + JSON (`.safetensors`)     | `safetensors` crate        | key as stored             |
 //! | `\x93NUMPY` (a single `.npy`)             | `npyz` crate               | file stem                 |
+//! | protobuf `ModelProto` (`.onnx`)           | `prost` (our `onnx` module) | initializer, `Constant` or `Identity` output |
 //!
 //! Only real floating-point tensors are returned: 16-, 32- and 64-bit IEEE floats (and
 //! bfloat16) are converted to `f32`, while integer, boolean, string and complex data
@@ -24,12 +25,16 @@
 mod archive;
 mod convert;
 pub(crate) mod hdf5;
+mod listing;
 mod npy;
+pub(crate) mod onnx;
 mod safetensors;
 
 use std::path::Path;
 
 use crate::error::{Error, Place, Result};
+
+pub use listing::{list_tensors, write_listing, Listing};
 
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,15 +53,42 @@ pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";
 /// Reads every float tensor of a weights file, choosing the reader by content (magic
 /// bytes), not only extension: PyTorch safetensors (.safetensors), NumPy .npz (zip of
 /// .npy), a Keras 3 `.keras` file (a zip holding `model.weights.h5`), or a bare HDF5
-/// `.h5` file. Errors name the file by its path as given.
+/// `.h5` file, or an ONNX model (`.onnx`, whose external data files are read from the
+/// model's folder). Errors name the file by its path as given.
 pub fn read_weights(path: &Path) -> Result<Vec<Tensor>> {
     let bytes = std::fs::read(path).map_err(Error::io(path))?;
-    read_weights_bytes(&bytes, &path.display().to_string())
+    read_weights_in(
+        &bytes,
+        &path.display().to_string(),
+        Some(&model_folder(path)),
+    )
+}
+
+/// The folder a weights file is in (`.` for a bare file name).
+fn model_folder(path: &Path) -> std::path::PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => Path::new(".").to_path_buf(),
+    }
 }
 
 /// Like [`read_weights`] for bytes already in memory; `origin` names them in errors
-/// (and, for a lone `.npy`, its file stem names the tensor).
+/// (and, for a lone `.npy`, its file stem names the tensor). An ONNX model's external
+/// data cannot be found from memory: such a tensor is an error.
 pub fn read_weights_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+    read_weights_in(bytes, origin, None)
+}
+
+/// Reads an ONNX model from memory with the ONNX reader whatever its first bytes, and
+/// lists it as `s2s tensors` does (the ONNX fuzz target's entry point): its float
+/// tensors. External data cannot be found from memory and is an error.
+pub fn read_onnx_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+    onnx::list_onnx(bytes, origin)?;
+    onnx::read_onnx(bytes, origin, None)
+}
+
+/// [`read_weights_bytes`] with the folder of the file, for ONNX external data.
+fn read_weights_in(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Vec<Tensor>> {
     // Formats identified by their first bytes come first; an HDF5 signature further in
     // (after a user block) is looked for last.
     let mut tensors = if bytes.starts_with(hdf5::SIGNATURE) {
@@ -69,13 +101,15 @@ pub fn read_weights_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
         safetensors::read_safetensors(bytes, origin)?
     } else if hdf5::is_hdf5(bytes) {
         read_hdf5_in(bytes, origin)?
+    } else if onnx::is_onnx(bytes) || origin.ends_with(".onnx") {
+        onnx::read_onnx(bytes, origin, folder)?
     } else {
         return Err(Error::invalid(
             origin,
             Place::File,
             format!(
                 "unrecognised weights format (starts with {}); \
-                 expected safetensors, .npz, .keras, HDF5 or .npy",
+                 expected safetensors, .npz, .keras, HDF5, .npy or ONNX",
                 hex_head(bytes)
             ),
         ));

@@ -25,15 +25,20 @@ pub(crate) fn is_safetensors(bytes: &[u8]) -> bool {
     header_len >= 2 && header_len <= (bytes.len() - 8) as u64 && bytes.get(8) == Some(&b'{')
 }
 
-/// Reads every float tensor, in the file's name order; errors name `origin`.
-pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
-    let file = SafeTensors::deserialize(bytes).map_err(|error| {
+/// The file's header and tensor views, validated by the crate; errors name `origin`.
+pub(crate) fn deserialize<'b>(bytes: &'b [u8], origin: &str) -> Result<SafeTensors<'b>> {
+    SafeTensors::deserialize(bytes).map_err(|error| {
         Error::invalid(
             origin,
             Place::File,
             format!("invalid safetensors file: {error}"),
         )
-    })?;
+    })
+}
+
+/// Reads every float tensor, in the file's name order; errors name `origin`.
+pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+    let file = deserialize(bytes, origin)?;
     let mut tensors = Vec::new();
     for (name, view) in file.tensors() {
         let fail = |message: String| Error::invalid(origin, Place::Tensor(name.clone()), message);

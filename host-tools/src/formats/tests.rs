@@ -194,7 +194,7 @@ fn unknown_and_empty_inputs_are_one_line_errors() {
     assert_eq!(
         error.to_string(),
         "m.gguf: unrecognised weights format (starts with 47 47 55 46 03 00 00 00); \
-         expected safetensors, .npz, .keras, HDF5 or .npy"
+         expected safetensors, .npz, .keras, HDF5, .npy or ONNX"
     );
     let error = read_weights_bytes(b"", "empty.h5").expect_err("empty");
     assert!(error.to_string().contains("the file is empty"));

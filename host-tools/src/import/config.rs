@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
-    Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+    Cells, Extras, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
 };
 use serde::Deserialize;
 
@@ -118,6 +118,9 @@ pub struct SourceSection {
     pub eos: Option<String>,
     /// Fixed length the source is padded to (absent: no padding).
     pub pad_to: Option<usize>,
+    /// Tokens put before every source (a language or domain tag), at most 4.
+    #[serde(default)]
+    pub prefix: Vec<String>,
 }
 
 /// `[target]`.
@@ -190,6 +193,11 @@ pub struct AttentionSection {
     pub attentional: Option<usize>,
     /// Parts of the attentional layer's input, in order (default `[state, context]`).
     pub attentional_input: Option<Vec<PartName>>,
+    /// The attentional layer's activation (default `tanh`).
+    pub attentional_activation: Option<ActivationName>,
+    /// Input feeding: decoder layer 0 also reads the previous attentional vector.
+    #[serde(default)]
+    pub input_feeding: bool,
 }
 
 /// `[decoder]`.
@@ -218,6 +226,12 @@ pub struct DecoderSection {
     pub init_cell: Option<InitName>,
     /// Parts of the output layer's input, in order.
     pub output: Vec<PartName>,
+    /// One bridge per decoder layer (`per-layer`, the default) or one for all
+    /// (`shared`); only with `init = "dense"` or `"mean"`.
+    pub bridge: Option<BridgeName>,
+    /// What the output layer's values feed: `softmax` (default) or `log-softmax`.
+    #[serde(default = "softmax")]
+    pub logits: LogitsName,
 }
 
 /// Where one of our layers comes from.
@@ -245,6 +259,16 @@ pub struct FullMapping {
     /// (ours is `rzn`; `h` and `n` both name the candidate), for an LSTM e.g. `iofc`
     /// for ONNX (ours is `ifgo`, as PyTorch and Keras store it; `c` names `g`).
     pub gates: Option<String>,
+    /// The weights file (its file name, as given to `--weights`) holding the weight
+    /// and the bias; needed only when several files hold a tensor of that name.
+    pub file: Option<String>,
+    /// Index of the first axis of the weight and of the bias: the direction of a
+    /// packed ONNX `GRU`/`LSTM` tensor (`W [dirs, G*H, in]`, `B [dirs, 2*G*H]`;
+    /// 0 forward, 1 backward).
+    pub direction: Option<usize>,
+    /// Which half of the bias holds this matrix's bias: an ONNX recurrent node's `B`
+    /// is `[Wb; Rb]`, `input` for `w_ih`, `recurrent` for `w_hh`.
+    pub bias_half: Option<HalfName>,
 }
 
 impl Mapping {
@@ -256,12 +280,18 @@ impl Mapping {
                 bias: None,
                 transpose: false,
                 gates: None,
+                file: None,
+                direction: None,
+                bias_half: None,
             },
             Mapping::Full(f) => FullMapping {
                 weight: f.weight.clone(),
                 bias: f.bias.clone(),
                 transpose: f.transpose,
                 gates: f.gates.clone(),
+                file: f.file.clone(),
+                direction: f.direction,
+                bias_half: f.bias_half,
             },
         }
     }
@@ -333,7 +363,33 @@ names!(
     InitName { /// Zeros.
     Zeros = "zeros", /// The encoder's last state.
     Last = "last", /// `tanh(W x + b)` of the encoder's last state.
-    Dense = "dense" }
+    Dense = "dense", /// `tanh(W m + b)` of the mean of the encoder outputs.
+    Mean = "mean" }
+);
+names!(
+    /// One bridge per decoder layer or one for all.
+    BridgeName { /// `bridge.l<l>` for every layer.
+    PerLayer = "per-layer", /// `bridge.l0` for every layer.
+    Shared = "shared" }
+);
+names!(
+    /// The attentional layer's activation.
+    ActivationName { /// `tanh`.
+    Tanh = "tanh", /// `max(0, x)`.
+    Relu = "relu", /// None.
+    None = "none" }
+);
+names!(
+    /// What the output layer's values feed.
+    LogitsName { /// A softmax.
+    Softmax = "softmax", /// A log-softmax.
+    LogSoftmax = "log-softmax" }
+);
+names!(
+    /// A half of a packed bias `[input; recurrent]`.
+    HalfName { /// The first half (ONNX `Wb`).
+    Input = "input", /// The second half (ONNX `Rb`).
+    Recurrent = "recurrent" }
 );
 names!(
     /// Output layer input part.
@@ -362,6 +418,9 @@ fn yes() -> bool {
 fn length() -> MaskName {
     MaskName::Length
 }
+fn softmax() -> LogitsName {
+    LogitsName::Softmax
+}
 
 impl From<PartName> for Part {
     fn from(p: PartName) -> Self {
@@ -380,6 +439,7 @@ impl From<InitName> for Init {
             InitName::Zeros => Init::Zeros,
             InitName::Last => Init::Last,
             InitName::Dense => Init::Dense,
+            InitName::Mean => Init::Mean,
         }
     }
 }
@@ -526,10 +586,13 @@ impl Config {
             att_parts: [None; MAX_OUT_PARTS],
             beam: beam_rule(&self.beam.variant, self.beam.alpha)
                 .map_err(|m| self.error(Place::File, format!("[beam]: {m}")))?,
+            extras: Extras::NONE,
         };
         // The cells, their gates' activation and reset form, masking, the LSTM
         // decoder's initial cell state and the attentional layer's input.
         crate::import::cells::configure(self, &mut d)?;
+        // Bridges, input feeding, the attentional activation, the output, the prefix.
+        crate::import::decoding::configure(self, &mut d)?;
         // Round-trip through the stored form so every field gets the file's checks.
         d.to_raw()
             .and_then(|raw| ModelDesc::from_raw(&raw))
@@ -570,6 +633,21 @@ fn config_message(e: seq2seq::Error) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The one-line error of `models/<example>.toml` with `from` replaced by `to` (which
+/// must change it): what the configuration tests of each module check.
+#[cfg(test)]
+pub(crate) fn edited_example_error(example: &str, from: &str, to: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{example}.toml"));
+    let text = std::fs::read_to_string(&path).expect("the example configuration");
+    assert!(text.contains(from), "{example}: no {from:?}");
+    let e = Config::parse(&text.replacen(from, to, 1), &path)
+        .and_then(|c| c.desc())
+        .expect_err("the edited configuration is refused")
+        .to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    e
 }
 
 #[cfg(test)]
@@ -628,6 +706,8 @@ mod tests {
             "examples/keras2-lstm-g2p",
             "examples/keras3-lstm-g2p",
             "examples/pytorch-lstm-g2p",
+            "examples/onnx-gru",
+            "examples/onnx-lstm",
         ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../models/{name}.toml"));
             let d = Config::load(&path).unwrap().desc().unwrap();

@@ -2,9 +2,10 @@
 
 pub mod cells;
 pub mod config;
+pub mod decoding;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use s2s_kernels::PrecisionKind;
 use seq2seq::builder::ModelBuilder;
@@ -14,7 +15,7 @@ use seq2seq::format::{DType, Slot, TensorId};
 use crate::error::{Error, Place, Result};
 use crate::formats::{read_weights, Tensor};
 use crate::import::cells::{cell_name, cell_of, gate_perm, our_gates, reorder_gates};
-use crate::import::config::Config;
+use crate::import::config::{Config, HalfName};
 use crate::io::write_atomic;
 use crate::model::LoadedModel;
 
@@ -25,50 +26,169 @@ pub fn layer_name(s: &LayerSpec) -> String {
         .to_string()
 }
 
-/// Looks up `name` or `name[i]` (index `i` of the first dimension) among `tensors`.
-fn resolve<'t>(
-    tensors: &'t BTreeMap<&str, &Tensor>,
-    spec: &str,
-) -> Result<(Vec<usize>, &'t [f32]), String> {
-    let (name, index) = match spec.strip_suffix(']').and_then(|s| s.rsplit_once('[')) {
-        Some((n, i)) => (
-            n,
-            Some(
-                i.parse::<usize>()
-                    .map_err(|_| format!("tensor reference {spec:?}: bad index"))?,
+/// The tensors of one weights file, under the file name a configuration's `file` key
+/// uses.
+pub struct WeightFile {
+    /// The file name (the last component of the path given to `--weights`).
+    pub label: String,
+    /// Its float tensors.
+    pub tensors: Vec<Tensor>,
+}
+
+impl WeightFile {
+    /// Reads a weights file (any supported format).
+    pub fn read(path: &Path) -> Result<WeightFile> {
+        Ok(WeightFile {
+            label: path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
             ),
-        ),
-        None => (spec, None),
-    };
-    let t = tensors.get(name).ok_or_else(|| {
-        let near: Vec<&str> = tensors
-            .keys()
-            .filter(|k| k.contains(name.rsplit('/').next().unwrap_or(name)))
-            .take(4)
-            .copied()
-            .collect();
-        if near.is_empty() {
-            format!("tensor {name:?} not found in the weights file")
-        } else {
-            format!(
-                "tensor {name:?} not found in the weights file (similar: {})",
-                near.join(", ")
-            )
+            tensors: read_weights(path)?,
+        })
+    }
+}
+
+/// The tensors of every weights file, by file and name.
+struct Sources<'t> {
+    files: Vec<(&'t str, BTreeMap<&'t str, &'t Tensor>)>,
+}
+
+impl<'t> Sources<'t> {
+    fn new(files: &'t [WeightFile]) -> Self {
+        Sources {
+            files: files
+                .iter()
+                .map(|f| {
+                    let by_name = f.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
+                    (f.label.as_str(), by_name)
+                })
+                .collect(),
         }
-    })?;
-    match index {
-        None => Ok((t.shape.clone(), &t.data)),
-        Some(i) => {
-            let first = *t.shape.first().unwrap_or(&0);
+    }
+
+    /// What a missing tensor's message says about the files looked in.
+    fn where_looked(&self) -> String {
+        match &self.files[..] {
+            [(label, _)] => format!("the weights file {label}"),
+            files => {
+                let labels: Vec<&str> = files.iter().map(|(l, _)| *l).collect();
+                format!("the weights files {}", labels.join(", "))
+            }
+        }
+    }
+
+    /// The tensor `name` of `file`, or of whichever file holds it (exactly one may).
+    fn find(&self, name: &str, file: Option<&str>) -> Result<&'t Tensor, String> {
+        let files: Vec<&(&str, BTreeMap<&str, &Tensor>)> = match file {
+            Some(f) => {
+                let chosen: Vec<_> = self.files.iter().filter(|(l, _)| *l == f).collect();
+                if chosen.is_empty() {
+                    let labels: Vec<&str> = self.files.iter().map(|(l, _)| *l).collect();
+                    return Err(format!(
+                        "file {f:?} is not a --weights file (they are: {})",
+                        labels.join(", ")
+                    ));
+                }
+                chosen
+            }
+            None => self.files.iter().collect(),
+        };
+        let found: Vec<(&str, &Tensor)> = files
+            .iter()
+            .filter_map(|(l, m)| m.get(name).map(|t| (*l, *t)))
+            .collect();
+        match &found[..] {
+            [(_, t)] => Ok(*t),
+            [] => {
+                let tail = name.rsplit(['/', '.', ':']).next().unwrap_or(name);
+                let near: Vec<&str> = files
+                    .iter()
+                    .flat_map(|(_, m)| m.keys())
+                    .filter(|k| !tail.is_empty() && k.contains(tail))
+                    .take(4)
+                    .copied()
+                    .collect();
+                let looked = match file {
+                    Some(f) => format!("the weights file {f}"),
+                    None => self.where_looked(),
+                };
+                if near.is_empty() {
+                    Err(format!("tensor {name:?} not found in {looked}"))
+                } else {
+                    Err(format!(
+                        "tensor {name:?} not found in {looked} (similar: {})",
+                        near.join(", ")
+                    ))
+                }
+            }
+            several => {
+                let labels: Vec<&str> = several.iter().map(|(l, _)| *l).collect();
+                Err(format!(
+                    "tensor {name:?} is in {}: say which with file = {:?}",
+                    labels.join(" and "),
+                    labels[0]
+                ))
+            }
+        }
+    }
+
+    /// Looks up `spec`, i.e. `name` or `name[i]` (index `i` of the first dimension),
+    /// in `file` (or in the one file holding it), then takes index `direction` of the
+    /// first dimension and the `half` of the last one when asked.
+    fn resolve(
+        &self,
+        spec: &str,
+        file: Option<&str>,
+        direction: Option<usize>,
+        half: Option<HalfName>,
+    ) -> Result<(Vec<usize>, &'t [f32]), String> {
+        let (name, index) = match spec.strip_suffix(']').and_then(|s| s.rsplit_once('[')) {
+            Some((n, i)) => (
+                n,
+                Some(
+                    i.parse::<usize>()
+                        .map_err(|_| format!("tensor reference {spec:?}: bad index"))?,
+                ),
+            ),
+            None => (spec, None),
+        };
+        if index.is_some() && direction.is_some() {
+            return Err(format!(
+                "tensor reference {spec:?}: give the index as [i] or as direction, not both"
+            ));
+        }
+        let t = self.find(name, file)?;
+        let (mut shape, mut data) = (t.shape.clone(), &t.data[..]);
+        if let Some(i) = index.or(direction) {
+            let first = *shape.first().unwrap_or(&0);
             if i >= first {
+                let what = if index.is_some() {
+                    "index"
+                } else {
+                    "direction"
+                };
                 return Err(format!(
-                    "tensor {spec:?}: index {i} beyond its first dimension {first}"
+                    "tensor {spec:?} of shape {shape:?}: {what} {i} beyond its first dimension {first}"
                 ));
             }
-            let rest: Vec<usize> = t.shape[1..].to_vec();
-            let n: usize = rest.iter().product();
-            Ok((rest, &t.data[i * n..(i + 1) * n]))
+            shape.remove(0);
+            let n: usize = shape.iter().product();
+            data = &data[i * n..(i + 1) * n];
         }
+        if let Some(h) = half {
+            let Some(&last) = shape.last().filter(|&&n| n % 2 == 0 && shape.len() == 1) else {
+                return Err(format!(
+                    "tensor {spec:?} of shape {shape:?}: bias_half needs a vector of an even length (after direction)"
+                ));
+            };
+            let n = last / 2;
+            shape = vec![n];
+            data = match h {
+                HalfName::Input => &data[..n],
+                HalfName::Recurrent => &data[n..],
+            };
+        }
+        Ok((shape, data))
     }
 }
 
@@ -91,13 +211,28 @@ fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
-/// `s2s import`: reads the configuration and the weights, and writes the f32 model file
-/// (checked as a reader will read it, written atomically). Returns its size in bytes and
-/// its number of tensors.
-pub fn import_file(config: &Path, weights: &Path, output: &Path) -> Result<(usize, usize)> {
+/// `s2s import`: reads the configuration and the weights files (one, or several whose
+/// tensors the configuration tells apart by name or by `file`), and writes the f32
+/// model file (checked as a reader will read it, written atomically). Returns its size
+/// in bytes and its number of tensors.
+pub fn import_file(config: &Path, weights: &[PathBuf], output: &Path) -> Result<(usize, usize)> {
     let cfg = Config::load(config)?;
-    let tensors = read_weights(weights)?;
-    let builder = import(&cfg, &tensors)?;
+    if weights.is_empty() {
+        return Err(Error::usage("s2s import needs at least one --weights file"));
+    }
+    let mut files: Vec<WeightFile> = Vec::new();
+    for path in weights {
+        let file = WeightFile::read(path)?;
+        if let Some(same) = files.iter().find(|f| f.label == file.label) {
+            return Err(Error::usage(format!(
+                "two --weights files are named {} ({} is the second): a configuration tells files apart by name",
+                same.label,
+                path.display()
+            )));
+        }
+        files.push(file);
+    }
+    let builder = import_files(&cfg, &files)?;
     let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
@@ -107,8 +242,18 @@ pub fn import_file(config: &Path, weights: &Path, output: &Path) -> Result<(usiz
 /// Builds the f32 model file of `cfg` from the tensors of a weights file; errors name
 /// the configuration and the layer.
 pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
+    let file = WeightFile {
+        label: "weights".into(),
+        tensors: tensors.to_vec(),
+    };
+    import_files(cfg, std::slice::from_ref(&file))
+}
+
+/// [`import`] from several weights files (the configuration's `file` keys name them by
+/// [`WeightFile::label`]).
+pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> {
     let desc = cfg.desc()?;
-    import_desc(cfg, desc, tensors).map_err(|(layer, message)| {
+    import_desc(cfg, desc, files).map_err(|(layer, message)| {
         let place = match layer {
             Some(name) => Place::Inside(format!("layer {name}")),
             None => Place::File,
@@ -121,9 +266,9 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
 fn import_desc(
     cfg: &Config,
     desc: seq2seq::ModelDesc,
-    tensors: &[Tensor],
+    files: &[WeightFile],
 ) -> Result<ModelBuilder, (Option<String>, String)> {
-    let by_name: BTreeMap<&str, &Tensor> = tensors.iter().map(|t| (t.name.as_str(), t)).collect();
+    let sources = Sources::new(files);
     let specs = desc.layer_specs();
     let names: Vec<String> = specs.iter().map(layer_name).collect();
     for key in cfg.weights.keys() {
@@ -180,7 +325,10 @@ fn import_desc(
             None => String::new(),
         };
 
-        let (shape, data) = resolve(&by_name, &m.weight).map_err(ctx)?;
+        let file = m.file.as_deref();
+        let (shape, data) = sources
+            .resolve(&m.weight, file, m.direction, None)
+            .map_err(ctx)?;
         let (mut r, mut c) = as_matrix(&shape).ok_or_else(|| {
             ctx(format!(
                 "tensor {:?} has shape {shape:?}, not a matrix",
@@ -210,12 +358,17 @@ fn import_desc(
             w = reorder_gates(&w, r, c, p);
         }
         let bias = match &m.bias {
+            None if m.bias_half.is_some() => {
+                return Err(ctx("bias_half without a bias".into()));
+            }
             None => None,
             Some(_) if spec.is_embedding() => {
                 return Err(ctx("an embedding has no bias".into()));
             }
             Some(bn) => {
-                let (bshape, bdata) = resolve(&by_name, bn).map_err(ctx)?;
+                let (bshape, bdata) = sources
+                    .resolve(bn, file, m.direction, m.bias_half)
+                    .map_err(ctx)?;
                 if bdata.len() != spec.rows {
                     return Err(ctx(format!(
                         "bias {bn:?} has shape {bshape:?}, the configuration needs {} values",
@@ -240,23 +393,120 @@ fn import_desc(
 mod tests {
     use super::*;
 
+    fn file(label: &str, tensors: &[(&str, &[usize], &[f32])]) -> WeightFile {
+        WeightFile {
+            label: label.into(),
+            tensors: tensors
+                .iter()
+                .map(|(name, shape, data)| Tensor {
+                    name: name.to_string(),
+                    shape: shape.to_vec(),
+                    data: data.to_vec(),
+                })
+                .collect(),
+        }
+    }
+
     #[test]
     fn transpose_and_indexing() {
         assert_eq!(
             transpose(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3),
             [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
         );
-        let t = Tensor {
-            name: "b".into(),
-            shape: vec![2, 3],
-            data: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        };
-        let m: BTreeMap<&str, &Tensor> = [("b", &t)].into_iter().collect();
+        let files = [file(
+            "w",
+            &[("b", &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])],
+        )];
+        let s = Sources::new(&files);
         assert_eq!(
-            resolve(&m, "b[1]").unwrap(),
+            s.resolve("b[1]", None, None, None).unwrap(),
             (vec![3], &[4.0, 5.0, 6.0][..])
         );
-        assert!(resolve(&m, "b[2]").unwrap_err().contains("beyond"));
-        assert!(resolve(&m, "c").unwrap_err().contains("not found"));
+        assert!(s
+            .resolve("b[2]", None, None, None)
+            .unwrap_err()
+            .contains("beyond"));
+        assert!(s
+            .resolve("c", None, None, None)
+            .unwrap_err()
+            .contains("not found"));
+    }
+
+    #[test]
+    fn directions_and_bias_halves_of_packed_onnx_tensors() {
+        // B [2 directions, 2 * 2]: [Wb; Rb] per direction.
+        let b: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        let w: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        let files = [file(
+            "enc.onnx",
+            &[("B", &[2, 4], &b), ("W", &[2, 2, 3], &w)],
+        )];
+        let s = Sources::new(&files);
+        let half = |d, h| s.resolve("B", None, Some(d), Some(h)).unwrap();
+        assert_eq!(half(0, HalfName::Input), (vec![2], &[0.0, 1.0][..]));
+        assert_eq!(half(0, HalfName::Recurrent), (vec![2], &[2.0, 3.0][..]));
+        assert_eq!(half(1, HalfName::Input), (vec![2], &[4.0, 5.0][..]));
+        assert_eq!(half(1, HalfName::Recurrent), (vec![2], &[6.0, 7.0][..]));
+        assert_eq!(
+            s.resolve("W", None, Some(1), None).unwrap(),
+            (vec![2, 3], &w[6..])
+        );
+        let e = s.resolve("W", None, Some(2), None).unwrap_err();
+        assert!(
+            e.contains("direction 2 beyond its first dimension 2"),
+            "{e}"
+        );
+        let e = s.resolve("W[0]", None, Some(0), None).unwrap_err();
+        assert!(e.contains("not both"), "{e}");
+        // A half of a matrix, or of an odd length, is refused.
+        let e = s
+            .resolve("W", None, Some(0), Some(HalfName::Input))
+            .unwrap_err();
+        assert!(e.contains("bias_half needs a vector"), "{e}");
+    }
+
+    #[test]
+    fn tensors_of_several_files_by_name_or_by_file() {
+        let files = [
+            file(
+                "encoder.onnx",
+                &[("emb", &[1], &[1.0]), ("shared", &[1], &[2.0])],
+            ),
+            file(
+                "decoder.onnx",
+                &[("out", &[1], &[3.0]), ("shared", &[1], &[4.0])],
+            ),
+        ];
+        let s = Sources::new(&files);
+        assert_eq!(s.resolve("out", None, None, None).unwrap().1, [3.0]);
+        assert_eq!(s.resolve("emb", None, None, None).unwrap().1, [1.0]);
+        let e = s.resolve("shared", None, None, None).unwrap_err();
+        assert_eq!(
+            e,
+            "tensor \"shared\" is in encoder.onnx and decoder.onnx: say which with file = \"encoder.onnx\""
+        );
+        assert_eq!(
+            s.resolve("shared", Some("decoder.onnx"), None, None)
+                .unwrap()
+                .1,
+            [4.0]
+        );
+        let e = s
+            .resolve("out", Some("encoder.onnx"), None, None)
+            .unwrap_err();
+        assert!(
+            e.contains("not found in the weights file encoder.onnx"),
+            "{e}"
+        );
+        let e = s.resolve("out", Some("dec.onnx"), None, None).unwrap_err();
+        assert!(
+            e.contains("is not a --weights file (they are: encoder.onnx, decoder.onnx)"),
+            "{e}"
+        );
+        let e = s.resolve("missing", None, None, None).unwrap_err();
+        assert!(
+            e.contains("not found in the weights files encoder.onnx, decoder.onnx"),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use rnn_core::{Masked, Recurrent};
-use seq2seq::desc::{CellKind, Init, ModelDesc, Ordering};
+use seq2seq::desc::{Activation, CellKind, Init, Logits, ModelDesc, Ordering};
 use seq2seq::plan::{Buf, Plan};
 use seq2seq::Split;
 
@@ -41,6 +41,7 @@ fn init_name(i: Init) -> &'static str {
         Init::Zeros => "zeros",
         Init::Last => "last encoder state",
         Init::Dense => "tanh(W h_enc + b)",
+        Init::Mean => "tanh(W mean(enc outputs) + b)",
     }
 }
 
@@ -122,8 +123,13 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 Init::Last => "last encoder cell state",
                 Init::Dense if d.cells.enc == CellKind::Lstm => "tanh(W c_enc + b)",
                 Init::Dense => "tanh(W h_enc + b)",
+                Init::Mean => "mean",
             }
         );
+    }
+    let x = &d.extras;
+    if x.bridge_shared {
+        init += " (one bridge for every layer)";
     }
     let names = |parts: &mut dyn Iterator<Item = seq2seq::Part>| -> String {
         parts
@@ -143,11 +149,24 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 cell(d.cells.dec, d.dec_reset, d.cells.dec_recurrent)
             ),
             d.attentional.map_or(String::new(), |a| format!(
-                ", attentional {a} from [{}]",
-                names(&mut d.att_parts())
+                ", attentional {a} = {}([{}]){}",
+                match x.att_act {
+                    Activation::Tanh => "tanh",
+                    Activation::Relu => "relu",
+                    Activation::Identity => "",
+                },
+                names(&mut d.att_parts()),
+                if x.input_feed {
+                    ", fed to the next step's input"
+                } else {
+                    ""
+                }
             )),
             names(&mut d.out_parts())
-        ),
+        ) + match x.logits {
+            Logits::Softmax => "",
+            Logits::LogSoftmax => ", log-softmax",
+        },
     ));
     v
 }
@@ -217,7 +236,17 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
             } else {
                 String::new()
             }
-        ),
+        ) + &match d.extras.prefix().count() {
+            0 => String::new(),
+            _ => format!(
+                ", prefix [{}]",
+                d.extras
+                    .prefix()
+                    .map(|id| token(&sv, Some(id)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
     );
     row(
         "target",

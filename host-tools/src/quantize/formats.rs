@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use s2s_kernels::{Fmt, Requant};
-use seq2seq::desc::{CellKind, Init, ModelDesc};
+use seq2seq::desc::{Activation, CellKind, Init, ModelDesc};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Probe, ScoreKind};
 
@@ -71,6 +71,13 @@ pub(crate) fn choose_formats(
     if desc.keys_stored() {
         desc.fmt_keys = Fmt {
             frac: choose_frac(get(Probe::Keys)),
+        };
+    }
+    // A relu or linear attentional vector is not a unit value.
+    let att_calibrated = desc.attentional.is_some() && desc.extras.att_act != Activation::Tanh;
+    if att_calibrated {
+        desc.extras.fmt_attentional = Fmt {
+            frac: choose_frac(get(Probe::Attentional)),
         };
     }
     // LSTM cell states: a power-of-two format from the largest |c| seen at any step
@@ -158,6 +165,13 @@ pub(crate) fn choose_formats(
             "decoder cells",
             dec_c,
             fmt_name(desc.cells.fmt_dec) + ", every step",
+        );
+    }
+    if att_calibrated {
+        row(
+            "attentional",
+            get(Probe::Attentional),
+            fmt_name(desc.extras.fmt_attentional),
         );
     }
     if desc.has_attention() {

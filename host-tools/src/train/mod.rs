@@ -239,6 +239,17 @@ pub fn train_file(
              (import such a model trained elsewhere with `s2s import`)",
         ));
     }
+    let x = &desc.extras;
+    if desc.init == seq2seq::desc::Init::Mean
+        || x.bridge_shared
+        || x.input_feed
+        || x.att_act != seq2seq::desc::Activation::Tanh
+    {
+        return Err(cfg.error(
+            Place::File,
+            "s2s train trains per-layer bridges of the final states, no input feeding and a              tanh attentional layer; this configuration asks for a mean or shared bridge,              input feeding or another attentional activation (import such a model trained              elsewhere with `s2s import`)",
+        ));
+    }
     let threads = match opt.threads {
         0 => std::env::var("RAYON_NUM_THREADS")
             .ok()

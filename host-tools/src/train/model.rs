@@ -162,6 +162,8 @@ impl<'a> Model<'a> {
                         Tensor::zeros((b.size, d.dec_hidden), lasts[0].dtype(), lasts[0].device())?
                     }
                     Init::Last => lasts[l + d.enc_layers - d.dec_layers].clone(),
+                    // `s2s train` refuses the mean bridge before it gets here.
+                    Init::Mean => candle_core::bail!("s2s train has no mean bridge"),
                     Init::Dense => {
                         let (w, bias) = self.p.linear(&format!("bridge.l{l}"));
                         let top = &lasts[d.enc_layers - 1];

@@ -8,8 +8,8 @@ use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS,
-    MIN_FRAC,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
+    MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{
@@ -91,6 +91,7 @@ pub fn small_desc() -> ModelDesc {
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
         beam: Default::default(),
+        extras: Extras::NONE,
     }
 }
 
@@ -102,6 +103,7 @@ pub fn small_desc() -> ModelDesc {
 pub fn random_desc(r: &mut Rng) -> ModelDesc {
     loop {
         let d = try_desc(r);
+        let d = with_extras(d, r);
         if d.check().is_ok() {
             return d;
         }
@@ -261,7 +263,34 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             variant: r.pick(&BeamVariant::ALL),
             alpha: Alpha::from_halves(r.range(0, 4) as u8).expect("alpha in range"),
         },
+        extras: Extras::NONE,
     }
+}
+
+/// `d` with random [`Extras`] (drawn after everything else, so that the rest of a
+/// seed's description is what it was before they existed): a mean or shared bridge,
+/// input feeding, the attentional activation and its format, the output's
+/// normalisation, source prefix tokens.
+fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
+    if d.init == Init::Dense && r.bool() {
+        d.init = Init::Mean;
+    }
+    let x = &mut d.extras;
+    x.bridge_shared = d.init.is_bridge() && r.bool();
+    x.input_feed = d.ordering == Ordering::Luong && d.attentional.is_some() && r.bool();
+    if d.attentional.is_some() {
+        x.att_act = r.pick(&[Activation::Tanh, Activation::Relu, Activation::Identity]);
+        if x.att_act != Activation::Tanh {
+            x.fmt_attentional = Fmt {
+                frac: r.range(0, 15) as i8,
+            };
+        }
+    }
+    x.logits = r.pick(&[Logits::Softmax, Logits::LogSoftmax]);
+    for slot in x.src_prefix.iter_mut().take(r.range(0, 2)) {
+        *slot = Some(r.range(0, SRC.len() - 1) as u16);
+    }
+    d
 }
 
 /// A builder holding `d` at `precision` with random weights: weights of one or two
@@ -380,7 +409,11 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let mut runner = Runner::new(&net, &mut arena, positions)?;
     let mut out = [0u16; 64];
     let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
-    // A beam search of the model's own variant, 3 wide, over the same kind of arena.
+    // A beam search of the model's own variant, 3 wide, over the same kind of arena
+    // (an input-fed model decodes greedily only, and says so).
+    if file.desc().extras.input_feed {
+        return Ok(n);
+    }
     let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;

@@ -1,0 +1,179 @@
+//! `s2s tensors`: what a weights file holds, to write a configuration's `[weights]`
+//! without Python: every tensor's name, shape and element type, and for ONNX the node
+//! inputs each one feeds (operator, node name, input slot and the node's layout
+//! attributes such as `transB` or `direction`).
+
+use std::path::Path;
+
+use super::onnx::{self, Origin};
+use super::safetensors::{self, is_safetensors};
+use super::{model_folder, read_weights_in};
+use crate::error::{Error, Result};
+
+/// One tensor of a weights file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The name a configuration uses.
+    pub name: String,
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Element type as stored (`float32`, `F16`, `int64`...).
+    pub dtype: String,
+    /// Where it comes from when that matters (ONNX: external data, `Constant`,
+    /// `Identity`), else empty.
+    pub note: String,
+    /// The node inputs it feeds (ONNX only), e.g. `GRU /encoder/rnn/GRU input 1 (W)
+    /// [direction=bidirectional hidden_size=64]`.
+    pub consumers: Vec<String>,
+}
+
+/// The inputs of the ONNX operators whose weights a configuration maps, by slot.
+fn slot_name(op: &str, slot: usize) -> Option<&'static str> {
+    let names: &[&str] = match op {
+        "GRU" | "LSTM" | "RNN" => &["X", "W", "R", "B", "sequence_lens", "initial_h"],
+        "Gemm" => &["A", "B", "C"],
+        "MatMul" => &["A", "B"],
+        "Gather" => &["data", "indices"],
+        "Conv" => &["X", "W", "B"],
+        _ => return None,
+    };
+    names.get(slot).copied()
+}
+
+/// Every tensor of the weights file at `path`, sorted by name, with a one-line
+/// description of the file. ONNX and safetensors files list every tensor with its
+/// stored element type; the other formats list the float tensors `s2s import` reads,
+/// as it reads them (`f32`).
+pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
+    let bytes = std::fs::read(path).map_err(Error::io(path))?;
+    let origin = path.display().to_string();
+    if is_safetensors(&bytes) {
+        return list_safetensors(&bytes, &origin);
+    }
+    let is_onnx = onnx::is_onnx(&bytes) || origin.ends_with(".onnx");
+    if !is_onnx {
+        let tensors = read_weights_in(&bytes, &origin, None)?;
+        let listed = tensors
+            .into_iter()
+            .map(|t| Listing {
+                name: t.name,
+                shape: t.shape,
+                dtype: "f32".into(),
+                note: String::new(),
+                consumers: Vec::new(),
+            })
+            .collect::<Vec<_>>();
+        let summary = format!(
+            "{} float tensors (read as f32; other element types are not listed)",
+            listed.len()
+        );
+        return Ok((summary, listed));
+    }
+    let (summary, listed) = onnx::list_onnx(&bytes, &origin)?;
+    // Reading the data checks it too (external files included): a listed tensor
+    // that `s2s import` could not read is an error here already.
+    read_weights_in(&bytes, &origin, Some(&model_folder(path)))?;
+    let listed = listed
+        .into_iter()
+        .map(|l| Listing {
+            note: match &l.origin {
+                Origin::Initializer => String::new(),
+                Origin::External(location, offset) => {
+                    format!("external: {location} at offset {offset}")
+                }
+                Origin::Constant(node) => format!("output of Constant {node}"),
+                Origin::Identity(node, of) => format!("Identity {node} of {of}"),
+            },
+            consumers: l
+                .consumers
+                .iter()
+                .map(|c| {
+                    let slot = match slot_name(&c.op_type, c.slot) {
+                        Some(s) => format!("input {} ({s})", c.slot),
+                        None => format!("input {}", c.slot),
+                    };
+                    let node = if c.node.is_empty() {
+                        "(unnamed)"
+                    } else {
+                        &c.node
+                    };
+                    if c.attributes.is_empty() {
+                        format!("{} {node} {slot}", c.op_type)
+                    } else {
+                        format!("{} {node} {slot} [{}]", c.op_type, c.attributes)
+                    }
+                })
+                .collect(),
+            name: l.name,
+            shape: l.shape,
+            dtype: l.dtype,
+        })
+        .collect();
+    Ok((summary, listed))
+}
+
+fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)> {
+    let file = safetensors::deserialize(bytes, origin)?;
+    let mut listed: Vec<Listing> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| Listing {
+            name,
+            shape: view.shape().to_vec(),
+            dtype: view.dtype().to_string(),
+            note: String::new(),
+            consumers: Vec::new(),
+        })
+        .collect();
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((format!("safetensors, {} tensors", listed.len()), listed))
+}
+
+/// Writes a listing as a table: name, shape, type, then the note and each consumer.
+pub fn write_listing(
+    path: &Path,
+    summary: &str,
+    listed: &[Listing],
+    out: &mut dyn std::io::Write,
+) -> Result {
+    let shape = |s: &[usize]| match s {
+        [] => "scalar".to_string(),
+        _ => s
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" x "),
+    };
+    let width = listed
+        .iter()
+        .map(|l| l.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let swidth = listed
+        .iter()
+        .map(|l| shape(&l.shape).len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut text = format!("{}: {summary}\n", path.display());
+    text += &format!("{:width$}  {:swidth$}  dtype\n", "name", "shape");
+    for l in listed {
+        let mut line = format!(
+            "{:width$}  {:swidth$}  {}",
+            l.name,
+            shape(&l.shape),
+            l.dtype
+        );
+        if !l.note.is_empty() {
+            line += &format!("  ({})", l.note);
+        }
+        text += line.trim_end();
+        text.push('\n');
+        for c in &l.consumers {
+            text += &format!("{:width$}  -> {c}\n", "");
+        }
+    }
+    out.write_all(text.as_bytes())
+        .map_err(Error::io("<stdout>"))
+}
