@@ -117,8 +117,8 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 /// instruction-set kernels and beam search up to width 4 is 91,356 bytes; 80,328 before
 /// the beam search) and its model region 160 KiB (netra w8a16 takes 129 KB); the
 /// micro:bit keeps 84 KiB and 172 KiB and no beam search (`max_beam` 0: 78,336 bytes),
-/// and its arena is sized for netra w8a16 (10,064 bytes of workspace at its 25
-/// positions). The mps2-an505 model region is at the Secure alias: QEMU's
+/// and its arena is exactly netra w8a16's workspace (10,064 bytes at its 25
+/// positions), so that the stack keeps every other byte of its 16 KiB. The mps2-an505 model region is at the Secure alias: QEMU's
 /// `-device loader` writes through the CPU's view.
 pub const BOARDS: &[Board] = &[
     Board {
@@ -158,7 +158,7 @@ pub const BOARDS: &[Board] = &[
         clock_hz: 16_000_000,
         memory: map((0x0000_0000, 84 * KIB), (0x0001_5000, 172 * KIB), (0x2000_0000, 16 * KIB)),
         precisions: &["w8a16"],
-        capacities: caps(10 * 1024, 25, 32, 256, 0),
+        capacities: caps(10_064, 25, 32, 256, 0),
         qemu: qemu("microbit", "cortex-m0"),
     },
     Board {
