@@ -71,20 +71,24 @@ fn one_f64() -> f64 {
     1.0
 }
 
-/// The rule of a variant name and an `alpha`, or what is wrong with them.
-pub fn beam_rule(variant: &str, alpha: f64) -> std::result::Result<seq2seq::BeamRule, String> {
+/// The rule of a variant name and an `alpha`; what is wrong with them is a usage error.
+pub fn beam_rule(variant: &str, alpha: f64) -> Result<seq2seq::BeamRule> {
     let v = seq2seq::BeamVariant::from_name(variant).ok_or_else(|| {
         let names: Vec<_> = seq2seq::BeamVariant::ALL.iter().map(|v| v.name()).collect();
-        format!(
+        Error::usage(format!(
             "beam variant {variant:?} is not one of {}",
             names.join(", ")
-        )
+        ))
     })?;
     let halves = alpha * 2.0;
     let alpha = (halves.fract() == 0.0 && (0.0..=4.0).contains(&halves))
         .then(|| s2s_kernels::logprob::Alpha::from_halves(halves as u8))
         .flatten()
-        .ok_or_else(|| format!("beam alpha {alpha} is not one of 0, 0.5, 1, 1.5, 2"))?;
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "beam alpha {alpha} is not one of 0, 0.5, 1, 1.5, 2"
+            ))
+        })?;
     Ok(seq2seq::BeamRule { variant: v, alpha })
 }
 
@@ -585,7 +589,7 @@ impl Config {
             cells: Cells::GRU,
             att_parts: [None; MAX_OUT_PARTS],
             beam: beam_rule(&self.beam.variant, self.beam.alpha)
-                .map_err(|m| self.error(Place::File, format!("[beam]: {m}")))?,
+                .map_err(|e| self.error(Place::File, format!("[beam]: {e}")))?,
             extras: Extras::NONE,
         };
         // The cells, their gates' activation and reset form, masking, the LSTM
