@@ -113,6 +113,29 @@ pub enum Error {
     },
 }
 
+/// Checks a percentage option (`--min-agreement`, `--target-agreement`): a number from 0
+/// to 100, or above 0 when `above_zero`; NaN and infinities are refused. The error
+/// names the option.
+pub fn percentage(option: &str, value: f64, above_zero: bool) -> Result<f64> {
+    let low_ok = if above_zero {
+        value > 0.0
+    } else {
+        value >= 0.0
+    };
+    if low_ok && value <= 100.0 {
+        Ok(value)
+    } else {
+        let range = if above_zero {
+            "above 0 and at most 100"
+        } else {
+            "0 to 100"
+        };
+        Err(Error::usage(format!(
+            "{option} {value}: a percentage {range} is needed"
+        )))
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T = (), E = Error> = std::result::Result<T, E>;
 
@@ -150,6 +173,14 @@ impl Error {
         }
     }
 
+    /// Whether this is a write to standard output that failed because its reader has
+    /// gone (`EPIPE`): the commands then end quietly, with success.
+    pub fn is_closed_stdout(&self) -> bool {
+        matches!(self, Error::Io { path, source }
+            if path.as_os_str() == crate::io::STDOUT_NAME
+                && source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     /// A usage error.
     pub fn usage(message: impl Into<String>) -> Error {
         Error::Usage(message.into())
@@ -179,5 +210,16 @@ mod tests {
         let e = Error::io("missing/file")(std::io::Error::from(std::io::ErrorKind::NotFound));
         assert!(e.to_string().starts_with("missing/file: "), "{e}");
         assert!(std::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn percentages_are_checked() {
+        assert_eq!(percentage("--x", 0.0, false).unwrap(), 0.0);
+        assert_eq!(percentage("--x", 100.0, true).unwrap(), 100.0);
+        for bad in [f64::NAN, -1.0, 100.5, f64::INFINITY] {
+            let e = percentage("--x", bad, false).unwrap_err().to_string();
+            assert!(e.starts_with("--x "), "{e}");
+        }
+        assert!(percentage("--y", 0.0, true).is_err());
     }
 }

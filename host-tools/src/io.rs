@@ -1,68 +1,336 @@
-//! File helpers: atomic writes and line input.
+//! File helpers: atomic writes and bounded line input.
+//!
+//! Input lines are read with a bound: a line longer than [`MAX_LINE_BYTES`] stops the
+//! reading with an error naming `file:line`, so a file without newlines (`/dev/zero`,
+//! a binary given by mistake) costs at most that much memory. A UTF-8 byte-order mark
+//! at the start is dropped, a trailing `\r` is removed, and a line that is not UTF-8 is
+//! an error of that line alone.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Place, Result};
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
-/// so a failure never leaves a half-written file behind. Errors name the path.
+/// The longest input line, in bytes (newline excluded): 64 KiB.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// The name standard input has in messages.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// The name standard output has in messages.
+pub const STDOUT_NAME: &str = "<stdout>";
+
+/// Writes `bytes` to `path`.
+///
+/// A regular file (or a path that does not exist yet) is written through a temporary
+/// file in the same directory and a rename, so a failure never leaves a half-written
+/// file behind. A symbolic link is followed: its final target is replaced that way and
+/// the link stays a link. Anything else that exists (a FIFO, `/dev/stdout`, a terminal)
+/// is opened and written through, never replaced. Errors name the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result {
+    let target = follow_links(path)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => Err(Error::io(path)(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        ))),
+        Ok(m) if !m.is_file() => std::fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
+            .map_err(Error::io(path)),
+        _ => replace_file(&target, bytes).map_err(Error::io(path)),
+    }
+}
+
+/// The final target of `path` when it is a symbolic link (relative links resolved
+/// against the link's folder), else `path` itself.
+fn follow_links(path: &Path) -> Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    // The limit Linux puts on nested links.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&p).map_err(Error::io(path))?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(Error::io(path)(std::io::Error::other(
+        "too many levels of symbolic links",
+    )))
+}
+
+/// Temporary and rename: `path` is a regular file or does not exist.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| {
-        Error::io(path)(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a file path",
-        ))
-    })?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))?;
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let result = (|| -> std::io::Result<()> {
+    let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
-    result.map_err(|e| {
+    if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        Error::io(path)(e)
-    })
+    }
+    result
 }
 
-/// Reads the lines of a file, or of standard input when `path` is `None` or `-`
-/// (trailing `\r` removed).
-pub fn read_lines(path: Option<&Path>) -> Result<Vec<String>> {
-    let (name, lines): (PathBuf, std::io::Result<Vec<String>>) = match path {
-        Some(p) if p != Path::new("-") => {
-            let f = std::fs::File::open(p).map_err(Error::io(p))?;
-            (
-                p.to_path_buf(),
-                std::io::BufReader::new(f).lines().collect(),
-            )
+/// One line of input: its number (from 1, counting every line) and its text, or why it
+/// is not text (an error of that line alone).
+#[derive(Debug)]
+pub struct InputLine {
+    /// The line number, from 1.
+    pub number: usize,
+    /// The text without the newline, `\r` and byte-order mark; or the line's error.
+    pub text: Result<String>,
+}
+
+/// Lines of a file or of standard input, read with the bounds of the module docs.
+pub struct LineReader {
+    name: String,
+    reader: BufReader<Box<dyn Read>>,
+    number: usize,
+    ended: bool,
+    /// A reading error met while filling a batch, returned by the next call.
+    pending: Option<Error>,
+}
+
+impl LineReader {
+    /// Opens `path`, or standard input for `None` or `-`.
+    pub fn open(path: Option<&Path>) -> Result<LineReader> {
+        let (name, reader): (String, Box<dyn Read>) = match path {
+            Some(p) if p != Path::new("-") => (
+                p.display().to_string(),
+                Box::new(std::fs::File::open(p).map_err(Error::io(p))?),
+            ),
+            _ => (STDIN_NAME.into(), Box::new(std::io::stdin())),
+        };
+        Ok(Self::new(name, reader))
+    }
+
+    /// Lines of `reader`, named `name` in errors.
+    pub fn new(name: String, reader: Box<dyn Read>) -> LineReader {
+        LineReader {
+            name,
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            number: 0,
+            ended: false,
+            pending: None,
         }
-        _ => ("<stdin>".into(), std::io::stdin().lock().lines().collect()),
-    };
-    let lines = lines.map_err(Error::io(name))?;
-    Ok(lines
-        .into_iter()
-        .map(|l| l.strip_suffix('\r').map(String::from).unwrap_or(l))
-        .collect())
+    }
+
+    /// The input's name in messages (the path as given, or [`STDIN_NAME`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The next line, `None` at the end. A reading failure or a line longer than
+    /// [`MAX_LINE_BYTES`] is an error that ends the input.
+    pub fn next_line(&mut self) -> Result<Option<InputLine>> {
+        if let Some(e) = self.pending.take() {
+            self.ended = true;
+            return Err(e);
+        }
+        if self.ended {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        let mut newline = false;
+        loop {
+            let buf = self
+                .reader
+                .fill_buf()
+                .map_err(Error::io(Path::new(&self.name)))?;
+            if buf.is_empty() {
+                break;
+            }
+            let (take, found) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (buf.len(), false),
+            };
+            if bytes.len() + take > MAX_LINE_BYTES {
+                self.ended = true;
+                return Err(Error::invalid(
+                    &self.name,
+                    Place::Line(self.number + 1),
+                    format!(
+                        "line longer than {MAX_LINE_BYTES} bytes (the input is not read further)"
+                    ),
+                ));
+            }
+            bytes.extend_from_slice(&buf[..take]);
+            self.reader.consume(take + found as usize);
+            if found {
+                newline = true;
+                break;
+            }
+        }
+        if !newline {
+            self.ended = true;
+            if bytes.is_empty() {
+                return Ok(None);
+            }
+        }
+        self.number += 1;
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        if self.number == 1 && bytes.starts_with("\u{feff}".as_bytes()) {
+            bytes.drain(..3);
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            Error::invalid(
+                &self.name,
+                Place::Line(self.number),
+                format!(
+                    "not UTF-8 (byte {} of the line is 0x{:02x})",
+                    at + 1,
+                    e.as_bytes()[at]
+                ),
+            )
+        });
+        Ok(Some(InputLine {
+            number: self.number,
+            text,
+        }))
+    }
+
+    /// Up to `max` lines: the next one (waiting for it), then those already in the
+    /// buffer, so that an interactive input is answered line by line and a file is
+    /// read in batches. Empty at the end of the input.
+    pub fn next_batch(&mut self, max: usize) -> Result<Vec<InputLine>> {
+        let mut lines = Vec::new();
+        while lines.len() < max.max(1) {
+            if !lines.is_empty() && !self.reader.buffer().contains(&b'\n') {
+                break;
+            }
+            match self.next_line() {
+                Ok(Some(l)) => lines.push(l),
+                Ok(None) => break,
+                Err(e) if lines.is_empty() => return Err(e),
+                Err(e) => {
+                    self.pending = Some(e);
+                    self.ended = false;
+                    break;
+                }
+            }
+        }
+        Ok(lines)
+    }
+}
+
+/// Reads the lines of a file, or of standard input when `path` is `None` or `-`, with
+/// the bounds of the module docs; the first line that is not UTF-8 is an error naming
+/// it.
+pub fn read_lines(path: Option<&Path>) -> Result<Vec<String>> {
+    let mut input = LineReader::open(path)?;
+    let mut lines = Vec::new();
+    while let Some(line) = input.next_line()? {
+        lines.push(line.text?);
+    }
+    Ok(lines)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lines_of(bytes: &[u8]) -> Vec<std::result::Result<String, String>> {
+        let mut r = LineReader::new(
+            "t.txt".into(),
+            Box::new(std::io::Cursor::new(bytes.to_vec())),
+        );
+        let mut out = Vec::new();
+        loop {
+            match r.next_line() {
+                Ok(Some(l)) => out.push(l.text.map_err(|e| e.to_string())),
+                Ok(None) => break,
+                Err(e) => {
+                    out.push(Err(e.to_string()));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_line_counts_and_bad_bytes_stay_on_their_line() {
+        let got = lines_of(b"\xef\xbb\xbfab\r\n\n# c\n\xffx\nlast");
+        assert_eq!(got[0], Ok("ab".into()));
+        assert_eq!(got[1], Ok(String::new()));
+        assert_eq!(got[2], Ok("# c".into()));
+        assert_eq!(
+            got[3],
+            Err("t.txt:4: not UTF-8 (byte 1 of the line is 0xff)".into())
+        );
+        assert_eq!(got[4], Ok("last".into()));
+        assert_eq!(got.len(), 5);
+        // A BOM later than the first line is text.
+        assert_eq!(lines_of(b"a\n\xef\xbb\xbfb\n")[1], Ok("\u{feff}b".into()));
+    }
+
+    #[test]
+    fn a_line_beyond_the_bound_ends_the_input() {
+        let mut bytes = b"ok\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'a', MAX_LINE_BYTES + 1));
+        bytes.extend_from_slice(b"\nnever\n");
+        let got = lines_of(&bytes);
+        assert_eq!(got.len(), 2);
+        assert!(got[1]
+            .as_ref()
+            .unwrap_err()
+            .starts_with("t.txt:2: line longer than 65536 bytes"));
+        // Exactly the bound is a line.
+        let mut bytes = vec![b'b'; MAX_LINE_BYTES];
+        bytes.push(b'\n');
+        assert_eq!(lines_of(&bytes).len(), 1);
+        assert!(lines_of(&bytes)[0].is_ok());
+    }
+
+    #[test]
+    fn batches_keep_the_order_and_hand_over_a_late_error() {
+        let mut bytes = b"a\nb\nc\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'z', MAX_LINE_BYTES + 1));
+        let mut r = LineReader::new("t".into(), Box::new(std::io::Cursor::new(bytes)));
+        let b = r.next_batch(2).unwrap();
+        assert_eq!(b.iter().map(|l| l.number).collect::<Vec<_>>(), [1, 2]);
+        let b = r.next_batch(10).unwrap();
+        assert_eq!(b.len(), 1);
+        assert!(r.next_batch(10).is_err());
+        assert!(r.next_batch(10).unwrap().is_empty());
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("s2s-io-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn atomic_write_leaves_nothing_on_error() {
-        let dir = std::env::temp_dir().join(format!("s2s-io-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("atomic");
         let p = dir.join("a.bin");
         write_atomic(&p, b"hello").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"hello");
@@ -73,6 +341,24 @@ mod tests {
             .contains("missing-dir"));
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_followed_and_stays_a_link() {
+        let dir = scratch("link");
+        let target = dir.join("target.bin");
+        std::fs::write(&target, b"old").unwrap();
+        let link = dir.join("link.bin");
+        std::os::unix::fs::symlink("target.bin", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

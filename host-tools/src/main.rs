@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 use cli::{Cli, Cmd, SchemeArg, TaskArg};
 use host_tools::device::{self, QemuOptions};
+use host_tools::io::STDOUT_NAME;
 use host_tools::quantize::{Planes, Scheme};
 use host_tools::{data, eval, import, model, plot, quantize, Result};
 
@@ -17,10 +18,23 @@ mod cli;
 fn main() -> ExitCode {
     match run(Cli::parse().cmd) {
         Ok(code) => code,
+        // A reader that stopped reading (`s2s inspect m.s2s | head -1`) ends the
+        // command quietly: what it read was all it wanted.
+        Err(e) if e.is_closed_stdout() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The exit status of a command whose `failed` input lines were reported one by one
+/// (an error line each): non-zero when any failed, as for any other error.
+fn lines_status(failed: usize) -> ExitCode {
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -102,7 +116,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 .collect::<Result<Vec<_>>>()?;
             for (i, (file, (summary, listed))) in files.iter().zip(&listings).enumerate() {
                 if i > 0 {
-                    writeln!(stdout).map_err(host_tools::Error::io("<stdout>"))?;
+                    writeln!(stdout).map_err(host_tools::Error::io(STDOUT_NAME))?;
                 }
                 host_tools::formats::write_listing(file, summary, listed, stdout)?;
             }
@@ -121,15 +135,21 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             nbest,
         } => {
             let beam = beam_options(&beam)?;
-            model::run::run_file(
-                &model,
-                input.as_deref(),
+            let options = model::run::RunOptions {
                 tsv,
-                attention.as_deref(),
+                attention: attention.as_deref(),
                 beam,
                 nbest,
+            };
+            let failed = model::run::run_file(
+                &model,
+                input.as_deref(),
+                &options,
                 stdout,
-            )?
+                &mut std::io::stderr(),
+            )?;
+            stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
+            return Ok(lines_status(failed));
         }
         Cmd::Eval {
             models,
@@ -145,7 +165,9 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 plot,
                 beam: beam_options(&beam)?,
             };
-            eval::eval_file(&models, &data, &options, stdout)?
+            let failed = eval::eval_file(&models, &data, &options, stdout, &mut std::io::stderr())?;
+            stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
+            return Ok(lines_status(failed));
         }
         Cmd::Quantize {
             model,
@@ -159,8 +181,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 SchemeArg::W8a16 => Scheme::W8a16,
                 SchemeArg::W8f32 => Scheme::W8f32,
             };
+            let target =
+                host_tools::error::percentage("--target-agreement", target_agreement, true)?;
             let planes = match planes.as_str() {
-                "auto" => Planes::Auto(target_agreement),
+                "auto" => Planes::Auto(target),
                 "none" => Planes::None,
                 list => Planes::Layers(list.split(',').map(String::from).collect()),
             };
@@ -177,7 +201,17 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             beam,
         } => {
             let beam = beam_options(&beam)?;
-            eval::check_file(&model, &reference, &input, min_agreement, beam, stdout)?
+            let failed = eval::check_file(
+                &model,
+                &reference,
+                &input,
+                min_agreement,
+                beam,
+                stdout,
+                &mut std::io::stderr(),
+            )?;
+            stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
+            return Ok(lines_status(failed));
         }
         Cmd::Heatmap {
             model,
@@ -214,7 +248,9 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 ..QemuOptions::new(device::board(&board.board)?)
             };
             let report = device::qemu_command(&model, input.as_deref(), &options)?;
-            print!("{}", report.render());
+            stdout
+                .write_all(report.render().as_bytes())
+                .map_err(host_tools::Error::io(STDOUT_NAME))?;
             if !report.agrees() {
                 return Err(host_tools::Error::device(
                     options.board.name,
@@ -238,7 +274,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
         }
     }
-    stdout.flush().map_err(host_tools::Error::io("<stdout>"))?;
+    stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,7 +8,7 @@ pub mod substitution;
 use std::path::Path;
 
 use crate::error::{Error, Place, Result};
-use crate::io::{read_lines, write_atomic};
+use crate::io::{write_atomic, LineReader};
 
 /// One `source<TAB>target` row of a data file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,35 +21,62 @@ pub struct Pair {
     pub target: String,
 }
 
-/// The rows of a data file, without blank and `#` lines: `(line number, text)`.
-pub fn data_rows(path: &Path) -> Result<Vec<(usize, String)>> {
-    Ok(read_lines(Some(path))?
-        .into_iter()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|(i, l)| (i + 1, l))
-        .collect())
+/// The rows of a data file, `(line number, text)`, and the errors of its other lines.
+pub type Rows = (Vec<(usize, String)>, Vec<Error>);
+
+/// The rows of a data file, as `(line number, text)`, and the errors of its lines that
+/// are not text (each names `file:line`; the other lines are kept). `#` lines are
+/// comments and blank lines are skipped; both count in the line numbers.
+pub fn data_rows(path: &Path) -> Result<Rows> {
+    let mut input = LineReader::open(Some(path))?;
+    let (mut rows, mut errors) = (Vec::new(), Vec::new());
+    while let Some(line) = input.next_line()? {
+        match line.text {
+            Ok(t) if t.trim().is_empty() || t.starts_with('#') => {}
+            Ok(t) => rows.push((line.number, t)),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((rows, errors))
 }
 
-/// Reads `source<TAB>target` pairs; a row without a tab is an error naming its line.
-pub fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
-    data_rows(path)?
-        .into_iter()
-        .map(|(line, row)| {
-            let (s, t) = row.split_once('\t').ok_or_else(|| {
-                Error::invalid(
-                    path.display(),
-                    Place::Line(line),
-                    "expected source<TAB>reference",
-                )
-            })?;
-            Ok(Pair {
+/// The `source<TAB>target` pairs of a data file, and the errors of its lines that are
+/// not such a pair (each names `file:line`; the other lines are kept).
+pub fn read_pairs_each(path: &Path) -> Result<(Vec<Pair>, Vec<Error>)> {
+    let (rows, mut errors) = data_rows(path)?;
+    let mut pairs = Vec::new();
+    for (line, row) in rows {
+        match row.split_once('\t') {
+            Some((s, t)) => pairs.push(Pair {
                 line,
                 source: s.to_string(),
                 target: t.to_string(),
-            })
-        })
-        .collect()
+            }),
+            None => errors.push(Error::invalid(
+                path.display(),
+                Place::Line(line),
+                "expected source<TAB>reference",
+            )),
+        }
+    }
+    errors.sort_by_key(|e| match e {
+        Error::Invalid {
+            place: Place::Line(n),
+            ..
+        } => *n,
+        _ => 0,
+    });
+    Ok((pairs, errors))
+}
+
+/// Reads `source<TAB>target` pairs (blank and `#` lines skipped); the first line that
+/// is not such a pair is an error naming it.
+pub fn read_pairs(path: &Path) -> Result<Vec<Pair>> {
+    let (pairs, errors) = read_pairs_each(path)?;
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(pairs),
+    }
 }
 
 /// Writes pairs as `source<TAB>target` lines (atomically).

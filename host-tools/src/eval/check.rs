@@ -11,9 +11,9 @@ use std::fmt::Write;
 
 use seq2seq::Probe;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::eval::rates::{split_tokens, Report};
-use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
+use crate::model::{decode_each, Decoded, Keep, LoadedModel};
 
 /// Sums for one compared quantity.
 #[derive(Clone, Copy, Debug, Default)]
@@ -72,6 +72,9 @@ pub struct CheckReport {
     pub rates: Option<(Report, Report)>,
     /// A few differing outputs: (input, reference output, quantized output).
     pub examples: Vec<(String, String, String)>,
+    /// Inputs left out because a model could not decode them: (index among the
+    /// sources, why).
+    pub failed: Vec<(usize, String)>,
 }
 
 impl CheckReport {
@@ -173,16 +176,31 @@ pub fn check(
         probes: greedy,
         beam,
     };
-    let q = decode_lines(quant, sources, keep)?;
-    let r = decode_lines(reference, sources, keep)?;
+    let q = decode_each(quant, sources, keep)?;
+    let r = decode_each(reference, sources, keep)?;
     let mut rep = CheckReport::default();
-    for ((src, a), b) in sources.iter().zip(&q).zip(&r) {
-        compare(&mut rep, src, a, b);
+    // The lines both models decoded: (index, quantized, reference).
+    let mut both = Vec::new();
+    for (i, (a, b)) in q.iter().zip(&r).enumerate() {
+        match (a, b) {
+            (Ok(a), Ok(b)) => both.push((i, a, b)),
+            (Err(e), Err(f)) if e == f => rep.failed.push((i, e.to_string())),
+            (Err(e), _) => rep
+                .failed
+                .push((i, format!("{}: {e}", quant.path.display()))),
+            (_, Err(e)) => rep
+                .failed
+                .push((i, format!("{}: {e}", reference.path.display()))),
+        }
+    }
+    for &(i, a, b) in &both {
+        compare(&mut rep, &sources[i], a, b);
     }
     if let Some(refs) = references {
         let sep = reference.file().separator().to_string();
         let (mut rq, mut rr) = (Report::default(), Report::default());
-        for (((src, a), b), t) in sources.iter().zip(&q).zip(&r).zip(refs) {
+        for &(i, a, b) in &both {
+            let (src, t) = (&sources[i], &refs[i]);
             let t = split_tokens(t, &sep);
             let len = src.chars().count();
             rq.add(len, &a.tokens, &t);
@@ -191,6 +209,52 @@ pub fn check(
         rep.rates = Some((rq, rr));
     }
     Ok(rep)
+}
+
+/// Refuses to compare two different models: `check` compares a model with the one it
+/// was quantized from, so the architecture (every field of the description but the
+/// number formats of the integer path), the vocabularies and the separator must be the
+/// same; the precisions may be any pair.
+pub fn same_model(quant: &LoadedModel, reference: &LoadedModel) -> Result {
+    let (q, r) = (quant.file(), reference.file());
+    let vocab = |v: seq2seq::vocab::Vocab<'_>| -> Vec<String> {
+        (0..v.len())
+            .map(|i| v.get(i as u16).unwrap_or("").to_string())
+            .collect()
+    };
+    let differs = if vocab(q.src_vocab()) != vocab(r.src_vocab()) {
+        Some("source vocabularies")
+    } else if vocab(q.tgt_vocab()) != vocab(r.tgt_vocab()) {
+        Some("target vocabularies")
+    } else if q.separator() != r.separator() {
+        Some("output separators")
+    } else if architecture(q.desc()) != architecture(r.desc()) {
+        Some("architectures")
+    } else {
+        None
+    };
+    match differs {
+        None => Ok(()),
+        Some(what) => Err(Error::usage(format!(
+            "{} and {} are not the same model (their {what} differ): check compares a model with the one it was quantized from",
+            quant.path.display(),
+            reference.path.display()
+        ))),
+    }
+}
+
+/// A description without the integer path's number formats (which quantization sets).
+fn architecture(d: &seq2seq::ModelDesc) -> seq2seq::ModelDesc {
+    let mut a = *d;
+    a.fmt_src_emb = Default::default();
+    a.fmt_dec_emb = Default::default();
+    a.fmt_memory = Default::default();
+    a.fmt_keys = Default::default();
+    a.score_scale_q = Default::default();
+    a.cells.fmt_enc = Default::default();
+    a.cells.fmt_dec = Default::default();
+    a.extras.fmt_attentional = Default::default();
+    a
 }
 
 fn compare(rep: &mut CheckReport, src: &str, q: &Decoded, r: &Decoded) {

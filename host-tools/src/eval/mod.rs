@@ -7,10 +7,12 @@ pub mod rates;
 use std::io::Write;
 use std::path::Path;
 
-use crate::data::{data_rows, read_pairs};
-use crate::error::{Error, Result};
+use std::collections::BTreeSet;
+
+use crate::data::{data_rows, read_pairs_each};
+use crate::error::{Error, Place, Result};
 use crate::io::write_atomic;
-use crate::model::{decode_lines, Keep, LoadedModel};
+use crate::model::{decode_each, Keep, LoadedModel};
 use crate::plot::chart::{Chart, Series};
 use crate::plot::write_chart;
 use rates::{split_tokens, Report};
@@ -41,16 +43,34 @@ fn source_len(split: seq2seq::Split, s: &str) -> usize {
 /// `source<TAB>reference` lines of `data`, overall and by source length, with the mean
 /// attention entropy of the decoder steps for models that attend; written to `out`,
 /// and as JSON and a chart when asked.
+///
+/// In `data`, `#` lines are comments and blank lines are skipped (both count in the
+/// line numbers). A line that is not a pair, or that a model cannot decode, is reported
+/// on `errors` as `file:line: ...` and left out of the rates (of that model); the other
+/// lines are measured. Returns the number of such lines.
 pub fn eval_file(
     models: &[std::path::PathBuf],
     data: &Path,
     opt: &EvalOptions,
     out: &mut dyn Write,
-) -> Result {
-    let (sources, refs): (Vec<String>, Vec<String>) = read_pairs(data)?
-        .into_iter()
-        .map(|p| (p.source, p.target))
-        .unzip();
+    errors: &mut dyn Write,
+) -> Result<usize> {
+    let (pairs, bad) = read_pairs_each(data)?;
+    let mut failed: BTreeSet<usize> = BTreeSet::new();
+    for e in &bad {
+        report_line(errors, e)?;
+        if let Error::Invalid {
+            place: Place::Line(n),
+            ..
+        } = e
+        {
+            failed.insert(*n);
+        }
+    }
+    if pairs.is_empty() {
+        return Err(no_lines(data, "source<TAB>reference"));
+    }
+    let sources: Vec<String> = pairs.iter().map(|p| p.source.clone()).collect();
     let mut text = String::new();
     let mut reports = Vec::new();
     for model in models {
@@ -61,9 +81,10 @@ pub fn eval_file(
             beam: opt.beam,
             ..Keep::default()
         };
-        let decoded = decode_lines(&m, &sources, keep)?;
+        let decoded = decode_each(&m, &sources, keep)?;
         let sep = m.file().separator().to_string();
         let lens: Vec<usize> = sources.iter().map(|s| source_len(desc.split, s)).collect();
+        let mut measured = 0;
         let mut report = match opt.bucket_width {
             Some(w) => Report::with_buckets(&Report::width_buckets(
                 w,
@@ -71,8 +92,22 @@ pub fn eval_file(
             )),
             None => Report::default(),
         };
-        for ((len, r), d) in lens.iter().zip(&refs).zip(&decoded) {
-            report.add(*len, &d.tokens, &split_tokens(r, &sep));
+        for ((len, pair), d) in lens.iter().zip(&pairs).zip(&decoded) {
+            let d = match d {
+                Ok(d) => d,
+                Err(e) => {
+                    let e = Error::invalid(
+                        data.display(),
+                        Place::Line(pair.line),
+                        format!("{}: {e}", model.display()),
+                    );
+                    report_line(errors, &e)?;
+                    failed.insert(pair.line);
+                    continue;
+                }
+            };
+            measured += 1;
+            report.add(*len, &d.tokens, &split_tokens(&pair.target, &sep));
             let h: Vec<f32> = d
                 .weights
                 .iter()
@@ -81,10 +116,13 @@ pub fn eval_file(
             report.add_entropy(*len, &h);
         }
         text += &format!(
-            "{} on {} ({} sequences)\n{}",
+            "{} on {} ({measured} sequences{})\n{}",
             model.display(),
             data.display(),
-            sources.len(),
+            match sources.len() - measured {
+                0 => String::new(),
+                n => format!(", {n} not decoded"),
+            },
             report.render()
         );
         reports.push((model, report));
@@ -130,12 +168,33 @@ pub fn eval_file(
         write_chart(&chart, path)?;
     }
     out.write_all(text.as_bytes())
-        .map_err(Error::io("<stdout>"))
+        .map_err(Error::io(crate::io::STDOUT_NAME))?;
+    Ok(failed.len())
+}
+
+/// Writes one line's error to `errors` (`error: file:line: ...`).
+fn report_line(errors: &mut dyn Write, e: &Error) -> Result {
+    writeln!(errors, "error: {e}").map_err(Error::io("<stderr>"))
+}
+
+/// The error for a data file with nothing to measure.
+fn no_lines(path: &Path, what: &str) -> Error {
+    Error::invalid(
+        path.display(),
+        Place::File,
+        format!("no {what} lines (blank and # lines do not count)"),
+    )
 }
 
 /// `s2s check`: `model` against its float `reference` on the lines of `input` (sources,
 /// or `source<TAB>reference` lines for error rates too), written to `out`; then an error
-/// when the sequence agreement is below `min_agreement` percent.
+/// when the sequence agreement is below `min_agreement` percent (0 to 100).
+///
+/// Both models must be the same model (architecture, vocabularies and separator; any
+/// pair of precisions). In `input`, `#` lines are comments and blank lines are skipped
+/// (both count in the line numbers); an input with no other line is an error. A line
+/// either model cannot decode is reported on `errors` as `file:line: ...` and left out
+/// of the comparison. Returns the number of such lines.
 pub fn check_file(
     model: &Path,
     reference: &Path,
@@ -143,37 +202,56 @@ pub fn check_file(
     min_agreement: Option<f64>,
     beam: Option<crate::model::beam::BeamOptions>,
     out: &mut dyn Write,
-) -> Result {
+    errors: &mut dyn Write,
+) -> Result<usize> {
+    if let Some(min) = min_agreement {
+        crate::error::percentage("--min-agreement", min, false)?;
+    }
     let q = LoadedModel::load(model)?;
     let r = LoadedModel::load(reference)?;
-    let rows: Vec<String> = data_rows(input)?.into_iter().map(|(_, l)| l).collect();
-    let tsv = rows.iter().all(|l| l.contains('\t'));
+    check::same_model(&q, &r)?;
+    let (rows, bad) = data_rows(input)?;
+    for e in &bad {
+        report_line(errors, e)?;
+    }
+    if rows.is_empty() {
+        return Err(no_lines(input, "input"));
+    }
+    let tsv = rows.iter().all(|(_, l)| l.contains('\t'));
     let sources: Vec<String> = rows
         .iter()
-        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .map(|(_, l)| l.split('\t').next().unwrap_or("").to_string())
         .collect();
     let refs: Vec<String> = rows
         .iter()
-        .map(|l| {
+        .map(|(_, l)| {
             l.split_once('\t')
                 .map_or(String::new(), |(_, t)| t.to_string())
         })
         .collect();
     let rep = check::check(&q, &r, &sources, tsv.then_some(&refs[..]), beam)?;
+    for (i, why) in &rep.failed {
+        let e = Error::invalid(input.display(), Place::Line(rows[*i].0), why.clone());
+        report_line(errors, &e)?;
+    }
     let text = format!(
-        "{} against {} on {} inputs\n{}",
+        "{} against {} on {} inputs{}\n{}",
         model.display(),
         reference.display(),
-        sources.len(),
+        rep.sequences,
+        match rep.failed.len() {
+            0 => String::new(),
+            n => format!(" ({n} not decoded)"),
+        },
         rep.render()
     );
     out.write_all(text.as_bytes())
-        .map_err(Error::io("<stdout>"))?;
+        .map_err(Error::io(crate::io::STDOUT_NAME))?;
     match min_agreement {
         Some(min) if rep.sequence_agreement() < min => Err(Error::usage(format!(
             "sequence agreement {:.2} % is below --min-agreement {min} %",
             rep.sequence_agreement()
         ))),
-        _ => Ok(()),
+        _ => Ok(bad.len() + rep.failed.len()),
     }
 }

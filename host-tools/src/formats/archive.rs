@@ -4,12 +4,19 @@
 
 use std::io::{Cursor, Read};
 
-use super::{hdf5, Tensor, KERAS_WEIGHTS_ENTRY};
+use std::collections::BTreeSet;
+
+use super::{hdf5, npy, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
 use crate::error::{Error, Place, Result};
 
 /// Reads an `.npz` (if it holds `.npy` entries) or else a `.keras` (if it holds
-/// `model.weights.h5`, which must be HDF5: nested zips are not followed).
-pub(crate) fn read_zip(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+/// `model.weights.h5`, which must be HDF5: nested zips are not followed). Of an `.npz`,
+/// only the arrays named in `wanted` are inflated past their header (all when `None`).
+pub(crate) fn read_zip(
+    bytes: &[u8],
+    origin: &str,
+    wanted: Option<&BTreeSet<String>>,
+) -> Result<Weights> {
     let archive_error = |e: zip::result::ZipError| {
         Error::invalid(origin, Place::Inside("zip archive".into()), e.to_string())
     };
@@ -25,13 +32,15 @@ pub(crate) fn read_zip(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
         .filter(|(_, n)| n.ends_with(".npy"))
         .collect();
     if !arrays.is_empty() {
-        let mut tensors = Vec::new();
+        let mut w = Weights::default();
         for (index, name) in arrays {
-            let data = read_entry(&mut archive, index, name, origin)?;
             let array_name = name.trim_end_matches(".npy");
-            tensors.extend(super::read_npy_named(&data, origin, array_name)?);
+            let keep = wanted.is_none_or(|names| names.contains(array_name));
+            if let Some(read) = read_npy_entry(&mut archive, index, name, origin, keep)? {
+                super::add_npy(&mut w, array_name, read);
+            }
         }
-        return Ok(tensors);
+        return Ok(w);
     }
     let Some(index) = names.iter().position(|n| n == KERAS_WEIGHTS_ENTRY) else {
         return Err(Error::invalid(
@@ -42,7 +51,15 @@ pub(crate) fn read_zip(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
             ),
         ));
     };
-    let data = read_entry(&mut archive, index, KERAS_WEIGHTS_ENTRY, origin)?;
+    let fail = entry_error(origin, KERAS_WEIGHTS_ENTRY);
+    let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
+    let size = entry.size();
+    if size > MAX_TENSOR_BYTES {
+        return Err(fail(format!(
+            "{size} bytes, more than the {MAX_TENSOR_BYTES} bytes read from a weights file"
+        )));
+    }
+    let data = read_exactly(&mut entry, size as usize).map_err(fail)?;
     let inner = format!("{origin}: {KERAS_WEIGHTS_ENTRY}");
     if !hdf5::is_hdf5(&data) {
         return Err(Error::invalid(
@@ -51,33 +68,81 @@ pub(crate) fn read_zip(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
             "not an HDF5 file (no signature)",
         ));
     }
-    super::read_hdf5_in(&data, &inner)
+    Ok(Weights {
+        tensors: super::read_hdf5_in(&data, &inner)?,
+        skipped: Vec::new(),
+    })
 }
 
-/// The bytes of entry `index` (named `name`), at most its declared size, CRC checked.
-fn read_entry(
+/// The error of entry `name` of `origin`.
+fn entry_error<'a>(origin: &'a str, name: &'a str) -> impl Fn(String) -> Error + 'a {
+    move |message| Error::invalid(origin, Place::Inside(format!("zip entry {name}")), message)
+}
+
+/// Reads `n` bytes from `r` (the zip crate checks an entry's CRC-32 at its end).
+fn read_exactly(r: &mut dyn Read, n: usize) -> std::result::Result<Vec<u8>, String> {
+    let mut data = Vec::with_capacity(n);
+    r.take(n as u64)
+        .read_to_end(&mut data)
+        .map_err(|e| e.to_string())?;
+    if data.len() != n {
+        return Err(format!(
+            "extracted {} bytes but the directory declares {n}",
+            data.len()
+        ));
+    }
+    Ok(data)
+}
+
+/// The `.npy` entry `index` (named `name`): its header first, checked against the
+/// entry's declared size; then, when `keep` and it holds floats, its data, inflated
+/// to exactly the bytes its shape needs (at most [`MAX_TENSOR_BYTES`]). `None` for an
+/// array not asked for.
+fn read_npy_entry(
     archive: &mut zip::ZipArchive<Cursor<&[u8]>>,
     index: usize,
     name: &str,
     origin: &str,
-) -> Result<Vec<u8>> {
-    let fail = |message: String| {
-        Error::invalid(origin, Place::Inside(format!("zip entry {name}")), message)
-    };
+    keep: bool,
+) -> Result<Option<npy::Npy>> {
+    let fail = entry_error(origin, name);
+    let array_error = |m| super::npy_error(origin, name.trim_end_matches(".npy"), m);
     let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
     let size = entry.size();
-    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0).min(1 << 30));
-    // The crate stops at the declared size and checks the CRC-32 at the end.
-    entry
-        .read_to_end(&mut data)
-        .map_err(|e| fail(e.to_string()))?;
-    if data.len() as u64 != size {
-        return Err(fail(format!(
-            "extracted {} bytes but the directory declares {size}",
-            data.len()
+    let mut head =
+        read_exactly(&mut entry, (npy::PREAMBLE_BYTES as u64).min(size) as usize).map_err(&fail)?;
+    let start = npy::data_start(&head).map_err(array_error)?;
+    if start as u64 > size {
+        return Err(array_error(format!(
+            "bad header: {start} bytes long but the entry has {size}"
         )));
     }
-    Ok(data)
+    head.extend(read_exactly(&mut entry, start - head.len()).map_err(&fail)?);
+    let header = npy::read_header(&head).map_err(array_error)?;
+    if header.kind.is_ok() {
+        if size - header.data_start as u64 != header.payload as u64 {
+            return Err(array_error(
+                header.length_error(size - header.data_start as u64),
+            ));
+        }
+        if !keep {
+            return Ok(None);
+        }
+        if header.payload as u64 > MAX_TENSOR_BYTES {
+            return Err(array_error(format!(
+                "{} bytes of data, more than the {MAX_TENSOR_BYTES} bytes read for a tensor",
+                header.payload
+            )));
+        }
+    }
+    let payload = header.payload;
+    let data = read_exactly(&mut entry, payload).map_err(&fail)?;
+    if header.kind.is_ok() {
+        // The rest of the entry (nothing, by the size check) makes the crate check the
+        // CRC-32.
+        std::io::copy(&mut entry, &mut std::io::sink()).map_err(|e| fail(e.to_string()))?;
+    }
+    npy::read_data(header, &data).map(Some).map_err(array_error)
 }
 
 #[cfg(test)]
@@ -126,8 +191,54 @@ pub(crate) mod tests {
 
     #[test]
     fn reads_stored_and_deflated_entries() {
-        let t = read_zip(&sample(), "s.npz").unwrap();
+        let t = read_zip(&sample(), "s.npz", None).unwrap().tensors;
         assert_eq!((t[0].data[0], t[1].data[0]), (1.0, 2.0));
+    }
+
+    #[test]
+    fn reads_only_the_arrays_asked_for_and_names_other_types() {
+        let ints = super::super::npy::tests::build_npy("<i4", false, &[1], &[0; 4]);
+        let mut entries = vec![TestEntry {
+            name: "i.npy",
+            data: &ints,
+            deflate: false,
+        }];
+        let s = sample();
+        let mut archive = zip::ZipArchive::new(Cursor::new(&s[..])).unwrap();
+        let mut a = Vec::new();
+        archive
+            .by_name("a.npy")
+            .unwrap()
+            .read_to_end(&mut a)
+            .unwrap();
+        entries.push(TestEntry {
+            name: "a.npy",
+            data: &a,
+            deflate: true,
+        });
+        let bytes = build_zip(&entries);
+        let wanted: BTreeSet<String> = ["a".to_string()].into();
+        let w = read_zip(&bytes, "s.npz", Some(&wanted)).unwrap();
+        assert_eq!(w.tensors.len(), 1);
+        assert_eq!(w.skipped, [("i".to_string(), "<i4".to_string())]);
+        let w = read_zip(&bytes, "s.npz", Some(&BTreeSet::new())).unwrap();
+        assert!(w.tensors.is_empty());
+    }
+
+    #[test]
+    fn an_entry_longer_than_its_array_is_refused_before_it_is_inflated() {
+        let mut npy = super::super::npy::tests::build_npy("<f4", false, &[1], &[0; 4]);
+        npy.extend([0; 100]);
+        let bytes = build_zip(&[TestEntry {
+            name: "a.npy",
+            data: &npy,
+            deflate: true,
+        }]);
+        let e = read_zip(&bytes, "s.npz", None).unwrap_err().to_string();
+        assert!(
+            e.ends_with("data is 104 bytes but shape [1] of <f4 needs 4"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -139,7 +250,7 @@ pub(crate) mod tests {
             .rposition(|w| w == 2f32.to_le_bytes())
             .unwrap();
         bytes[at] ^= 1;
-        let e = read_zip(&bytes, "s.npz").unwrap_err().to_string();
+        let e = read_zip(&bytes, "s.npz", None).unwrap_err().to_string();
         assert!(e.starts_with("s.npz: zip entry b.npy: "), "{e}");
     }
 
@@ -148,14 +259,14 @@ pub(crate) mod tests {
         let bytes = sample();
         for len in 0..bytes.len() {
             assert!(
-                read_zip(&bytes[..len], "t.npz").is_err(),
+                read_zip(&bytes[..len], "t.npz", None).is_err(),
                 "truncated to {len}"
             );
         }
         for pos in 0..bytes.len() {
             let mut corrupt = bytes.clone();
             corrupt[pos] ^= 0x41;
-            let _ = read_zip(&corrupt, "t.npz");
+            let _ = read_zip(&corrupt, "t.npz", None);
         }
     }
 }

@@ -52,7 +52,7 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     }
     let is_onnx = onnx::is_onnx(&bytes) || origin.ends_with(".onnx");
     if !is_onnx {
-        let tensors = read_weights_in(&bytes, &origin, None)?;
+        let tensors = read_weights_in(&bytes, &origin, None, None)?.tensors;
         let listed = tensors
             .into_iter()
             .map(|t| Listing {
@@ -72,7 +72,7 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     let (summary, listed) = onnx::list_onnx(&bytes, &origin)?;
     // Reading the data checks it too (external files included): a listed tensor
     // that `s2s import` could not read is an error here already.
-    read_weights_in(&bytes, &origin, Some(&model_folder(path)))?;
+    read_weights_in(&bytes, &origin, Some(&model_folder(path)), None)?;
     let listed = listed
         .into_iter()
         .map(|l| Listing {
@@ -175,5 +175,5 @@ pub fn write_listing(
         }
     }
     out.write_all(text.as_bytes())
-        .map_err(Error::io("<stdout>"))
+        .map_err(Error::io(crate::io::STDOUT_NAME))
 }

@@ -12,9 +12,17 @@
 //! | protobuf `ModelProto` (`.onnx`)           | `prost` (our `onnx` module) | initializer, `Constant` or `Identity` output |
 //!
 //! Only real floating-point tensors are returned: 16-, 32- and 64-bit IEEE floats (and
-//! bfloat16) are converted to `f32`, while integer, boolean, string and complex data
-//! (e.g. Keras' optimizer iteration counter) is skipped silently. Floats the readers
-//! cannot convert (8-bit floats, long doubles) are errors. Results are sorted by name.
+//! bfloat16) are converted to `f32`. Integer, boolean, string and complex data (e.g.
+//! Keras' optimizer iteration counter) is not read: `.npy`/`.npz` and safetensors
+//! files list such tensors with their element type in [`Weights::skipped`], so that
+//! `s2s import` says "tensor X has dtype Y, expected float" when a configuration names
+//! one (HDF5 and ONNX skip them unnamed). Floats the readers cannot convert (8-bit
+//! floats, long doubles) are errors. Results are sorted by name.
+//!
+//! Reads are bounded: of an `.npz`, only the entries asked for are inflated (every
+//! entry when no names are given), each after its `.npy` header was read and checked
+//! against the entry's stated size, and at most [`MAX_TENSOR_BYTES`]; `.npy` headers
+//! are at most 64 KiB (checked before `npyz` sees them).
 //!
 //! Each reader is written for untrusted input: truncated or corrupt files give an
 //! [`Error`] whose message is one line naming the file, the entry or dataset, and the
@@ -30,6 +38,7 @@ mod npy;
 pub(crate) mod onnx;
 mod safetensors;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::{Error, Place, Result};
@@ -47,6 +56,20 @@ pub struct Tensor {
     pub data: Vec<f32>,
 }
 
+/// What a weights file holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Weights {
+    /// Its float tensors, sorted by name.
+    pub tensors: Vec<Tensor>,
+    /// The tensors that are not floats, `(name, element type)` (`.npy`, `.npz` and
+    /// safetensors files).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// The largest tensor read from a weights file, in stored bytes: 1 GiB (twice the
+/// f32 bytes of the largest model file, for f64 tensors, with room to spare).
+pub const MAX_TENSOR_BYTES: u64 = 1 << 30;
+
 /// The zip entry Keras 3 stores its weights in, inside a `.keras` archive.
 pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";
 
@@ -56,11 +79,18 @@ pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";
 /// `.h5` file, or an ONNX model (`.onnx`, whose external data files are read from the
 /// model's folder). Errors name the file by its path as given.
 pub fn read_weights(path: &Path) -> Result<Vec<Tensor>> {
+    Ok(read_weights_file(path, None)?.tensors)
+}
+
+/// [`read_weights`] of the tensors named in `wanted` (all when `None`; a name that is
+/// not in the file is no error here), with the tensors that are not floats named.
+pub fn read_weights_file(path: &Path, wanted: Option<&BTreeSet<String>>) -> Result<Weights> {
     let bytes = std::fs::read(path).map_err(Error::io(path))?;
     read_weights_in(
         &bytes,
         &path.display().to_string(),
         Some(&model_folder(path)),
+        wanted,
     )
 }
 
@@ -76,7 +106,7 @@ fn model_folder(path: &Path) -> std::path::PathBuf {
 /// (and, for a lone `.npy`, its file stem names the tensor). An ONNX model's external
 /// data cannot be found from memory: such a tensor is an error.
 pub fn read_weights_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
-    read_weights_in(bytes, origin, None)
+    Ok(read_weights_in(bytes, origin, None, None)?.tensors)
 }
 
 /// Reads an ONNX model from memory with the ONNX reader whatever its first bytes, and
@@ -87,22 +117,32 @@ pub fn read_onnx_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
     onnx::read_onnx(bytes, origin, None)
 }
 
-/// [`read_weights_bytes`] with the folder of the file, for ONNX external data.
-fn read_weights_in(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Vec<Tensor>> {
+/// [`read_weights_bytes`] with the folder of the file, for ONNX external data, and the
+/// names asked for.
+fn read_weights_in(
+    bytes: &[u8],
+    origin: &str,
+    folder: Option<&Path>,
+    wanted: Option<&BTreeSet<String>>,
+) -> Result<Weights> {
+    let floats = |tensors| Weights {
+        tensors,
+        skipped: Vec::new(),
+    };
     // Formats identified by their first bytes come first; an HDF5 signature further in
     // (after a user block) is looked for last.
-    let mut tensors = if bytes.starts_with(hdf5::SIGNATURE) {
-        read_hdf5_in(bytes, origin)?
+    let mut w = if bytes.starts_with(hdf5::SIGNATURE) {
+        floats(read_hdf5_in(bytes, origin)?)
     } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
-        archive::read_zip(bytes, origin)?
+        archive::read_zip(bytes, origin, wanted)?
     } else if npy::is_npy(bytes) {
         read_lone_npy(bytes, origin)?
     } else if safetensors::is_safetensors(bytes) {
         safetensors::read_safetensors(bytes, origin)?
     } else if hdf5::is_hdf5(bytes) {
-        read_hdf5_in(bytes, origin)?
+        floats(read_hdf5_in(bytes, origin)?)
     } else if onnx::is_onnx(bytes) || origin.ends_with(".onnx") {
-        onnx::read_onnx(bytes, origin, folder)?
+        floats(onnx::read_onnx(bytes, origin, folder)?)
     } else {
         return Err(Error::invalid(
             origin,
@@ -114,15 +154,20 @@ fn read_weights_in(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<
             ),
         ));
     };
-    tensors.sort_by(|a, b| a.name.cmp(&b.name));
-    if let Some(pair) = tensors.windows(2).find(|pair| pair[0].name == pair[1].name) {
+    w.tensors.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(pair) = w
+        .tensors
+        .windows(2)
+        .find(|pair| pair[0].name == pair[1].name)
+    {
         return Err(Error::invalid(
             origin,
             Place::File,
             format!("tensor name {} appears twice", pair[0].name),
         ));
     }
-    Ok(tensors)
+    w.skipped.sort();
+    Ok(w)
 }
 
 /// Reads HDF5 bytes; errors name `origin` and the object.
@@ -134,23 +179,32 @@ fn read_hdf5_in(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
 }
 
 /// A lone `.npy` file: the tensor is named after the file stem.
-fn read_lone_npy(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+fn read_lone_npy(bytes: &[u8], origin: &str) -> Result<Weights> {
     let stem = Path::new(origin)
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_else(|| origin.to_string());
-    Ok(read_npy_named(bytes, origin, &stem)?.into_iter().collect())
+    let read = npy::read_npy(bytes).map_err(|m| npy_error(origin, &stem, m))?;
+    let mut w = Weights::default();
+    add_npy(&mut w, &stem, read);
+    Ok(w)
 }
 
-fn read_npy_named(bytes: &[u8], origin: &str, name: &str) -> Result<Option<Tensor>> {
-    let array = npy::read_npy(bytes).map_err(|message| {
-        Error::invalid(origin, Place::Inside(format!("array {name}")), message)
-    })?;
-    Ok(array.map(|array| Tensor {
-        name: name.to_string(),
-        shape: array.shape,
-        data: array.data,
-    }))
+/// The error of array `name` of `origin`.
+fn npy_error(origin: &str, name: &str, message: String) -> Error {
+    Error::invalid(origin, Place::Inside(format!("array {name}")), message)
+}
+
+/// Adds an array read as `name` to `w`.
+fn add_npy(w: &mut Weights, name: &str, read: npy::Npy) {
+    match read {
+        npy::Npy::Float(array) => w.tensors.push(Tensor {
+            name: name.to_string(),
+            shape: array.shape,
+            data: array.data,
+        }),
+        npy::Npy::Other(dtype) => w.skipped.push((name.to_string(), dtype)),
+    }
 }
 
 /// The first bytes of a file as hex, for the unknown-format error.

@@ -1,7 +1,8 @@
 //! `.npy` arrays (alone or inside an `.npz`): the header (magic, version, the Python
 //! literal with `descr`, `fortran_order` and `shape`) and the payload are read by the
 //! `npyz` crate; only float arrays (`f2`, `f4`, `f8`, either byte order) are returned,
-//! as row-major `f32`. Integer, boolean, string and object arrays are skipped. Headers
+//! as row-major `f32`; arrays of other element types are named with their type (import
+//! then says so when it needs one), not read. Headers
 //! written by Python 2 (`(32L, 192L)`) are refused: npyz parses Python 3 literals only.
 
 use std::io::Cursor;
@@ -26,10 +27,84 @@ pub(crate) fn is_npy(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
-/// Reads a float array; `Ok(None)` for an array of another element type; the error is
-/// one line.
-pub(crate) fn read_npy(bytes: &[u8]) -> Result<Option<NpyArray>, String> {
-    let mut cursor = Cursor::new(bytes);
+/// The longest `.npy` header read (numpy itself refuses headers over 10,000 bytes by
+/// default): checked before `npyz` allocates a buffer of the header's stated length,
+/// which it does in full before reading (a 12-byte file stating 4 GiB would make it
+/// allocate 4 GiB).
+pub(crate) const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Bytes before the header text: the magic, the version and the header length.
+pub(crate) const PREAMBLE_BYTES: usize = 12;
+
+/// What an `.npy` holds: a float array, or an array of another element type (named
+/// as numpy writes it, e.g. `<i4`) that is not read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Npy {
+    /// A float array.
+    Float(NpyArray),
+    /// Not floats: the element type.
+    Other(String),
+}
+
+/// The header of an `.npy` file.
+pub(crate) struct Header {
+    /// Where the data starts (the header's length).
+    pub(crate) data_start: usize,
+    /// The float element size (2, 4 or 8), or the element type that is not a float.
+    pub(crate) kind: Result<usize, String>,
+    /// Bytes of data a float array of this shape needs (0 for other types).
+    pub(crate) payload: usize,
+    shape: Vec<usize>,
+    descr: String,
+    header: NpyHeader,
+}
+
+impl Header {
+    /// The error for `len` bytes of float data that are not the `payload` bytes.
+    pub(crate) fn length_error(&self, len: u64) -> String {
+        format!(
+            "data is {len} bytes but shape {:?} of {} needs {}",
+            self.shape, self.descr, self.payload
+        )
+    }
+}
+
+/// Where the data of an `.npy` starts, from its first bytes (at least
+/// [`PREAMBLE_BYTES`] of them, or the whole file): the magic, the version (1, 2 or 3)
+/// and a header length of at most [`MAX_HEADER_BYTES`] are checked.
+pub(crate) fn data_start(prefix: &[u8]) -> Result<usize, String> {
+    if !prefix.starts_with(MAGIC) {
+        return Err("bad header: no .npy magic".into());
+    }
+    let (major, len) = match *prefix {
+        [_, _, _, _, _, _, 1, _, a, b, ..] => (1, 10 + u16::from_le_bytes([a, b]) as usize),
+        [_, _, _, _, _, _, m @ (2 | 3), _, a, b, c, d, ..] => {
+            (m, 12 + u32::from_le_bytes([a, b, c, d]) as usize)
+        }
+        [_, _, _, _, _, _, m, _, ..] if !(1..=3).contains(&m) => {
+            return Err(format!("bad header: unsupported .npy format version {m}"))
+        }
+        _ => return Err("bad header: truncated".into()),
+    };
+    if len > MAX_HEADER_BYTES {
+        return Err(format!(
+            "bad header: version {major} header of {len} bytes, more than {MAX_HEADER_BYTES}"
+        ));
+    }
+    Ok(len)
+}
+
+/// Parses the header at the start of `bytes` (which hold at least [`data_start`]
+/// bytes).
+pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
+    let start = data_start(bytes)?;
+    if bytes.len() < start {
+        return Err(format!(
+            "bad header: {start} bytes long but the file has {}",
+            bytes.len()
+        ));
+    }
+    let mut cursor = Cursor::new(&bytes[..start]);
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| {
         // npyz's syntax errors span several lines: keep them on one.
         let words: Vec<String> = e.to_string().split_whitespace().map(String::from).collect();
@@ -39,32 +114,47 @@ pub(crate) fn read_npy(bytes: &[u8]) -> Result<Option<NpyArray>, String> {
         DType::Plain(ts) => ts,
         _ => return Err("structured (record) arrays are unsupported".into()),
     };
-    if ts.type_char() != TypeChar::Float {
-        return Ok(None);
-    }
-    let size = ts.size_field();
-    if !matches!(size, 2 | 4 | 8) {
-        return Err(format!("unsupported float dtype {ts}"));
-    }
     let shape = header
         .shape()
         .iter()
         .map(|&d| usize::try_from(d).ok())
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| format!("shape {:?} is too large", header.shape()))?;
-    let expected = shape
-        .iter()
-        .try_fold(size as usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| format!("shape {shape:?} is too large"))?;
-    let data = &bytes[(cursor.position() as usize).min(bytes.len())..];
-    if data.len() != expected {
-        return Err(format!(
-            "data is {} bytes but shape {shape:?} of {ts} needs {expected}",
-            data.len()
-        ));
+    let (kind, payload) = if ts.type_char() != TypeChar::Float {
+        (Err(ts.to_string()), 0)
+    } else {
+        let size = ts.size_field() as usize;
+        if !matches!(size, 2 | 4 | 8) {
+            return Err(format!("unsupported float dtype {ts}"));
+        }
+        let payload = shape
+            .iter()
+            .try_fold(size, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| format!("shape {shape:?} is too large"))?;
+        (Ok(size), payload)
+    };
+    Ok(Header {
+        data_start: cursor.position() as usize,
+        kind,
+        payload,
+        shape,
+        descr: ts.to_string(),
+        header,
+    })
+}
+
+/// The array of `header` from its `data` (exactly `header.payload` bytes for floats).
+pub(crate) fn read_data(header: Header, data: &[u8]) -> Result<Npy, String> {
+    let size = match header.kind {
+        Ok(size) => size,
+        Err(dtype) => return Ok(Npy::Other(dtype)),
+    };
+    if data.len() != header.payload {
+        return Err(header.length_error(data.len() as u64));
     }
-    let order = header.order();
-    let file = NpyFile::with_header(header, data);
+    let shape = header.shape;
+    let order = header.header.order();
+    let file = NpyFile::with_header(header.header, data);
     let read = |e: std::io::Error| format!("cannot read its data: {e}");
     let mut values: Vec<f32> = match size {
         2 => file
@@ -84,10 +174,17 @@ pub(crate) fn read_npy(bytes: &[u8]) -> Result<Option<NpyArray>, String> {
     if order == Order::Fortran {
         values = fortran_to_row_major(&values, &shape);
     }
-    Ok(Some(NpyArray {
+    Ok(Npy::Float(NpyArray {
         shape,
         data: values,
     }))
+}
+
+/// Reads a whole `.npy` file; the error is one line.
+pub(crate) fn read_npy(bytes: &[u8]) -> Result<Npy, String> {
+    let header = read_header(bytes)?;
+    let data = &bytes[header.data_start.min(bytes.len())..];
+    read_data(header, data)
 }
 
 /// Reorders column-major (Fortran) elements into row-major order.
@@ -151,7 +248,10 @@ pub(crate) mod tests {
     }
 
     fn read(bytes: &[u8]) -> NpyArray {
-        read_npy(bytes).expect("valid").expect("float")
+        match read_npy(bytes).expect("valid") {
+            Npy::Float(a) => a,
+            Npy::Other(t) => panic!("not float: {t}"),
+        }
     }
 
     #[test]
@@ -215,10 +315,24 @@ pub(crate) mod tests {
 
     #[test]
     fn skips_non_float_dtypes() {
-        assert_eq!(read_npy(&build_npy("|u1", false, &[2], &[1, 2])), Ok(None));
+        let other = |t: &str| Ok(Npy::Other(t.into()));
+        assert_eq!(
+            read_npy(&build_npy("|u1", false, &[2], &[1, 2])),
+            other("|u1")
+        );
         let int64 = 7i64.to_le_bytes();
-        assert_eq!(read_npy(&build_npy("<i8", false, &[], &int64)), Ok(None));
-        assert_eq!(read_npy(&build_npy("|O", false, &[1], b"pickle")), Ok(None));
+        assert_eq!(
+            read_npy(&build_npy("<i8", false, &[], &int64)),
+            other("<i8")
+        );
+        assert_eq!(
+            read_npy(&build_npy("<i4", false, &[1], &[0; 4])),
+            other("<i4")
+        );
+        assert_eq!(
+            read_npy(&build_npy("|O", false, &[1], b"pickle")),
+            other("|O")
+        );
     }
 
     #[test]
@@ -232,7 +346,7 @@ pub(crate) mod tests {
             read_npy(&bytes)
         };
         let ok = v2(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }   \n");
-        assert_eq!(ok.unwrap().unwrap().shape, [2, 1]);
+        assert!(matches!(ok, Ok(Npy::Float(a)) if a.shape == [2, 1]));
         let py2 = v2(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 1L), }   \n");
         let e = py2.unwrap_err();
         assert!(e.starts_with("bad header: ") && !e.contains('\n'), "{e}");
@@ -261,6 +375,17 @@ pub(crate) mod tests {
             &[0; 4],
         );
         assert!(err(&structured).contains("structured"));
+    }
+
+    #[test]
+    fn a_huge_stated_header_is_refused_before_any_allocation() {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&[2, 0]);
+        bytes.extend_from_slice(&u32::MAX.to_le_bytes());
+        let e = read_npy(&bytes).unwrap_err();
+        assert!(e.contains("more than 65536"), "{e}");
+        let e = read_npy(&bytes[..9]).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
     }
 
     #[test]

@@ -5,12 +5,13 @@
 //! match its dtype and shape and that the tensors tile the buffer exactly.
 //!
 //! `F32`, `F64`, `F16` and `BF16` tensors are converted to `f32`. Integer, boolean and
-//! complex tensors are skipped; the 4/6/8-bit float formats are rejected as unsupported.
+//! complex tensors are named with their dtype, not read; the 4/6/8-bit float formats
+//! are rejected as unsupported.
 
 use ::safetensors::{Dtype, SafeTensors};
 
 use super::convert::{decode, ByteOrder, FloatKind};
-use super::Tensor;
+use super::{Tensor, Weights};
 use crate::error::{Error, Place, Result};
 
 /// Returns true if `bytes` looks like a safetensors file: a plausible header length
@@ -36,13 +37,15 @@ pub(crate) fn deserialize<'b>(bytes: &'b [u8], origin: &str) -> Result<SafeTenso
     })
 }
 
-/// Reads every float tensor, in the file's name order; errors name `origin`.
-pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+/// Reads every float tensor, in the file's name order, and names the others; errors
+/// name `origin`.
+pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Weights> {
     let file = deserialize(bytes, origin)?;
-    let mut tensors = Vec::new();
+    let mut w = Weights::default();
     for (name, view) in file.tensors() {
         let fail = |message: String| Error::invalid(origin, Place::Tensor(name.clone()), message);
         let Some(kind) = float_kind(view.dtype()).map_err(fail)? else {
+            w.skipped.push((name, view.dtype().to_string()));
             continue;
         };
         let data = view.data();
@@ -57,16 +60,16 @@ pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>
                 view.shape()
             )));
         }
-        tensors.push(Tensor {
+        w.tensors.push(Tensor {
             shape: view.shape().to_vec(),
             data: decode(data, kind, ByteOrder::Little),
             name,
         });
     }
-    Ok(tensors)
+    Ok(w)
 }
 
-/// The conversion for `dtype`, `None` for non-float dtypes that are skipped.
+/// The conversion for `dtype`, `None` for non-float dtypes (named, not read).
 fn float_kind(dtype: Dtype) -> Result<Option<FloatKind>, String> {
     Ok(Some(match dtype {
         Dtype::F16 => FloatKind::F16,
@@ -127,7 +130,9 @@ mod tests {
     fn reads_back_serialized_tensors_exactly() {
         let bytes = sample();
         assert!(is_safetensors(&bytes));
-        let mut tensors = read_safetensors(&bytes, "t.safetensors").expect("read");
+        let w = read_safetensors(&bytes, "t.safetensors").expect("read");
+        assert_eq!(w.skipped, [("step".to_string(), "I64".to_string())]);
+        let mut tensors = w.tensors;
         tensors.sort_by(|a, b| a.name.cmp(&b.name));
         let summary: Vec<(&str, &[usize], &[f32])> = tensors
             .iter()

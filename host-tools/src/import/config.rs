@@ -275,7 +275,25 @@ pub struct FullMapping {
     pub bias_half: Option<HalfName>,
 }
 
+/// A tensor reference of `[weights]`, `name` or `name[i]`: the name, and the index
+/// text when there is one.
+pub fn tensor_reference(spec: &str) -> (&str, Option<&str>) {
+    match spec.strip_suffix(']').and_then(|s| s.rsplit_once('[')) {
+        Some((name, index)) => (name, Some(index)),
+        None => (spec, None),
+    }
+}
+
 impl Mapping {
+    /// The names of the tensors it reads (without `[i]` indexes).
+    pub fn tensor_names(&self) -> impl Iterator<Item = String> {
+        let f = self.full();
+        [Some(f.weight), f.bias]
+            .into_iter()
+            .flatten()
+            .map(|spec| tensor_reference(&spec).0.to_string())
+    }
+
     /// As a full mapping.
     pub fn full(&self) -> FullMapping {
         match self {
@@ -458,6 +476,14 @@ impl From<ResetName> for ResetMode {
 }
 
 impl Config {
+    /// The names of the tensors `[weights]` reads.
+    pub fn tensor_names(&self) -> std::collections::BTreeSet<String> {
+        self.weights
+            .values()
+            .flat_map(Mapping::tensor_names)
+            .collect()
+    }
+
     /// Reads and parses a configuration file; errors name the file and position.
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(Error::io(path))?;

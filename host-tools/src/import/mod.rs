@@ -4,7 +4,7 @@ pub mod cells;
 pub mod config;
 pub mod decoding;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use s2s_kernels::PrecisionKind;
@@ -13,9 +13,9 @@ use seq2seq::desc::LayerSpec;
 use seq2seq::format::{DType, Slot, TensorId};
 
 use crate::error::{Error, Place, Result};
-use crate::formats::{read_weights, Tensor};
+use crate::formats::{read_weights_file, Tensor};
 use crate::import::cells::{cell_name, cell_of, gate_perm, our_gates, reorder_gates};
-use crate::import::config::{Config, HalfName};
+use crate::import::config::{tensor_reference, Config, HalfName};
 use crate::io::write_atomic;
 use crate::model::LoadedModel;
 
@@ -33,17 +33,22 @@ pub struct WeightFile {
     pub label: String,
     /// Its float tensors.
     pub tensors: Vec<Tensor>,
+    /// Its tensors that are not floats, `(name, element type)`.
+    pub skipped: Vec<(String, String)>,
 }
 
 impl WeightFile {
-    /// Reads a weights file (any supported format).
-    pub fn read(path: &Path) -> Result<WeightFile> {
+    /// Reads a weights file (any supported format): the tensors named in `wanted`,
+    /// or all of them for `None`.
+    pub fn read(path: &Path, wanted: Option<&BTreeSet<String>>) -> Result<WeightFile> {
+        let w = read_weights_file(path, wanted)?;
         Ok(WeightFile {
             label: path.file_name().map_or_else(
                 || path.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             ),
-            tensors: read_weights(path)?,
+            tensors: w.tensors,
+            skipped: w.skipped,
         })
     }
 }
@@ -51,6 +56,8 @@ impl WeightFile {
 /// The tensors of every weights file, by file and name.
 struct Sources<'t> {
     files: Vec<(&'t str, BTreeMap<&'t str, &'t Tensor>)>,
+    /// The tensors that are not floats, by name: their element type.
+    skipped: BTreeMap<&'t str, &'t str>,
 }
 
 impl<'t> Sources<'t> {
@@ -62,6 +69,11 @@ impl<'t> Sources<'t> {
                     let by_name = f.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
                     (f.label.as_str(), by_name)
                 })
+                .collect(),
+            skipped: files
+                .iter()
+                .flat_map(|f| &f.skipped)
+                .map(|(n, t)| (n.as_str(), t.as_str()))
                 .collect(),
         }
     }
@@ -99,6 +111,10 @@ impl<'t> Sources<'t> {
             .collect();
         match &found[..] {
             [(_, t)] => Ok(*t),
+            [] if self.skipped.contains_key(name) => Err(format!(
+                "tensor {name:?} has dtype {}, expected float (f16, bf16, f32 or f64)",
+                self.skipped[name]
+            )),
             [] => {
                 let tail = name.rsplit(['/', '.', ':']).next().unwrap_or(name);
                 let near: Vec<&str> = files
@@ -142,15 +158,15 @@ impl<'t> Sources<'t> {
         direction: Option<usize>,
         half: Option<HalfName>,
     ) -> Result<(Vec<usize>, &'t [f32]), String> {
-        let (name, index) = match spec.strip_suffix(']').and_then(|s| s.rsplit_once('[')) {
-            Some((n, i)) => (
+        let (name, index) = match tensor_reference(spec) {
+            (n, Some(i)) => (
                 n,
                 Some(
                     i.parse::<usize>()
                         .map_err(|_| format!("tensor reference {spec:?}: bad index"))?,
                 ),
             ),
-            None => (spec, None),
+            (n, None) => (n, None),
         };
         if index.is_some() && direction.is_some() {
             return Err(format!(
@@ -221,8 +237,9 @@ pub fn import_file(config: &Path, weights: &[PathBuf], output: &Path) -> Result<
         return Err(Error::usage("s2s import needs at least one --weights file"));
     }
     let mut files: Vec<WeightFile> = Vec::new();
+    let wanted = cfg.tensor_names();
     for path in weights {
-        let file = WeightFile::read(path)?;
+        let file = WeightFile::read(path, Some(&wanted))?;
         if let Some(same) = files.iter().find(|f| f.label == file.label) {
             return Err(Error::usage(format!(
                 "two --weights files are named {} ({} is the second): a configuration tells files apart by name",
@@ -245,6 +262,7 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
     let file = WeightFile {
         label: "weights".into(),
         tensors: tensors.to_vec(),
+        skipped: Vec::new(),
     };
     import_files(cfg, std::slice::from_ref(&file))
 }
@@ -404,6 +422,7 @@ mod tests {
                     data: data.to_vec(),
                 })
                 .collect(),
+            skipped: Vec::new(),
         }
     }
 

@@ -180,7 +180,7 @@ pub fn inspect_file(
 ) -> Result {
     let text = render(&LoadedModel::load(path)?, positions, tensors)?;
     out.write_all(text.as_bytes())
-        .map_err(crate::error::Error::io("<stdout>"))
+        .map_err(crate::error::Error::io(crate::io::STDOUT_NAME))
 }
 
 /// The report of `s2s inspect`.

@@ -19,6 +19,10 @@ use seq2seq::run::{Observer, Probe, Step, Values};
 use seq2seq::vocab::encode_source;
 use seq2seq::{ModelFile, Net, Plan, Runner};
 
+/// The largest model file the host tools read: 256 MiB (the largest model file a
+/// microcontroller holds is a few MiB; g2p-en in f32 is 3.3 MB).
+pub const MAX_MODEL_BYTES: u64 = 256 << 20;
+
 /// Longest source (in positions, end token included) the host runner accepts.
 pub const HOST_MAX_POSITIONS: usize = 512;
 
@@ -31,9 +35,37 @@ pub struct LoadedModel {
 }
 
 impl LoadedModel {
-    /// Reads and checks a model file; errors name the file.
+    /// Reads and checks a model file; errors name the file. The header is read first:
+    /// a file that does not start with the magic and this build's version, or that is
+    /// larger than [`MAX_MODEL_BYTES`], is refused before the rest is read.
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(Error::io(path))?;
+        use seq2seq::format::HEADER_LEN;
+        use std::io::Read;
+        let io = Error::io(path);
+        let file = std::fs::File::open(path).map_err(Error::io(path))?;
+        let size = file.metadata().map_err(Error::io(path))?.len();
+        let mut reader = file.take(MAX_MODEL_BYTES + 1);
+        let mut bytes = Vec::new();
+        (&mut reader)
+            .take(HEADER_LEN as u64)
+            .read_to_end(&mut bytes)
+            .map_err(Error::io(path))?;
+        match ModelFile::parse(&bytes) {
+            Err(e @ (seq2seq::Error::BadMagic | seq2seq::Error::UnsupportedVersion { .. })) => {
+                return Err(Error::model(path)(e))
+            }
+            _ if size > MAX_MODEL_BYTES => {
+                return Err(Error::invalid(
+                    path.display(),
+                    crate::error::Place::File,
+                    format!(
+                        "{size} bytes: larger than the largest model file the host tools read ({MAX_MODEL_BYTES} bytes)"
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        reader.read_to_end(&mut bytes).map_err(io)?;
         Self::from_bytes(path, &bytes)
     }
 
@@ -315,21 +347,84 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
 /// Decodes every line with a model of any precision; stops at the first error, naming
 /// the line (1-based).
 pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result<Vec<Decoded>> {
+    decode_each(model, lines, keep)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.map_err(|source| Error::Input {
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Decodes every line with a model of any precision: one result per line (an error
+/// binding the model is the whole call's).
+pub fn decode_each(
+    model: &LoadedModel,
+    lines: &[String],
+    keep: Keep,
+) -> Result<Vec<Result<Decoded, seq2seq::Error>>> {
     let positions = model.positions();
     model.with_net(|any| {
         dispatch!(any, |net: P| {
             let mut r = HostRunner::<P>::new(&net, positions);
             let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-            r.decode_all(&refs, keep)
-                .into_iter()
-                .enumerate()
-                .map(|(i, d)| {
-                    d.map_err(|source| Error::Input {
-                        line: i + 1,
-                        source,
-                    })
-                })
-                .collect()
+            Ok(r.decode_all(&refs, keep))
+        })
+    })
+}
+
+/// Lines decoded together by [`decode_stream`]: what the input has buffered, up to this
+/// many.
+pub const STREAM_BATCH: usize = 4 * HOST_LANES;
+
+/// Decodes the lines of `input` as they come, in batches of at most [`STREAM_BATCH`],
+/// and hands each to `each` in input order with its result: an empty line gives an
+/// empty output without running the model (for every model alike), a line that is not
+/// text or that the model refuses gives its error, naming `input`'s file and line.
+/// Stops at a reading error (or a line beyond the length bound), or at `each`'s error.
+pub fn decode_stream(
+    model: &LoadedModel,
+    input: &mut crate::io::LineReader,
+    keep: Keep,
+    mut each: impl FnMut(usize, &str, Result<Decoded>) -> Result,
+) -> Result {
+    let positions = model.positions();
+    let name = PathBuf::from(input.name());
+    model.with_net(|any| {
+        dispatch!(any, |net: P| {
+            let mut r = HostRunner::<P>::new(&net, positions);
+            loop {
+                let batch = input.next_batch(STREAM_BATCH)?;
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                let todo: Vec<&str> = batch
+                    .iter()
+                    .filter_map(|l| l.text.as_ref().ok())
+                    .map(String::as_str)
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                let mut done = r.decode_all(&todo, keep).into_iter();
+                for line in batch {
+                    let (text, result) = match line.text {
+                        Err(e) => (String::new(), Err(e)),
+                        Ok(t) if t.is_empty() => (t, Ok(Decoded::default())),
+                        Ok(t) => {
+                            let d = done.next().expect("one result per decoded line");
+                            let d = d.map_err(|source| Error::Model {
+                                path: name.clone(),
+                                place: crate::error::Place::Line(line.number),
+                                source,
+                            });
+                            (t, d)
+                        }
+                    };
+                    each(line.number, &text, result)?;
+                }
+            }
         })
     })
 }

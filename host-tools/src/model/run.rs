@@ -5,24 +5,49 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::io::{read_lines, write_atomic};
+use crate::io::{write_atomic, LineReader, STDOUT_NAME};
 use crate::model::beam::BeamOptions;
-use crate::model::{decode_lines, Decoded, Keep, LoadedModel};
+use crate::model::{decode_stream, Decoded, Keep, LoadedModel};
+
+/// How `s2s run` decodes and writes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions<'a> {
+    /// `source<TAB>output` lines.
+    pub tsv: bool,
+    /// A JSON file for every step's attention weights (greedy decoding).
+    pub attention: Option<&'a Path>,
+    /// A beam search instead of greedy decoding.
+    pub beam: Option<BeamOptions>,
+    /// With `beam`: this many best results per line.
+    pub nbest: Option<usize>,
+}
 
 /// Decodes every line of `input` (standard input for `None`) with `model` and writes one
-/// output per line to `out` (`source<TAB>output` with `tsv`); with `attention`, every
-/// step's weights and entropy go to that JSON file. With `beam` every line is
-/// beam-searched, and with `nbest` its `nbest` best results are written as
-/// `source<TAB>rank<TAB>output<TAB>score` lines.
+/// output per line to `out` as it goes, in input order (`source<TAB>output` with
+/// `tsv`, options in [`RunOptions`]); with `attention`, every step's weights and entropy go to that JSON file. With `beam`
+/// every line is beam-searched, and with `nbest` its `nbest` best results are written
+/// as `source<TAB>rank<TAB>output<TAB>score` lines.
+///
+/// Every input line gives output, empty and `#` lines included (an empty line gives an
+/// empty output, whatever the model). A line that cannot be decoded gives an empty
+/// output (with `tsv`, `source<TAB><TAB>error`; with `nbest`, one line
+/// `source<TAB><TAB><TAB><TAB>error`) and its error, `file:line: ...`, on `errors`; the
+/// other lines go on. Returns the number of such lines. A reading failure (or a line
+/// longer than [`crate::io::MAX_LINE_BYTES`]) stops the run with an error after the
+/// lines before it.
 pub fn run_file(
     model: &Path,
     input: Option<&Path>,
-    tsv: bool,
-    attention: Option<&Path>,
-    beam: Option<BeamOptions>,
-    nbest: Option<usize>,
+    options: &RunOptions<'_>,
     out: &mut dyn Write,
-) -> Result {
+    errors: &mut dyn Write,
+) -> Result<usize> {
+    let RunOptions {
+        tsv,
+        attention,
+        beam,
+        nbest,
+    } = *options;
     if let Some(b) = &beam {
         if attention.is_some() {
             return Err(Error::usage(
@@ -39,70 +64,102 @@ pub fn run_file(
         return Err(Error::usage("--nbest needs --beam"));
     }
     let m = LoadedModel::load(model)?;
-    let lines = read_lines(input)?;
+    let mut lines = LineReader::open(input)?;
     let keep = Keep {
         weights: attention.is_some(),
         beam,
         ..Keep::default()
     };
-    let decoded = decode_lines(&m, &lines, keep)?;
-    let mut text = String::new();
-    for (line, d) in lines.iter().zip(&decoded) {
-        if let Some(n) = nbest {
-            for (rank, r) in d.nbest.iter().take(n).enumerate() {
-                text += &format!("{line}\t{}\t{}\t{:.6}\n", rank + 1, r.text, r.score);
-            }
-            continue;
-        }
-        if tsv {
-            text += line;
-            text.push('\t');
-        }
-        text += &d.text;
-        text.push('\n');
-    }
-    if let Some(path) = attention {
-        let json = attention_json(&m, &lines, &decoded);
-        let s = serde_json::to_string_pretty(&json).map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e.into(),
-        })?;
-        write_atomic(path, s.as_bytes())?;
-    }
-    out.write_all(text.as_bytes())
-        .map_err(Error::io("<stdout>"))
-}
-
-/// One JSON object per line: input, source tokens, output tokens (the end token's step
-/// included), text, attention rows and their entropies.
-fn attention_json(m: &LoadedModel, lines: &[String], decoded: &[Decoded]) -> serde_json::Value {
     let end = m
         .file()
         .tgt_vocab()
         .get(m.file().desc().tgt_end)
         .unwrap_or("")
         .to_string();
-    lines
-        .iter()
-        .zip(decoded)
-        .map(|(line, d)| {
-            let mut outputs = d.tokens.clone();
-            if d.weights.len() > d.tokens.len() {
-                outputs.push(end.clone());
+    let mut json = Vec::new();
+    let mut failed = 0;
+    let stdout = |e| Error::io(STDOUT_NAME)(e);
+    let result = decode_stream(&m, &mut lines, keep, |_, line, d| {
+        let mut text = String::new();
+        match &d {
+            Ok(d) => match nbest {
+                Some(_) if d.nbest.is_empty() => text += &format!("{line}\t\t\t\n"),
+                Some(n) => {
+                    for (rank, r) in d.nbest.iter().take(n).enumerate() {
+                        text += &format!("{line}\t{}\t{}\t{:.6}\n", rank + 1, r.text, r.score);
+                    }
+                }
+                None if tsv => text += &format!("{line}\t{}\n", d.text),
+                None => text += &format!("{}\n", d.text),
+            },
+            Err(e) => {
+                failed += 1;
+                writeln!(errors, "error: {e}").map_err(Error::io("<stderr>"))?;
+                let why = line_error(e);
+                text += &match (nbest, tsv) {
+                    (Some(_), _) => format!("{line}\t\t\t\t{why}\n"),
+                    (None, true) => format!("{line}\t\t{why}\n"),
+                    (None, false) => "\n".into(),
+                };
             }
-            let entropy: Vec<f32> = d
-                .weights
-                .iter()
-                .map(|w| attention_core::entropy::<s2s_kernels::F32>(w))
-                .collect();
-            serde_json::json!({
-                "input": line,
-                "source": d.source,
-                "output": outputs,
-                "text": d.text,
-                "attention": d.weights,
-                "entropy": entropy,
-            })
-        })
-        .collect()
+        }
+        out.write_all(text.as_bytes()).map_err(stdout)?;
+        if attention.is_some() {
+            json.push(attention_json(&end, line, d.as_ref().map_err(line_error)));
+        }
+        Ok(())
+    });
+    // What was decoded before a reading error is kept: the JSON too.
+    if let Some(path) = attention {
+        let s = serde_json::to_string_pretty(&serde_json::Value::Array(json)).map_err(|e| {
+            Error::Io {
+                path: path.to_path_buf(),
+                source: e.into(),
+            }
+        })?;
+        if result.is_ok() {
+            write_atomic(path, s.as_bytes())?;
+        }
+    }
+    result.map(|()| failed)
+}
+
+/// The text of a line's error without the file and line (for the TSV column).
+fn line_error(e: &Error) -> String {
+    match e {
+        Error::Model { source, .. } => source.to_string(),
+        Error::Invalid { message, .. } => message.clone(),
+        e => e.to_string(),
+    }
+}
+
+/// One line's JSON object: input, source tokens, output tokens (the end token's step
+/// included, `end` being its text), text, attention rows and their entropies; or the
+/// input and its error.
+fn attention_json(
+    end: &str,
+    line: &str,
+    d: std::result::Result<&Decoded, String>,
+) -> serde_json::Value {
+    let d = match d {
+        Ok(d) => d,
+        Err(error) => return serde_json::json!({ "input": line, "error": error }),
+    };
+    let mut outputs = d.tokens.clone();
+    if d.weights.len() > d.tokens.len() {
+        outputs.push(end.to_string());
+    }
+    let entropy: Vec<f32> = d
+        .weights
+        .iter()
+        .map(|w| attention_core::entropy::<s2s_kernels::F32>(w))
+        .collect();
+    serde_json::json!({
+        "input": line,
+        "source": d.source,
+        "output": outputs,
+        "text": d.text,
+        "attention": d.weights,
+        "entropy": entropy,
+    })
 }

@@ -51,7 +51,36 @@ pub(crate) struct Layout {
     pub(crate) bar_h: i32,
 }
 
+/// The largest picture side, in pixels: a map that needs more is refused (a
+/// 65,535-step map would be 786,432 pixels tall).
+pub(crate) const MAX_SIDE: i32 = 16_384;
+
+/// The smallest cell pitch [`Layout::new`] chooses.
+const MIN_CELL: i32 = 12;
+
 impl Layout {
+    /// [`Layout::new`] for a map whose picture fits [`MAX_SIDE`] pixels each way; the
+    /// error says why another does not.
+    pub(crate) fn bounded(map: &AttentionMap) -> Result<Layout, String> {
+        let (rows, cols) = (map.output.len(), map.source.len());
+        let most = (MAX_SIDE / MIN_CELL) as usize;
+        if rows.max(cols) > most {
+            return Err(format!(
+                "a map of {rows} output steps by {cols} source positions does not fit a picture of at most {MAX_SIDE} pixels a side (at most {most} of either)"
+            ));
+        }
+        let layout = Layout::new(map);
+        if layout.width > MAX_SIDE || layout.height > MAX_SIDE {
+            return Err(format!(
+                "the picture would be {}x{} pixels, more than {MAX_SIDE} a side",
+                layout.width, layout.height
+            ));
+        }
+        Ok(layout)
+    }
+
+    /// The layout of `map`; its sides fit `i32` for maps of up to `MAX_SIDE / 12`
+    /// rows and columns (what [`Layout::bounded`] lets through).
     pub(crate) fn new(map: &AttentionMap) -> Layout {
         let measure = estimate_width;
         let (rows, cols) = (map.output.len(), map.source.len());
@@ -59,7 +88,7 @@ impl Layout {
         let cell = if n <= 48 {
             (560 / n).clamp(28, 40)
         } else {
-            (1344 / n).max(12)
+            (1344 / n).max(MIN_CELL)
         };
         let gap = if cell >= 24 { 2 } else { 1 };
         let inner = (cell - gap) as f32;

@@ -38,7 +38,7 @@ pub fn heatmap(
         Some(path) => Ok(write_image(&map, path)?.warnings),
         None => {
             out.write_all(render_terminal(&map, color).as_bytes())
-                .map_err(Error::io("<stdout>"))?;
+                .map_err(Error::io(crate::io::STDOUT_NAME))?;
             Ok(Vec::new())
         }
     }
@@ -70,7 +70,7 @@ pub fn write_image_with(
     if let Some(reason) = map.shape_error() {
         return Err(fail(reason));
     }
-    let layout = Layout::new(map);
+    let layout = Layout::bounded(map).map_err(fail)?;
     let svg = svg::render_svg(&layout, map);
     let (bytes, warnings) = if png {
         let db = fonts();
