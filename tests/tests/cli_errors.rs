@@ -130,9 +130,11 @@ fn symbol_outside_a_vocabulary_without_unk() {
     // 'z' is not in the example's source vocabulary (SOS, EOS, a-h) and there is no unk;
     // positions count from 1.
     let r = s2s(&[&"run", model], "abc\nabzd\n");
-    let line = assert_one_error(&r, &["'z'", "position 3", "line 2"]);
+    let line = assert_one_error(&r, &["<stdin>:2:", "'z'", "position 3"]);
     eprintln!("{line}");
-    assert!(r.stdout.is_empty(), "output written before the error");
+    // The bad line's output is an empty line; the good one's is there.
+    let out = String::from_utf8(r.stdout).unwrap();
+    assert!(out.ends_with("\n\n") && out.lines().count() == 2, "{out:?}");
 }
 
 #[test]
@@ -151,7 +153,7 @@ fn symbol_outside_the_vocabulary_maps_to_unk_in_g2p_en() {
 fn input_longer_than_the_capacity() {
     let model = model_file("netra.s2s");
     let r = s2s(&[&"run", &model], "abcdefghijklmnopqrstuvwxyz\n");
-    let line = assert_one_error(&r, &["26", "25", "line 1"]);
+    let line = assert_one_error(&r, &["26", "25", "<stdin>:1:"]);
     eprintln!("{line}");
 }
 
