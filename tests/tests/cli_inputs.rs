@@ -61,13 +61,21 @@ fn run_gives_one_line_per_input_line_and_names_the_bad_ones() {
     let out = stdout_lines(&r);
     assert_eq!(
         out,
-        [alone(model, "abc"), String::new(), String::new(), alone(model, "hag")]
+        [
+            alone(model, "abc"),
+            String::new(),
+            String::new(),
+            alone(model, "hag")
+        ]
     );
     // With --tsv the bad line has an error column; an empty line is an empty source.
     let r = s2s(&[&"run", model, &"--tsv"], "abc\nabzd\n\n");
     let out = stdout_lines(&r);
     assert_eq!(out.len(), 3, "{out:?}");
-    assert!(out[1].starts_with("abzd\t\t") && out[1].contains("'z'"), "{out:?}");
+    assert!(
+        out[1].starts_with("abzd\t\t") && out[1].contains("'z'"),
+        "{out:?}"
+    );
     assert_eq!(out[2], "\t");
     // The bad line last, after many good ones: all of them are written.
     let mut input = "abc\n".repeat(300);
@@ -91,14 +99,22 @@ fn run_numbers_lines_of_a_file_and_keeps_bad_bytes_on_their_line() {
     let path = input.display().to_string();
     assert!(!r.status.success());
     assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(errors[0].starts_with(&format!("error: {path}:2: ")), "{errors:?}");
+    assert!(
+        errors[0].starts_with(&format!("error: {path}:2: ")),
+        "{errors:?}"
+    );
     assert!(
         errors[1].starts_with(&format!("error: {path}:3: not UTF-8")),
         "{errors:?}"
     );
     assert_eq!(
         stdout_lines(&r),
-        [alone(model, "abc"), String::new(), String::new(), alone(model, "hag")]
+        [
+            alone(model, "abc"),
+            String::new(),
+            String::new(),
+            alone(model, "hag")
+        ]
     );
 }
 
@@ -107,7 +123,11 @@ fn an_empty_line_is_an_empty_output_for_every_model() {
     for name in ["netra.s2s", "g2p-en.s2s"] {
         let model = model_file(name);
         let r = s2s(&[&"run", &model], "phnom\n\npenh\n");
-        assert!(r.status.success(), "{name}: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(
+            r.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         let out = stdout_lines(&r);
         assert_eq!(out.len(), 3, "{name}: {out:?}");
         assert!(!out[0].is_empty() && out[1].is_empty() && !out[2].is_empty());
@@ -172,7 +192,10 @@ fn eval_and_check_report_bad_lines_and_keep_the_others() {
     let errors = stderr_lines(&r);
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].starts_with(&format!("error: {path}:4: expected source<TAB>reference")));
-    assert!(errors[1].starts_with(&format!("error: {path}:6: ")), "{errors:?}");
+    assert!(
+        errors[1].starts_with(&format!("error: {path}:6: ")),
+        "{errors:?}"
+    );
     let out = String::from_utf8_lossy(&r.stdout);
     assert!(out.contains("(3 sequences, 1 not decoded)"), "{out}");
     // check: sources alone, the long one on line 4.
@@ -186,9 +209,15 @@ fn eval_and_check_report_bad_lines_and_keep_the_others() {
     assert!(!r.status.success());
     let errors = stderr_lines(&r);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].starts_with(&format!("error: {path}:4: ")), "{errors:?}");
+    assert!(
+        errors[0].starts_with(&format!("error: {path}:4: ")),
+        "{errors:?}"
+    );
     let out = String::from_utf8_lossy(&r.stdout);
-    assert!(out.contains("sequence agreement  100.00 % (2 of 2)"), "{out}");
+    assert!(
+        out.contains("sequence agreement  100.00 % (2 of 2)"),
+        "{out}"
+    );
 }
 
 // ------------------------------------------------- closed and full stdout: item 5
@@ -241,8 +270,17 @@ fn a_closed_stdout_ends_quietly_and_a_full_one_fails_in_one_line() {
     for args in &commands {
         let name = args[0].as_ref().to_string_lossy().into_owned();
         let r = with_closed_stdout(args);
-        assert_eq!(r.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&r.stderr));
-        assert!(r.stderr.is_empty(), "{name}: {}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        assert!(
+            r.stderr.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
         let r = with_full_stdout(args);
         let line = assert_one_error(&r, &["<stdout>"]);
         assert!(line.contains("No space left"), "{name}: {line}");
@@ -256,7 +294,11 @@ fn a_heatmap_too_tall_for_a_picture_is_refused() {
     let dir = scratch_dir("tall-heatmap");
     let text = std::fs::read_to_string(pytorch::config()).unwrap();
     let config = dir.join("tall.toml");
-    std::fs::write(&config, text.replacen("max_steps = 10", "max_steps = 65535", 1)).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen("max_steps = 10", "max_steps = 65535", 1),
+    )
+    .unwrap();
     // The end token never wins: every decode runs the 65,535 steps.
     let mut tensors = pytorch::state_dict(pytorch::SEED, pytorch::SCALE);
     let bias = tensors
@@ -357,7 +399,11 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 }
 
 /// The example's tensors as `.npz` entries, plus `extra` entries of raw bytes.
-fn write_npz(path: &Path, tensors: &[Tensor], extra: &mut dyn FnMut(&mut zip::ZipWriter<std::fs::File>)) {
+fn write_npz(
+    path: &Path,
+    tensors: &[Tensor],
+    extra: &mut dyn FnMut(&mut zip::ZipWriter<std::fs::File>),
+) {
     let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -388,7 +434,15 @@ fn an_unused_huge_npz_entry_is_not_inflated() {
     assert!(std::fs::metadata(&npz).unwrap().len() < 16 << 20);
     let out = dir.join("m.s2s");
     let (r, mib) = s2s_peak(
-        &[&"import", &"--config", &pytorch::config(), &"--weights", &npz, &"-o", &out],
+        &[
+            &"import",
+            &"--config",
+            &pytorch::config(),
+            &"--weights",
+            &npz,
+            &"-o",
+            &out,
+        ],
         &dir,
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -407,22 +461,43 @@ fn check_compares_only_the_same_model_with_valid_options() {
     let dir = scratch_dir("check-options");
     let input = dir.join("in.txt");
     std::fs::write(&input, "phnom\n").unwrap();
-    let r = s2s(&[&"check", &netra, &"--reference", &g2p, &"--input", &input], "");
+    let r = s2s(
+        &[&"check", &netra, &"--reference", &g2p, &"--input", &input],
+        "",
+    );
     assert_one_error(&r, &["netra.s2s", "g2p-en.s2s", "not the same model"]);
     // Any pair of precisions of one model.
     let w8 = model_file("netra-w8a16.s2s");
-    let ok = s2s(&[&"check", &netra, &"--reference", &w8, &"--input", &input], "");
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let ok = s2s(
+        &[&"check", &netra, &"--reference", &w8, &"--input", &input],
+        "",
+    );
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     for bad in ["NaN", "-1", "100.5"] {
         let r = s2s(
-            &[&"check", &w8, &"--reference", &netra, &"--input", &input, &format!("--min-agreement={bad}")],
+            &[
+                &"check",
+                &w8,
+                &"--reference",
+                &netra,
+                &"--input",
+                &input,
+                &format!("--min-agreement={bad}"),
+            ],
             "",
         );
         assert_one_error(&r, &["--min-agreement", "0 to 100"]);
     }
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, "# only a comment\n\n").unwrap();
-    let r = s2s(&[&"check", &w8, &"--reference", &netra, &"--input", &empty], "");
+    let r = s2s(
+        &[&"check", &w8, &"--reference", &netra, &"--input", &empty],
+        "",
+    );
     assert_one_error(&r, &["empty.txt", "no input lines"]);
 }
 
@@ -436,8 +511,15 @@ fn quantize_checks_its_target_and_reports_skipped_calibration_lines() {
     for bad in ["NaN", "0", "101"] {
         let r = s2s(
             &[
-                &"quantize", &netra, &"--scheme", &"w8a16", &"--calib", &calib,
-                &format!("--target-agreement={bad}"), &"-o", &out,
+                &"quantize",
+                &netra,
+                &"--scheme",
+                &"w8a16",
+                &"--calib",
+                &calib,
+                &format!("--target-agreement={bad}"),
+                &"-o",
+                &out,
             ],
             "",
         );
@@ -446,7 +528,18 @@ fn quantize_checks_its_target_and_reports_skipped_calibration_lines() {
     assert_only(&dir, &["calib.txt"]);
     // The long line is skipped and said so, by its line number.
     let r = s2s(
-        &[&"quantize", &netra, &"--scheme", &"w8a16", &"--calib", &calib, &"--planes", &"none", &"-o", &out],
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"--planes",
+            &"none",
+            &"-o",
+            &out,
+        ],
         "",
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -464,9 +557,15 @@ fn outputs_follow_symlinks_and_write_through_fifos() {
     std::fs::write(&target, b"old").unwrap();
     let link = dir.join("link.s2s");
     std::os::unix::fs::symlink("target.s2s", &link).unwrap();
-    let r = s2s(&[&"quantize", &netra, &"--scheme", &"w8f32", &"-o", &link], "");
+    let r = s2s(
+        &[&"quantize", &netra, &"--scheme", &"w8f32", &"-o", &link],
+        "",
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     let written = std::fs::read(&target).unwrap();
     assert_eq!(&written[..4], b"S2SM");
     assert_only(&dir, &["link.s2s", "target.s2s"]);
@@ -478,7 +577,10 @@ fn outputs_follow_symlinks_and_write_through_fifos() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read(fifo).unwrap())
     };
-    let r = s2s(&[&"quantize", &netra, &"--scheme", &"w8f32", &"-o", &fifo], "");
+    let r = s2s(
+        &[&"quantize", &netra, &"--scheme", &"w8f32", &"-o", &fifo],
+        "",
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert_eq!(reader.join().unwrap(), written);
     use std::os::unix::fs::FileTypeExt;
@@ -501,7 +603,8 @@ fn a_tensor_of_another_dtype_is_named_with_its_dtype() {
         write_npz(&npz, &rest, &mut |w| {
             let options = zip::write::SimpleFileOptions::default();
             w.start_file(format!("{victim}.npy"), options).unwrap();
-            w.write_all(&npy(descr, &shape, &vec![0u8; n * size])).unwrap();
+            w.write_all(&npy(descr, &shape, &vec![0u8; n * size]))
+                .unwrap();
         });
         let r = import(&pytorch::config(), &npz, &out);
         assert_one_error(&r, &[victim, &format!("has dtype {descr}, expected float")]);

@@ -14,7 +14,15 @@ use std::time::Instant;
 use crate::{Ctx, Result};
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-const TARGETS: [&str; 3] = ["model", "config", "onnx"];
+const TARGETS: [&str; 7] = [
+    "model",
+    "config",
+    "onnx",
+    "safetensors",
+    "npz",
+    "hdf5",
+    "keras",
+];
 /// The pinned nightly toolchain (fuzzing needs `-Z` sanitizer flags).
 const NIGHTLY: &str = "nightly-2026-05-20";
 /// What `rustc -V` of that toolchain says: the machine image installs it as plain
@@ -23,7 +31,8 @@ const NIGHTLY_RUSTC: &str = "rustc 1.97.0-nightly (e50aa6fba 2026-05-19)";
 /// The cargo-fuzz release installed when it is missing.
 const CARGO_FUZZ: &str = "0.13.2";
 
-const USAGE: &str = "usage: cargo xtask fuzz [--minutes N] [--target model|config|onnx]";
+const USAGE: &str =
+    "usage: cargo xtask fuzz [--minutes N] [--target model|config|onnx|safetensors|npz|hdf5|keras]";
 
 /// What one run of a target reported.
 struct Run {

@@ -9,7 +9,14 @@
 //!   and small models of every variant and precision made by the builder (the same
 //!   generator as seq2seq's property tests);
 //! * `<out>/config/`: every configuration in `models/` and `models/examples/`;
-//! * `<out>/onnx/`: the ONNX graphs of `tests/fixtures/onnx/` (beside `models/`).
+//! * `<out>/onnx/`: the ONNX graphs of `tests/fixtures/onnx/` (beside `models/`);
+//! * `<out>/safetensors/`, `<out>/npz/`: small files written here (float tensors of
+//!   every dtype, an integer one, Fortran order, stored and deflated entries), the
+//!   safetensors file of the PyTorch LSTM fixture, and g2p-en's `.npz` when
+//!   `target/pkgs/` has it;
+//! * `<out>/hdf5/`: the HDF5 files of `tests/fixtures/hdf5/` and the Keras 2 fixture;
+//! * `<out>/keras/`: `.keras` archives written here around the small HDF5 fixtures,
+//!   the Keras 3 fixture, and netra's `.keras` when `target/pkgs/` has it.
 
 use std::path::{Path, PathBuf};
 
@@ -88,6 +95,7 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
         }
     }
     println!("seeds: {o} ONNX graphs in {}", onnx_dir.display());
+    weights_seeds(&configs.join(".."), models, out)?;
     println!(
         "seeds: {} model files ({n} real, {} builder-made) in {}, {c} configurations in {}",
         n + 3 * SMALL_MODELS as usize,
@@ -114,4 +122,148 @@ fn copy(f: &Path, dir: &Path) -> Result<(), String> {
     std::fs::copy(f, &to)
         .map(drop)
         .map_err(|e| format!("{} -> {}: {e}", f.display(), to.display()))
+}
+
+/// Real files larger than this are left out of the weights readers' seeds.
+const MAX_WEIGHTS_SEED: u64 = 4 << 20;
+
+/// The seeds of the weights readers' targets (see the module docs). `root` is the
+/// repository; `target/pkgs` is found beside `models` (`target/models`).
+fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), String> {
+    let dirs = ["safetensors", "npz", "hdf5", "keras"].map(|d| out.join(d));
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let [st, npz, hdf5, keras] = &dirs;
+    let write = |p: PathBuf, bytes: &[u8]| {
+        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write(st.join("small.safetensors"), &small_safetensors())?;
+    for (i, bytes) in small_npz()?.into_iter().enumerate() {
+        write(npz.join(format!("small-{i}.npz")), &bytes)?;
+    }
+    let fixtures = root.join("tests/fixtures");
+    for f in files(&fixtures.join("hdf5"), "h5")? {
+        copy(&f, hdf5)?;
+        let name = f.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let h5 = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let zip = zip_of(&[("model.weights.h5", &h5, false), ("config.json", b"{}", true)])?;
+        write(keras.join(format!("{name}.keras")), &zip)?;
+    }
+    let pkgs = models.join("../pkgs");
+    let real = [
+        (fixtures.join("lstm/pytorch-g2p/model.safetensors"), st),
+        (fixtures.join("lstm/keras2-g2p/model.h5"), hdf5),
+        (fixtures.join("lstm/keras3-g2p/model.keras"), keras),
+        (
+            pkgs.join("g2p_en-2.1.0-py3-none-any/g2p_en/checkpoint20.npz"),
+            npz,
+        ),
+        (
+            pkgs.join("netra_transliterate-1.0.1-py3-none-any/khmer_transliterator/weights/bi_gru_attention_khmer_transliterator.keras"),
+            keras,
+        ),
+    ];
+    for (f, dir) in real {
+        if f.metadata().is_ok_and(|m| m.len() <= MAX_WEIGHTS_SEED) {
+            copy(&f, dir)?;
+        }
+    }
+    for d in &dirs {
+        let n = std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+        println!("seeds: {n} files in {}", d.display());
+    }
+    Ok(())
+}
+
+/// A safetensors file (8-byte header length, JSON header, data) with one tensor of
+/// every float dtype and an integer one.
+fn small_safetensors() -> Vec<u8> {
+    let tensors: [(&str, &str, &[usize], Vec<u8>); 5] = [
+        ("w", "F32", &[2, 3], f32s(&[0.5, -1.0, 2.0, 0.0, 1.5, -0.25])),
+        ("b", "F64", &[2], [1.0f64, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect()),
+        ("h", "F16", &[2], vec![0x00, 0x3c, 0x00, 0xb8]),
+        ("g", "BF16", &[1, 2], vec![0x80, 0x3f, 0x40, 0xc0]),
+        ("step", "I64", &[], 7i64.to_le_bytes().to_vec()),
+    ];
+    let (mut json, mut data) = (String::from("{"), Vec::new());
+    for (i, (name, dtype, shape, bytes)) in tensors.iter().enumerate() {
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        let (start, end) = (data.len(), data.len() + bytes.len());
+        if i > 0 {
+            json.push(',');
+        }
+        json += &format!(
+            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{start},{end}]}}",
+            dims.join(",")
+        );
+        data.extend_from_slice(bytes);
+    }
+    json.push('}');
+    while json.len() % 8 != 0 {
+        json.push(' ');
+    }
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(json.as_bytes());
+    out.extend(data);
+    out
+}
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A version-1.0 `.npy`.
+fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| format!("{d},")).collect();
+    let fortran = if fortran { "True" } else { "False" };
+    let mut header = format!(
+        "{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': ({}), }}",
+        dims.join(" ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// Small `.npz` archives: float arrays of every size, Fortran order, an integer one,
+/// stored and deflated.
+fn small_npz() -> Result<Vec<Vec<u8>>, String> {
+    let w = npy("<f4", false, &[2, 3], &f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+    let f = npy("<f4", true, &[2, 2], &f32s(&[1.0, 3.0, 2.0, 4.0]));
+    let d = npy("<f8", false, &[2], &[1.0f64, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let h = npy("<f2", false, &[1], &[0x00, 0x3c]);
+    let i = npy("<i4", false, &[1], &[1, 0, 0, 0]);
+    let entries: [(&str, &[u8], bool); 5] = [
+        ("enc/w.npy", &w, true),
+        ("f.npy", &f, false),
+        ("d.npy", &d, true),
+        ("h.npy", &h, false),
+        ("i.npy", &i, false),
+    ];
+    Ok(vec![zip_of(&entries)?, zip_of(&entries[..1])?])
+}
+
+/// A zip archive of `(name, bytes, deflated)` entries.
+fn zip_of(entries: &[(&str, &[u8], bool)]) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, bytes, deflate) in entries {
+        let method = if *deflate {
+            zip::CompressionMethod::Deflated
+        } else {
+            zip::CompressionMethod::Stored
+        };
+        let options = zip::write::SimpleFileOptions::default().compression_method(method);
+        w.start_file(*name, options).map_err(|e| e.to_string())?;
+        w.write_all(bytes).map_err(|e| e.to_string())?;
+    }
+    Ok(w.finish().map_err(|e| e.to_string())?.into_inner())
 }

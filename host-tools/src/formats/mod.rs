@@ -117,6 +117,34 @@ pub fn read_onnx_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
     onnx::read_onnx(bytes, origin, None)
 }
 
+/// One of the weights readers, for [`read_bytes_as`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reader {
+    /// PyTorch safetensors.
+    Safetensors,
+    /// A zip archive: a NumPy `.npz` or a Keras 3 `.keras`.
+    Zip,
+    /// A lone NumPy `.npy`.
+    Npy,
+    /// HDF5 (a Keras 2 `.h5`, or what a `.keras` holds).
+    Hdf5,
+}
+
+/// Reads bytes with `reader` whatever their first bytes (the fuzz targets' entry
+/// points: each reader meets every mutation, not only those that keep its magic).
+pub fn read_bytes_as(reader: Reader, bytes: &[u8], origin: &str) -> Result<Weights> {
+    match reader {
+        Reader::Safetensors => safetensors::read_safetensors(bytes, origin),
+        Reader::Zip => archive::read_zip(bytes, origin, None),
+        Reader::Npy => read_lone_npy(bytes, origin),
+        Reader::Hdf5 => Ok(Weights {
+            tensors: read_hdf5_in(bytes, origin)?,
+            skipped: Vec::new(),
+        }),
+    }
+}
+
 /// [`read_weights_bytes`] with the folder of the file, for ONNX external data, and the
 /// names asked for.
 fn read_weights_in(
