@@ -110,13 +110,20 @@ pub enum Cmd {
         tensors: bool,
     },
     /// Run a model on one source per line (standard input by default).
+    ///
+    /// Every input line gives one output line, as it goes, empty and `#` lines included
+    /// (an empty line gives an empty output). A line that cannot be decoded gives an
+    /// empty output and `error: FILE:LINE: ...` on standard error (lines counted from
+    /// 1, every line counted; standard input is `<stdin>`); the exit status is then 1.
+    /// Lines are at most 64 KiB; a UTF-8 BOM is dropped; a line that is not UTF-8 is an
+    /// error of that line.
     Run {
         /// Model file.
         model: PathBuf,
         /// Input file, one source per line.
         #[arg(long)]
         input: Option<PathBuf>,
-        /// Print `input<TAB>output`.
+        /// Print `input<TAB>output` (`input<TAB><TAB>error` for a line that failed).
         #[arg(long)]
         tsv: bool,
         /// Write every step's attention weights and entropy to this JSON file (greedy
@@ -134,6 +141,11 @@ pub enum Cmd {
     /// Token and sequence error rates against references (`source<TAB>reference` lines),
     /// overall and by source length, with the mean attention entropy; several models
     /// are compared on the same data.
+    ///
+    /// `#` lines are comments and blank lines are skipped (both counted in line
+    /// numbers). A line that is not a pair or that a model cannot decode is reported as
+    /// `error: FILE:LINE: ...` and left out; the others are measured, and the exit
+    /// status is then 1.
     Eval {
         /// Model files.
         #[arg(required = true)]
@@ -170,7 +182,8 @@ pub enum Cmd {
         #[arg(long, default_value = "auto")]
         planes: String,
         /// With `--planes auto`: the percentage of calibration sequences on which the
-        /// quantized weights must reproduce the float model's output.
+        /// quantized weights must reproduce the float model's output (above 0, at most
+        /// 100). Calibration lines the model cannot take are skipped and listed.
         #[arg(long, default_value_t = 99.5)]
         target_agreement: f64,
         /// Model file to write.
@@ -178,6 +191,10 @@ pub enum Cmd {
         output: PathBuf,
     },
     /// Compare a quantized model with its float reference: agreement, differences, SQNR.
+    ///
+    /// Both must be the same model (architecture, vocabularies; any precisions). Input
+    /// lines are read as for `eval`; a line either model cannot decode is reported as
+    /// `error: FILE:LINE: ...` and left out (exit status 1).
     Check {
         /// The quantized model file.
         model: PathBuf,
@@ -187,7 +204,7 @@ pub enum Cmd {
         /// Sources, one per line, or `source<TAB>reference` lines for error rates too.
         #[arg(long)]
         input: PathBuf,
-        /// Exit non-zero when sequence agreement is below this percentage.
+        /// Exit non-zero when sequence agreement is below this percentage (0 to 100).
         #[arg(long)]
         min_agreement: Option<f64>,
         #[command(flatten)]
@@ -199,7 +216,8 @@ pub enum Cmd {
         model: PathBuf,
         /// The source.
         source: String,
-        /// Picture to write (.png or .svg); without it the map is drawn in the terminal.
+        /// Picture to write (.png or .svg, at most 16,384 pixels a side); without it the
+        /// map is drawn in the terminal.
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Terminal drawing without colours (shade characters); also the default when

@@ -204,7 +204,7 @@ fn the_lstm_fixture_maps_into_our_layers_value_for_value() {
     let dir = repo_root().join("tests/fixtures/onnx/lstm");
     let files: Vec<WeightFile> = ["encoder.onnx", "decoder.onnx"]
         .iter()
-        .map(|f| WeightFile::read(&dir.join(f)).expect("reads"))
+        .map(|f| WeightFile::read(&dir.join(f), None).expect("reads"))
         .collect();
     let cfg = Config::parse(&lstm_config(), Path::new("onnx-lstm.toml")).expect("parses");
     let b = import_files(&cfg, &files).expect("imports");
