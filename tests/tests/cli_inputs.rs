@@ -447,6 +447,15 @@ fn an_unused_huge_npz_entry_is_not_inflated() {
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(mib < BOUND_MIB, "peak {mib} MiB");
+    // Listing it reads the headers alone.
+    let (r, mib) = s2s_peak(&[&"tensors", &npz], &dir);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let listing = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        listing.lines().any(|l| l.starts_with("unused ") && l.contains("268435456")),
+        "{listing}"
+    );
+    assert!(mib < BOUND_MIB, "peak {mib} MiB");
     // The same model as from the safetensors file.
     let (_, model) = example();
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(model).unwrap());

@@ -6,7 +6,7 @@ use std::io::{Cursor, Read};
 
 use std::collections::BTreeSet;
 
-use super::{hdf5, npy, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
+use super::{hdf5, npy, Listing, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
 use crate::error::{Error, Place, Result};
 
 /// Reads an `.npz` (if it holds `.npy` entries) or else a `.keras` (if it holds
@@ -94,6 +94,59 @@ fn read_exactly(r: &mut dyn Read, n: usize) -> std::result::Result<Vec<u8>, Stri
     Ok(data)
 }
 
+/// The `.npy` header at the start of `entry` (named `name`), read alone: at most its
+/// bounded length is inflated.
+fn entry_header(
+    entry: &mut zip::read::ZipFile<'_, Cursor<&[u8]>>,
+    name: &str,
+    origin: &str,
+) -> Result<npy::Header> {
+    let fail = entry_error(origin, name);
+    let array_error = |m| super::npy_error(origin, name.trim_end_matches(".npy"), m);
+    let size = entry.size();
+    let mut head =
+        read_exactly(entry, (npy::PREAMBLE_BYTES as u64).min(size) as usize).map_err(&fail)?;
+    let start = npy::data_start(&head).map_err(array_error)?;
+    if start as u64 > size {
+        return Err(array_error(format!(
+            "bad header: {start} bytes long but the entry has {size}"
+        )));
+    }
+    head.extend(read_exactly(entry, start - head.len()).map_err(&fail)?);
+    npy::read_header(&head).map_err(array_error)
+}
+
+/// The arrays of an `.npz` as its `.npy` headers describe them (element type as numpy
+/// writes it), without inflating any data (`s2s tensors`); `None` when the
+/// archive holds no `.npy` entry.
+pub(crate) fn list_npz(bytes: &[u8], origin: &str) -> Result<Option<Vec<Listing>>> {
+    let archive_error = |e: zip::result::ZipError| {
+        Error::invalid(origin, Place::Inside("zip archive".into()), e.to_string())
+    };
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(archive_error)?;
+    let mut listed = Vec::new();
+    for index in 0..archive.len() {
+        let name = archive
+            .by_index_raw(index)
+            .and_then(|e| Ok(e.name()?.into_owned()))
+            .map_err(archive_error)?;
+        if !name.ends_with(".npy") {
+            continue;
+        }
+        let fail = entry_error(origin, &name);
+        let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
+        let header = entry_header(&mut entry, &name, origin)?;
+        listed.push(Listing {
+            name: name.trim_end_matches(".npy").to_string(),
+            shape: header.shape().to_vec(),
+            dtype: header.descr().to_string(),
+            note: String::new(),
+            consumers: Vec::new(),
+        });
+    }
+    Ok((!listed.is_empty()).then_some(listed))
+}
+
 /// The `.npy` entry `index` (named `name`): its header first, checked against the
 /// entry's declared size; then, when `keep` and it holds floats, its data, inflated
 /// to exactly the bytes its shape needs (at most [`MAX_TENSOR_BYTES`]). `None` for an
@@ -109,16 +162,7 @@ fn read_npy_entry(
     let array_error = |m| super::npy_error(origin, name.trim_end_matches(".npy"), m);
     let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
     let size = entry.size();
-    let mut head =
-        read_exactly(&mut entry, (npy::PREAMBLE_BYTES as u64).min(size) as usize).map_err(&fail)?;
-    let start = npy::data_start(&head).map_err(array_error)?;
-    if start as u64 > size {
-        return Err(array_error(format!(
-            "bad header: {start} bytes long but the entry has {size}"
-        )));
-    }
-    head.extend(read_exactly(&mut entry, start - head.len()).map_err(&fail)?);
-    let header = npy::read_header(&head).map_err(array_error)?;
+    let header = entry_header(&mut entry, name, origin)?;
     if header.kind.is_ok() {
         if size - header.data_start as u64 != header.payload as u64 {
             return Err(array_error(

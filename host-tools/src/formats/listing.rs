@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::archive;
 use super::onnx::{self, Origin};
 use super::safetensors::{self, is_safetensors};
 use super::{model_folder, read_weights_in};
@@ -49,6 +50,15 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     let origin = path.display().to_string();
     if is_safetensors(&bytes) {
         return list_safetensors(&bytes, &origin);
+    }
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        if let Some(listed) = archive::list_npz(&bytes, &origin)? {
+            let summary = format!(
+                "NumPy .npz, {} arrays (from their .npy headers; the data is read by s2s import)",
+                listed.len()
+            );
+            return Ok((summary, sorted(listed)));
+        }
     }
     let is_onnx = onnx::is_onnx(&bytes) || origin.ends_with(".onnx");
     if !is_onnx {
@@ -114,7 +124,7 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
 
 fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)> {
     let file = safetensors::deserialize(bytes, origin)?;
-    let mut listed: Vec<Listing> = file
+    let listed: Vec<Listing> = file
         .tensors()
         .into_iter()
         .map(|(name, view)| Listing {
@@ -125,8 +135,16 @@ fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)
             consumers: Vec::new(),
         })
         .collect();
+    Ok((
+        format!("safetensors, {} tensors", listed.len()),
+        sorted(listed),
+    ))
+}
+
+/// Listings sorted by name.
+fn sorted(mut listed: Vec<Listing>) -> Vec<Listing> {
     listed.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok((format!("safetensors, {} tensors", listed.len()), listed))
+    listed
 }
 
 /// Writes a listing as a table: name, shape, type, then the note and each consumer.

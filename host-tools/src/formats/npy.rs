@@ -60,6 +60,16 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    /// The array's dimensions.
+    pub(crate) fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type as numpy writes it (`<f4`, `<i4`...).
+    pub(crate) fn descr(&self) -> &str {
+        &self.descr
+    }
+
     /// The error for `len` bytes of float data that are not the `payload` bytes.
     pub(crate) fn length_error(&self, len: u64) -> String {
         format!(
