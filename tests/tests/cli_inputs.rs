@@ -452,7 +452,9 @@ fn an_unused_huge_npz_entry_is_not_inflated() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let listing = String::from_utf8_lossy(&r.stdout);
     assert!(
-        listing.lines().any(|l| l.starts_with("unused ") && l.contains("268435456")),
+        listing
+            .lines()
+            .any(|l| l.starts_with("unused ") && l.contains("268435456")),
         "{listing}"
     );
     assert!(mib < BOUND_MIB, "peak {mib} MiB");
