@@ -41,7 +41,6 @@ impl LoadedModel {
     pub fn load(path: &Path) -> Result<Self> {
         use seq2seq::format::HEADER_LEN;
         use std::io::Read;
-        let io = Error::io(path);
         let file = std::fs::File::open(path).map_err(Error::io(path))?;
         let size = file.metadata().map_err(Error::io(path))?.len();
         let mut reader = file.take(MAX_MODEL_BYTES + 1);
@@ -65,7 +64,7 @@ impl LoadedModel {
             }
             _ => {}
         }
-        reader.read_to_end(&mut bytes).map_err(io)?;
+        reader.read_to_end(&mut bytes).map_err(Error::io(path))?;
         Self::from_bytes(path, &bytes)
     }
 
