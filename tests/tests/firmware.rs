@@ -621,6 +621,43 @@ fn panics_and_hardfaults_end_the_run_with_their_status() {
     }
 }
 
+/// `parse-check`, the model-file path alone (`ModelFile::parse`, `Net::bind`) built with
+/// the `no-panic` feature as `cargo xtask test` links it, accepts netra w8a16 and refuses
+/// it truncated or with a flipped byte, on every QEMU board: the binary the link-time
+/// proof is about really parses and binds.
+#[test]
+fn the_panic_free_model_file_check_accepts_a_model_and_refuses_damaged_ones() {
+    let model = model_file("netra-w8a16.s2s");
+    let bytes = std::fs::read(&model).unwrap();
+    let dir = scratch_dir("firmware-parse-check");
+    let flipped = dir.join("flipped.s2s");
+    let mut damaged = bytes.clone();
+    damaged[bytes.len() / 2] ^= 0x10;
+    std::fs::write(&flipped, &damaged).unwrap();
+    let truncated = dir.join("truncated.s2s");
+    std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
+    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+        let elf = Firmware::locate(None)
+            .and_then(|f| f.build_with(board, "parse-check", true, &["no-panic"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (file, status) in [
+            (&model, Exit::Success),
+            (&flipped, Exit::ModelError),
+            (&truncated, Exit::ModelError),
+        ] {
+            let run = qemu::run(board, &elf, Some(file), &[], SHORT_TIMEOUT)
+                .unwrap_or_else(|e| panic!("parse-check on {}: {e}", board.name));
+            assert_eq!(
+                run.exit(),
+                Some(status),
+                "parse-check of {} on {}",
+                file.display(),
+                board.name
+            );
+        }
+    }
+}
+
 // ------------------------------------------------- ONNX-style decoders (issue 12)
 
 /// Fixed source length of the small ONNX-style models (prefix and end tokens included).
