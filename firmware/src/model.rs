@@ -380,9 +380,6 @@ where
         let fits = |k| plan.saturating_add(BeamPlan::new::<P>(&net.desc, k).bytes()) <= ARENA_BYTES;
         let width = match MAX_BEAM {
             0 => None,
-            // An input-fed model decodes greedily (its hypotheses would need the fed
-            // attentional vector saved too): `beam K` is then refused with `ERR`.
-            _ if net.desc.extras.input_feed => None,
             max => (1..=max).rev().find(|&k| fits(k)),
         };
         let runner = match width {

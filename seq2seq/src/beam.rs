@@ -115,7 +115,8 @@ const PAD: u16 = 0;
 pub struct BeamPlan {
     /// The widest search the buffers hold.
     pub width: usize,
-    /// Activations of one saved decoder state.
+    /// Activations of one saved decoder state: the decoder's states (and cell states),
+    /// and for an input-fed model the attentional vector it feeds to the next step.
     pub state: usize,
     /// Tokens of one hypothesis (the model's step cap).
     pub steps: usize,
@@ -136,7 +137,12 @@ impl BeamPlan {
             width,
             state: lstm(d.cells.dec)
                 .saturating_mul(d.dec_layers)
-                .saturating_mul(d.dec_hidden),
+                .saturating_mul(d.dec_hidden)
+                .saturating_add(if d.extras.input_feed {
+                    d.attentional.unwrap_or(0)
+                } else {
+                    0
+                }),
             steps: d.max_steps,
             vocab: d.tgt_vocab,
             act: core::mem::size_of::<P::Act>(),
@@ -397,10 +403,14 @@ impl Search {
 
 /// What the search needs of the runner: one decoder step of its single lane from a
 /// token and the decoder state in place, leaving the logits; and the lane's decoder
-/// state, to save and restore.
+/// state, to save and restore. The state is everything a step reads from the previous
+/// one: the decoder's states (and cell states), and for an input-fed model the
+/// attentional vector fed to the next step ([`BeamPlan::state`] elements in all).
 pub(crate) trait Stepper<P: Precision> {
-    /// The decoder state of the lane (to save and to restore).
-    fn state(&mut self) -> &mut [P::Act];
+    /// Copies the lane's state into `to` ([`BeamPlan::state`] elements).
+    fn save(&mut self, to: &mut [P::Act]) -> Result<(), Error>;
+    /// Makes `from` ([`BeamPlan::state`] elements) the lane's state.
+    fn restore(&mut self, from: &[P::Act]) -> Result<(), Error>;
     /// Runs one decoder step from `token` and the current state; returns the logits.
     fn step(&mut self, token: u16) -> Result<&[P::Wide], Error>;
     /// A search step has expanded `expanded` hypotheses (for observers).
@@ -425,11 +435,7 @@ impl<P: Precision> BeamWork<'_, P> {
         }
         let ss = self.plan.state;
         // The start: one live hypothesis, empty, with the initial state.
-        let init = stepper.state();
-        if init.len() != ss {
-            return Err(Error::Inconsistent("beam: decoder state size"));
-        }
-        self.states[..ss].copy_from_slice(init);
+        stepper.save(&mut self.states[..ss])?;
         put(&mut self.cur, 0, (&[], 0), None, P::Wide::default(), false);
         self.cur.n = 1;
         self.done.n = 0;
@@ -458,9 +464,7 @@ impl<P: Precision> BeamWork<'_, P> {
                 }
                 // Expand hypothesis i from its saved state.
                 let y = self.cur.last(i, d.tgt_start);
-                stepper
-                    .state()
-                    .copy_from_slice(&self.states[i * ss..][..ss]);
+                stepper.restore(&self.states[i * ss..][..ss])?;
                 let logits = stepper.step(y)?;
                 P::Wide::log_softmax(logits, self.lp);
                 expanded += 1;
@@ -477,7 +481,7 @@ impl<P: Precision> BeamWork<'_, P> {
                 }
                 // Keep the expanded state (slot `k + i`).
                 let (_, after) = self.states.split_at_mut(k * ss);
-                after[i * ss..][..ss].copy_from_slice(stepper.state());
+                stepper.save(&mut after[i * ss..][..ss])?;
             }
             stepper.searched(index, expanded);
             // The next hypotheses from the ranked candidates.

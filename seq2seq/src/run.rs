@@ -160,13 +160,6 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
                 max: MAX_WIDTH,
             });
         }
-        // A hypothesis saves the decoder states only; an input-fed model also carries
-        // its attentional vector from step to step (not saved yet: greedy only).
-        if net.desc.extras.input_feed {
-            return Err(Error::Inconsistent(
-                "beam search: not with input feeding (greedy decoding only)",
-            ));
-        }
         let bp = BeamPlan::new::<P>(&net.desc, width);
         let plan = Plan::new::<P>(&net.desc, positions);
         let needed = plan.bytes().saturating_add(bp.bytes());
@@ -282,9 +275,37 @@ struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
     obs: &'s mut O,
 }
 
+impl<P: Precision, O> LaneStepper<'_, '_, '_, '_, P, O> {
+    /// The two parts of a saved state of `len` elements: the decoder states, and the
+    /// attentional vector an input-fed model feeds to its next step (else none).
+    fn state_lens(&self, len: usize) -> Result<(usize, usize), Error> {
+        let n = self.lane.act[b::DEC_STATE].len();
+        let fed = match self.net.desc.extras.input_feed {
+            true => self.lane.act[b::ATTENTIONAL].len(),
+            false => 0,
+        };
+        if len != n.saturating_add(fed) {
+            return Err(Error::Inconsistent("beam: decoder state size"));
+        }
+        Ok((n, fed))
+    }
+}
+
 impl<P: Precision, O: Observer<P>> Stepper<P> for LaneStepper<'_, '_, '_, '_, P, O> {
-    fn state(&mut self) -> &mut [P::Act] {
-        self.lane.act[b::DEC_STATE]
+    fn save(&mut self, to: &mut [P::Act]) -> Result<(), Error> {
+        let (n, fed) = self.state_lens(to.len())?;
+        let (state, attentional) = to.split_at_mut(n);
+        state.copy_from_slice(&self.lane.act[b::DEC_STATE][..]);
+        attentional.copy_from_slice(&self.lane.act[b::ATTENTIONAL][..fed]);
+        Ok(())
+    }
+
+    fn restore(&mut self, from: &[P::Act]) -> Result<(), Error> {
+        let (n, fed) = self.state_lens(from.len())?;
+        let (state, attentional) = from.split_at(n);
+        self.lane.act[b::DEC_STATE].copy_from_slice(state);
+        self.lane.act[b::ATTENTIONAL][..fed].copy_from_slice(attentional);
+        Ok(())
     }
 
     fn step(&mut self, token: u16) -> Result<&[P::Wide], Error> {

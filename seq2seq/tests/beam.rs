@@ -155,32 +155,3 @@ fn widths_the_workspace_lacks_are_refused() {
     );
     assert!(BeamPlan::bytes_per_beam::<W8A16>(&d) > 0);
 }
-
-/// An input-fed model carries its attentional vector from step to step, which a
-/// hypothesis does not save yet: a beam search of it is refused, greedy decoding runs.
-#[test]
-fn input_fed_models_refuse_a_beam() {
-    let mut r = Rng::new(11);
-    let d = loop {
-        let d = random_desc(&mut r);
-        if d.extras.input_feed {
-            break d;
-        }
-    };
-    let bytes = random_builder(&d, PrecisionKind::F32, &mut r)
-        .to_bytes()
-        .unwrap();
-    let words = aligned(&bytes);
-    let file = ModelFile::parse(&bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()]).unwrap();
-    let net = Net::<F32>::bind(&file).unwrap();
-    let positions = 16;
-    let bytes = Plan::new::<F32>(&d, positions).bytes() + BeamPlan::new::<F32>(&d, 2).bytes();
-    let mut arena = vec![0u32; bytes / 4];
-    assert_eq!(
-        Runner::with_beam(&net, &mut arena, positions, 2).err(),
-        Some(Error::Inconsistent(
-            "beam search: not with input feeding (greedy decoding only)"
-        ))
-    );
-    assert!(Runner::new(&net, &mut arena, positions).is_ok());
-}

@@ -17,7 +17,7 @@ use seq2seq::desc::{
 };
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::run::{Observer, Step};
-use seq2seq::{Error, ModelFile, Net, Runner};
+use seq2seq::{BeamPlan, BeamVariant, Error, ModelFile, Net, Plan, Runner, Search};
 
 struct Rng(u64);
 impl Rng {
@@ -237,6 +237,17 @@ impl Ref<'_> {
 
     /// Greedy output tokens and every step's logits.
     fn run(&self, src: &[u16], valid: usize) -> (Vec<u16>, Vec<Vec<f64>>) {
+        self.run_path(src, valid, None)
+    }
+
+    /// Greedy decoding, or with `forced` the decoding of exactly those tokens (each
+    /// step's logits, then the forced token as the next input).
+    fn run_path(
+        &self,
+        src: &[u16],
+        valid: usize,
+        forced: Option<&[u16]>,
+    ) -> (Vec<u16>, Vec<Vec<f64>>) {
         let d = &self.d;
         let t = src.len();
         // Encoder.
@@ -367,7 +378,7 @@ impl Ref<'_> {
         let (mut out, mut all_logits) = (vec![], vec![]);
         // Input feeding: the previous attentional vector, zeros at the first step.
         let mut fed = vec![0.0; d.attentional.unwrap_or(0)];
-        for _ in 0..d.max_steps {
+        for step in 0..d.max_steps {
             let e = self.emb(Role::DecEmb, y);
             let mut ctx = vec![];
             if d.ordering == Ordering::Bahdanau {
@@ -432,6 +443,14 @@ impl Ref<'_> {
             }
             all_logits.push(logits);
             y = best as u16;
+            if let Some(path) = forced {
+                y = path[step];
+                out.push(y);
+                if step + 1 == path.len() {
+                    break;
+                }
+                continue;
+            }
             if y == d.tgt_end {
                 break;
             }
@@ -620,6 +639,85 @@ fn onnx_style_decoders_match_reference() {
     // A shared dense bridge of the final states.
     d.init = Init::Dense;
     check_against_reference(&tidy(d), 25);
+}
+
+/// A beam search carries each hypothesis's whole decoder state from step to step: every
+/// result's score is the sum of the reference's log-probabilities along its tokens
+/// (decoding exactly those), in every variant, so a state restored wrongly (an
+/// input-fed model's attentional vector, an LSTM's cell states) shows.
+#[test]
+fn beam_scores_are_the_reference_along_every_hypothesis() {
+    let mut d = base_desc();
+    d.dec_layers = 2;
+    d.dec_hidden = 7;
+    d.ordering = Ordering::Luong;
+    d.score = ScoreKind::General;
+    d.init = Init::Mean;
+    d.attentional = Some(5);
+    d.att_parts = parts(&[Part::Context, Part::State]);
+    d.out_parts = parts(&[Part::Attentional]);
+    d.extras.input_feed = true;
+    let fed_lstm = lstm(d);
+    let mut unfed = d;
+    unfed.extras.input_feed = false;
+    for (i, d) in [d, fed_lstm, unfed, base_desc()].into_iter().enumerate() {
+        let d = tidy(d);
+        d.check().unwrap();
+        let (bytes, w) = random_model(&d, 40 + i as u64);
+        let r = Ref { d, w: &w };
+        let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();
+        let net = Net::<F32>::bind(&file).unwrap();
+        let positions = 16;
+        let width = 3;
+        let need =
+            Plan::new::<F32>(&d, positions).bytes() + BeamPlan::new::<F32>(&d, width).bytes();
+        let mut arena = vec![0u32; need / 4];
+        let mut runner = Runner::with_beam(&net, &mut arena, positions, width).unwrap();
+        let mut out = vec![0u16; d.max_steps];
+        let mut checked = 0;
+        for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
+            let mut src: Vec<u16> = d.extras.prefix().collect();
+            src.extend(line.bytes().map(|b| (b - b'a' + 3) as u16));
+            if let Some(eos) = d.src_eos {
+                src.push(eos);
+            }
+            let valid = src.len();
+            for variant in BeamVariant::ALL {
+                let mut search = Search::of(&d, width);
+                search.rule.variant = variant;
+                runner
+                    .beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))
+                    .unwrap();
+                for rank in 0..runner.hypotheses() {
+                    let h = runner.hypothesis(rank).unwrap();
+                    let mut path = h.tokens.to_vec();
+                    if h.ended {
+                        path.push(d.tgt_end);
+                    }
+                    if path.is_empty() {
+                        continue;
+                    }
+                    let (_, logits) = r.run_path(&src, valid, Some(&path));
+                    let expect: f64 = logits
+                        .iter()
+                        .zip(&path)
+                        .map(|(l, &y)| {
+                            let m = l.iter().cloned().fold(f64::MIN, f64::max);
+                            let z: f64 = l.iter().map(|v| (v - m).exp()).sum();
+                            l[y as usize] - m - z.ln()
+                        })
+                        .sum();
+                    assert!(
+                        (h.score as f64 - expect).abs() < 1e-3,
+                        "model {i}, {variant:?}, {line:?}, result {rank} {path:?}: score {} vs the reference's {expect}",
+                        h.score
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 5 * 3 * 2, "model {i}: only {checked} results");
+    }
 }
 
 #[test]

@@ -633,6 +633,26 @@ fn small_onnx_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
     small_onnx_on("lm3s6965evb", true);
 }
 
+/// The small input-fed model beam-searched 3 wide on the LM3S6965 (its hypotheses save
+/// the fed attentional vector with their states): every output as on the host.
+#[test]
+fn small_onnx_gru_w8a16_beam_3_on_lm3s6965evb_matches_the_host() {
+    let dir = scratch_dir("firmware-onnx-beam-lm3s6965evb");
+    let model = synthetic(
+        &dir,
+        "onnx-w8a16.s2s",
+        &small_onnx_desc(false),
+        PrecisionKind::W8A16,
+    );
+    let options = QemuOptions {
+        beam: Some(3),
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board("lm3s6965evb"))
+    };
+    let report = matches_host(&model, SMALL_ONNX_PAD_TO - 2, &options);
+    assert!(report.render().contains("search step     (beam 3)"));
+}
+
 #[test]
 fn small_onnx_gru_w8a16_on_microbit_matches_the_host() {
     small_onnx_on("microbit", false);

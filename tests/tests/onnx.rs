@@ -569,3 +569,56 @@ fn the_gru_export_in_w8a16_on_lm3s6965evb_matches_the_host() {
 fn the_lstm_export_in_w8a16_on_lm3s6965evb_matches_the_host() {
     on_the_board(LSTM, "lm3s6965evb");
 }
+
+// ------------------------------------------------------------------ beam search
+
+/// The GRU export feeds its attentional vector to the next step (input feeding), which
+/// every hypothesis of a beam search saves and restores with its decoder states: beam 1
+/// is greedy decoding in every variant, and a 4-wide search answers every line.
+#[test]
+fn the_input_fed_gru_export_beam_searches_and_beam_1_is_greedy() {
+    let words: Vec<String> = cases(GRU).into_iter().take(200).map(|c| c.word).collect();
+    let input: String = words.iter().map(|w| format!("{w}\n")).collect();
+    let model = imported(GRU);
+    let greedy = s2s_ok(&[&"run", &model], &input);
+    for variant in ["in-slot", "finished-set", "netra"] {
+        let beam = |k: &str| {
+            s2s_ok(
+                &[&"run", &model, &"--beam", &k, &"--beam-variant", &variant],
+                &input,
+            )
+        };
+        assert_eq!(beam("1"), greedy, "beam 1 {variant} differs from greedy");
+        let wide = beam("4");
+        assert_eq!(wide.lines().count(), words.len());
+        let changed = wide
+            .lines()
+            .zip(greedy.lines())
+            .filter(|(a, b)| a != b)
+            .count();
+        eprintln!(
+            "onnx-gru beam 4 {variant}: {changed} of {} outputs differ from greedy",
+            words.len()
+        );
+    }
+}
+
+/// The input-fed GRU export in w8a16, beam-searched 3 wide on the mps2-an386 and on the
+/// host: every output equal.
+#[test]
+fn the_input_fed_gru_export_beam_3_on_mps2_an386_matches_the_host() {
+    let q = quantized(GRU);
+    let words: Vec<String> = cases(GRU).into_iter().take(100).map(|c| c.word).collect();
+    let board = s2s_device::board::find("mps2-an386").expect("a board of the table");
+    let options = QemuOptions {
+        beam: Some(3),
+        timeout: std::time::Duration::from_secs(900),
+        ..QemuOptions::new(board)
+    };
+    let report = host_tools::device::qemu_check(q, &words, &options)
+        .unwrap_or_else(|e| panic!("onnx-gru beam 3 on {}: {e}", board.name));
+    println!("{}", report.render());
+    assert!(report.agrees(), "{}", report.render());
+    assert_eq!((report.inputs, report.rejected), (words.len(), 0));
+    assert!(report.render().contains("search step     (beam 3)"));
+}

@@ -409,11 +409,7 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let mut runner = Runner::new(&net, &mut arena, positions)?;
     let mut out = [0u16; 64];
     let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
-    // A beam search of the model's own variant, 3 wide, over the same kind of arena
-    // (an input-fed model decodes greedily only, and says so).
-    if file.desc().extras.input_feed {
-        return Ok(n);
-    }
+    // A beam search of the model's own variant, 3 wide, over the same kind of arena.
     let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;
