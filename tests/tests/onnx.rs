@@ -603,13 +603,12 @@ fn the_input_fed_gru_export_beam_searches_and_beam_1_is_greedy() {
     }
 }
 
-/// The input-fed GRU export in w8a16, beam-searched 3 wide on the mps2-an386 and on the
-/// host: every output equal.
-#[test]
-fn the_input_fed_gru_export_beam_3_on_mps2_an386_matches_the_host() {
+/// The input-fed GRU export in w8a16, beam-searched 3 wide on `board` and on the host:
+/// every output equal.
+fn beam_3_on_the_board(board: &str) {
     let q = quantized(GRU);
     let words: Vec<String> = cases(GRU).into_iter().take(100).map(|c| c.word).collect();
-    let board = s2s_device::board::find("mps2-an386").expect("a board of the table");
+    let board = s2s_device::board::find(board).expect("a board of the table");
     let options = QemuOptions {
         beam: Some(3),
         timeout: std::time::Duration::from_secs(900),
@@ -621,4 +620,16 @@ fn the_input_fed_gru_export_beam_3_on_mps2_an386_matches_the_host() {
     assert!(report.agrees(), "{}", report.render());
     assert_eq!((report.inputs, report.rejected), (words.len(), 0));
     assert!(report.render().contains("search step     (beam 3)"));
+}
+
+#[test]
+fn the_input_fed_gru_export_beam_3_on_mps2_an386_matches_the_host() {
+    beam_3_on_the_board("mps2-an386");
+}
+
+/// On the lm3s6965evb the search's hypotheses share the board's small arena with the
+/// workspace.
+#[test]
+fn the_input_fed_gru_export_beam_3_on_lm3s6965evb_matches_the_host() {
+    beam_3_on_the_board("lm3s6965evb");
 }
