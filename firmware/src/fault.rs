@@ -28,6 +28,7 @@ pub fn exit(exit: Exit) -> ! {
 /// defmt and goes straight to the UART and exit.
 static PANICKING: AtomicBool = AtomicBool::new(false);
 
+#[cfg(not(feature = "no-panic"))]
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {
     cortex_m::interrupt::disable();
@@ -50,10 +51,24 @@ fn panic(info: &PanicInfo) -> ! {
     exit(Exit::Panic)
 }
 
+/// The panic handler of a `no-panic` build: a call of a symbol that no object defines,
+/// so the build links only if no panic is reachable.
+#[cfg(feature = "no-panic")]
+#[panic_handler]
+fn panic(_: &PanicInfo) -> ! {
+    extern "C" {
+        /// Defined nowhere: the linker names it when a panic is reachable.
+        fn a_panic_is_reachable_in_this_no_panic_build() -> !;
+    }
+    // SAFETY: never executed: a build in which this call is reachable does not link.
+    unsafe { a_panic_is_reachable_in_this_no_panic_build() }
+}
+
 #[exception]
 unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
     let (pc, lr, xpsr) = (frame.pc(), frame.lr(), frame.xpsr());
-    if !PANICKING.load(Ordering::Relaxed) {
+    // Not in a no-panic build: the defmt logger panics when it is taken reentrantly.
+    if cfg!(not(feature = "no-panic")) && !PANICKING.load(Ordering::Relaxed) {
         defmt::error!(
             "HARDFAULT pc={=u32:#010x} lr={=u32:#010x} xpsr={=u32:#010x}",
             pc,

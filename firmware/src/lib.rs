@@ -21,5 +21,7 @@ pub mod model;
 pub use boards::{board, BOARD};
 
 // Links the `defmt` global logger (frames go out over semihosting; decode them with
-// `defmt-print -e <elf>`).
+// `defmt-print -e <elf>`). Not in a `no-panic` build: that logger panics when it is
+// taken reentrantly, and a binary proven panic-free logs nothing.
+#[cfg(not(feature = "no-panic"))]
 use defmt_semihosting as _;

@@ -552,9 +552,9 @@ impl<'a> ModelFile<'a> {
                 .checked_add(n)
                 .filter(|&e| e <= end)
                 .ok_or(Error::SectionOutOfFile(what))?;
-            zero_padding(&bytes[at..off])?;
+            zero_padding(bytes.get(at..off).ok_or(Error::SectionMisplaced(what))?)?;
             at = stop;
-            Ok(&bytes[off..stop])
+            bytes.get(off..stop).ok_or(Error::SectionOutOfFile(what))
         };
         let desc_bytes = section("description", h.desc[0], h.desc[1] as usize)?;
         if desc_bytes.len() != core::mem::size_of::<RawDesc>() {
@@ -606,7 +606,7 @@ impl<'a> ModelFile<'a> {
         let data_end = data_off + data_len;
         let mut next = data_off;
         for i in 0..self.tensor_count() {
-            let r = self.raw(i);
+            let r = self.raw(i).ok_or(Error::SectionLength("tensor table"))?;
             let id = TensorId::from_u32(r.id).ok_or(Error::UnknownTensor(r.id))?;
             let spec = d
                 .layer_spec(id.role, id.layer as usize, id.dir as usize)
@@ -617,7 +617,7 @@ impl<'a> ModelFile<'a> {
                 slot => rules.dtype(slot),
             }
             .ok_or(Error::UnknownTensor(r.id))?;
-            if (0..i).any(|j| self.raw(j).id == r.id) {
+            if (0..i).any(|j| self.raw(j).is_some_and(|t| t.id == r.id)) {
                 return Err(Error::DuplicateTensor(r.id));
             }
             let dtype = DType::from_code(r.dtype).ok_or(Error::UnknownDType {
@@ -663,7 +663,11 @@ impl<'a> ModelFile<'a> {
                 .checked_add(r.len as usize)
                 .filter(|&e| e <= data_end)
                 .ok_or(Error::TensorOutsideData(r.id))?;
-            zero_padding(&self.bytes[next..off])?;
+            zero_padding(
+                self.bytes
+                    .get(next..off)
+                    .ok_or(Error::TensorMisplaced(r.id))?,
+            )?;
             next = stop;
         }
         if next != data_end {
@@ -700,7 +704,7 @@ impl<'a> ModelFile<'a> {
                     found: (q.rows, q.cols),
                 });
             }
-            if !(rules.row_q_valid)(&self.bytes[q.offset..q.offset + q.len]) {
+            if !(rules.row_q_valid)(self.bytes_of(&q)?) {
                 return Err(Error::BadRowQ(q_id.to_u32()));
             }
         }
@@ -711,14 +715,25 @@ impl<'a> ModelFile<'a> {
     }
 
     /// Entry `i` of the tensor table as stored (`i` below [`ModelFile::tensor_count`]).
-    fn raw(&self, i: usize) -> RawTensor {
+    fn raw(&self, i: usize) -> Option<RawTensor> {
         let size = core::mem::size_of::<RawTensor>();
-        bytemuck::pod_read_unaligned(&self.table[i * size..(i + 1) * size])
+        self.table
+            .chunks_exact(size)
+            .nth(i)
+            .map(bytemuck::pod_read_unaligned)
+    }
+
+    /// The bytes of tensor `t` (inside the file, as `parse` checked).
+    fn bytes_of(&self, t: &TensorInfo) -> Result<&'a [u8], Error> {
+        t.offset
+            .checked_add(t.len)
+            .and_then(|end| self.bytes.get(t.offset..end))
+            .ok_or(Error::TensorOutsideData(t.id.to_u32()))
     }
 
     /// Entry `i` of the tensor table (checked by `parse`).
     fn entry(&self, i: usize) -> Option<TensorInfo> {
-        let r = self.raw(i);
+        let r = self.raw(i)?;
         Some(TensorInfo {
             id: TensorId::from_u32(r.id)?,
             dtype: DType::from_code(r.dtype)?,
@@ -736,7 +751,7 @@ impl<'a> ModelFile<'a> {
     /// decoder fault: it only gives wrong outputs).
     pub fn check_finite(&self) -> Result<(), Error> {
         for t in self.tensors().filter(|t| t.dtype == DType::F32) {
-            let bytes = &self.bytes[t.offset..t.offset + t.len];
+            let bytes = self.bytes_of(&t)?;
             let finite = bytes
                 .chunks_exact(4)
                 .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite());
@@ -797,7 +812,7 @@ impl<'a> ModelFile<'a> {
                 found: t.dtype,
             });
         }
-        let bytes = &self.bytes[t.offset..t.offset + t.len];
+        let bytes = self.bytes_of(&t)?;
         let data = bytemuck::try_cast_slice(bytes).map_err(|_| Error::Misaligned(id.to_u32()))?;
         Ok(Some((t, data)))
     }

@@ -54,8 +54,8 @@ impl<'a> Vocab<'a> {
             return Err(Error::VocabIndex);
         }
         let all = Vocab {
-            index: &b[4..index_end],
-            strings: &b[order_end..],
+            index: b.get(4..index_end).ok_or(Error::VocabIndex)?,
+            strings: b.get(order_end..).ok_or(Error::VocabIndex)?,
         };
         let mut next = 0;
         for i in 0..count {
@@ -72,12 +72,20 @@ impl<'a> Vocab<'a> {
         if next != all.strings.len() {
             return Err(Error::VocabIndex);
         }
-        let split = |from: usize, n: usize| Vocab {
-            index: &all.index[8 * from..8 * (from + n)],
-            strings: all.strings,
+        let split = |from: usize, n: usize| -> Result<Vocab<'a>, Error> {
+            Ok(Vocab {
+                index: all
+                    .index
+                    .get(8 * from..8 * (from + n))
+                    .ok_or(Error::VocabIndex)?,
+                strings: all.strings,
+            })
         };
-        let (src_v, tgt_v) = (split(0, src), split(src, tgt));
-        let (src_order, tgt_order) = b[index_end..order_end].split_at(2 * src);
+        let (src_v, tgt_v) = (split(0, src)?, split(src, tgt)?);
+        let (src_order, tgt_order) = b
+            .get(index_end..order_end)
+            .and_then(|o| o.split_at_checked(2 * src))
+            .ok_or(Error::VocabIndex)?;
         src_v.check_tokens("source", src_order)?;
         tgt_v.check_tokens("target", tgt_order)?;
         let sep = all.checked(src + tgt)?;

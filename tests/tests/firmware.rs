@@ -114,6 +114,57 @@ fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
 }
 
+/// Instruction ceilings of the real models on the boards, for the first 200 evaluation
+/// words: the mean per decoder step (per search step with `beam`) and per encoder
+/// source position. The counts are exact under `-icount` (the same on every machine and
+/// load), so a slower kernel or decoder fails here. Each is the count measured when it
+/// was set (in the comment) plus 1 %, rounded up to 100, for code-layout noise; lower
+/// them when a change makes the code faster (`s2s qemu` prints the counts).
+struct Ceiling {
+    model: &'static str,
+    board: &'static str,
+    beam: Option<usize>,
+    step: u64,
+    position: u64,
+}
+
+#[rustfmt::skip]
+const CEILINGS: &[Ceiling] = &[
+    Ceiling { model: "netra.s2s", board: "mps2-an386", beam: None, step: 276800, position: 154600 }, // 273,961 / 153,018
+    Ceiling { model: "netra.s2s", board: "mps2-an505", beam: None, step: 273200, position: 154400 }, // 270,454 / 152,782
+    Ceiling { model: "g2p-en.s2s", board: "mps2-an386", beam: None, step: 751700, position: 720900 }, // 744,167 / 713,685
+    Ceiling { model: "g2p-en.s2s", board: "mps2-an505", beam: None, step: 751100, position: 720400 }, // 743,571 / 713,202
+    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: None, step: 215600, position: 210500 }, // 213,463 / 208,414
+    Ceiling { model: "netra-w8a16.s2s", board: "microbit", beam: None, step: 400100, position: 413900 }, // 396,110 / 409,765
+    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: None, step: 138400, position: 146800 }, // 136,967 / 145,308
+    Ceiling { model: "g2p-en-w8a16.s2s", board: "mps2-an386", beam: None, step: 1018000, position: 659700 }, // 1,007,916 / 653,155
+    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: Some(2), step: 275400, position: 146800 }, // 272,667 / 145,308
+    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: Some(2), step: 418600, position: 210500 }, // 414,438 / 208,414
+    Ceiling { model: "g2p-en.s2s", board: "mps2-an386", beam: Some(2), step: 1397700, position: 720900 }, // 1,383,842 / 713,686
+];
+
+/// Fails when the run of the model file at `path` on its board exceeds its [`CEILINGS`]
+/// entry (a run without one, e.g. of a model built by a test, is not limited).
+fn within_ceilings(path: &Path, report: &QemuReport) {
+    let Some(c) = CEILINGS.iter().find(|c| {
+        path.ends_with(Path::new("models").join(c.model))
+            && c.board == report.board.name
+            && c.beam == report.beam
+    }) else {
+        return;
+    };
+    let model = c.model;
+    let (step, position) = (report.step.mean, report.insns_per_position());
+    let search = c.beam.map_or("greedy".to_string(), |k| format!("beam {k}"));
+    assert!(
+        step <= c.step as f64 && position <= c.position as f64,
+        "{model} on {} ({search}): {step:.0} instructions per step (ceiling {}), {position:.0} per source position (ceiling {})",
+        c.board,
+        c.step,
+        c.position
+    );
+}
+
 /// Runs the first evaluation words of at most `max_len` characters through the model at
 /// `path` under `options`, and requires every input decoded and every output equal.
 fn matches_host(path: &Path, max_len: usize, options: &QemuOptions) -> QemuReport {
@@ -130,6 +181,7 @@ fn matches_host(path: &Path, max_len: usize, options: &QemuOptions) -> QemuRepor
         report.render()
     );
     assert_eq!(report.enc.n, INPUTS, "every word decoded");
+    within_ceilings(path, &report);
     report
 }
 
@@ -564,6 +616,43 @@ fn panics_and_hardfaults_end_the_run_with_their_status() {
                 run.line_starting_with(tag).is_some(),
                 "{bin} on {name}: {:?}",
                 run.uart_lines
+            );
+        }
+    }
+}
+
+/// `parse-check`, the model-file path alone (`ModelFile::parse`, `Net::bind`) built with
+/// the `no-panic` feature as `cargo xtask test` links it, accepts netra w8a16 and refuses
+/// it truncated or with a flipped byte, on every QEMU board: the binary the link-time
+/// proof is about really parses and binds.
+#[test]
+fn the_panic_free_model_file_check_accepts_a_model_and_refuses_damaged_ones() {
+    let model = model_file("netra-w8a16.s2s");
+    let bytes = std::fs::read(&model).unwrap();
+    let dir = scratch_dir("firmware-parse-check");
+    let flipped = dir.join("flipped.s2s");
+    let mut damaged = bytes.clone();
+    damaged[bytes.len() / 2] ^= 0x10;
+    std::fs::write(&flipped, &damaged).unwrap();
+    let truncated = dir.join("truncated.s2s");
+    std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
+    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+        let elf = Firmware::locate(None)
+            .and_then(|f| f.build_with(board, "parse-check", true, &["no-panic"]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (file, status) in [
+            (&model, Exit::Success),
+            (&flipped, Exit::ModelError),
+            (&truncated, Exit::ModelError),
+        ] {
+            let run = qemu::run(board, &elf, Some(file), &[], SHORT_TIMEOUT)
+                .unwrap_or_else(|e| panic!("parse-check on {}: {e}", board.name));
+            assert_eq!(
+                run.exit(),
+                Some(status),
+                "parse-check of {} on {}",
+                file.display(),
+                board.name
             );
         }
     }

@@ -94,9 +94,40 @@ impl Ctx {
                 )
             })?;
         }
+        for board in s2s_device::BOARDS {
+            steps.step(&format!("no-panic link check for {}", board.name), || {
+                self.no_panic_check(board)
+            })?;
+        }
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
         Ok(())
+    }
+
+    /// Links `parse-check` (the model-file path: `ModelFile::parse` and `Net::bind` at
+    /// every precision the board compiles) with the firmware's `no-panic` feature, whose
+    /// panic handler calls a symbol defined nowhere: the link succeeds only if no panic
+    /// is reachable (`firmware/src/fault.rs`). The same target directory and profile as
+    /// `s2s qemu`'s builds, so only the firmware crate is compiled again.
+    fn no_panic_check(&self, board: &s2s_device::Board) -> Result {
+        let firmware = self.root.join("firmware");
+        self.run(
+            self.cargo()
+                .args(["build", "--release", "--bin", "parse-check"])
+                .args(["--features", "no-panic", "--target", board.target])
+                .arg("--target-dir")
+                .arg(firmware.join("target"))
+                .env("S2S_BOARD", board.name)
+                .current_dir(&firmware),
+        )
+        .map_err(|e| {
+            format!(
+                "{e}\na panic is reachable from the model-file path on {}: build `parse-check` \
+                 without `--features no-panic` and look for the calls of core::panicking in its \
+                 ELF (llvm-objdump -d -C)",
+                board.name
+            )
+        })
     }
 
     /// `cargo <command> -p <crate>...`.

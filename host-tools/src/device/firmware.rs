@@ -50,6 +50,17 @@ impl Firmware {
     /// applies) and `S2S_BOARD` set, and returns the ELF's path. Cargo rebuilds only what
     /// changed.
     pub fn build(&self, board: &Board, bin: &str, release: bool) -> Result<PathBuf> {
+        self.build_with(board, bin, release, &[])
+    }
+
+    /// [`Firmware::build`] with the firmware's cargo `features` on (e.g. `no-panic`).
+    pub fn build_with(
+        &self,
+        board: &Board,
+        bin: &str,
+        release: bool,
+        features: &[&str],
+    ) -> Result<PathBuf> {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let target_dir = self.dir.join("target");
         let mut cmd = Command::new(cargo);
@@ -60,6 +71,9 @@ impl Firmware {
             .env("S2S_BOARD", board.name);
         if release {
             cmd.arg("--release");
+        }
+        if !features.is_empty() {
+            cmd.args(["--features", &features.join(",")]);
         }
         // Flags meant for the calling (host) build would replace the firmware's link flags.
         for var in [
