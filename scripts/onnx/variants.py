@@ -18,10 +18,10 @@ asks the runtime for:
 VARIANTS = {
     "gru": {
         "cell": "gru",
-        "src_emb": 32,
-        "enc_hidden": 64,  # per direction; memory size M = 128
-        "tgt_emb": 48,
-        "dec_hidden": 96,  # D; the attentional vector has D values too
+        "src_emb": 16,
+        "enc_hidden": 32,  # per direction; memory size M = 64
+        "tgt_emb": 32,
+        "dec_hidden": 48,  # D; the attentional vector has D values too
         "layers": 2,
         "bridge": "per-layer",
         "input_feed": True,
@@ -30,10 +30,10 @@ VARIANTS = {
     },
     "lstm": {
         "cell": "lstm",
-        "src_emb": 32,
-        "enc_hidden": 64,
-        "tgt_emb": 48,
-        "dec_hidden": 96,
+        "src_emb": 16,
+        "enc_hidden": 32,
+        "tgt_emb": 32,
+        "dec_hidden": 48,
         "layers": 2,
         "bridge": "shared",
         "input_feed": False,

@@ -282,7 +282,7 @@ fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
 const SMALL_LSTM_PAD_TO: usize = 12;
 
 /// A small model in the Keras fixtures' layout (their w8a16 files are larger than the
-/// 172 KiB model regions of lm3s6965evb and microbit): a bidirectional LSTM encoder
+/// model regions of lm3s6965evb, 160 KiB, and microbit, 172 KiB): a bidirectional LSTM encoder
 /// over masked post-padding (Keras 2: the previous output repeated), Keras 2's hard
 /// sigmoid in the encoder and Keras 3's in the decoder, an LSTM decoder from the
 /// encoder's final states and cell states, Luong dot attention over every position and
@@ -664,8 +664,9 @@ fn the_panic_free_model_file_check_accepts_a_model_and_refuses_damaged_ones() {
 const SMALL_ONNX_PAD_TO: usize = 10;
 
 /// A small model with the decoder of an OpenNMT-style PyTorch export (the ONNX
-/// fixtures' w8a16 files, about 330 KB, exceed the 172 KiB model regions of
-/// lm3s6965evb and microbit): a two-layer bidirectional GRU encoder, per-layer bridges
+/// fixtures themselves run on lm3s6965evb in `tests/tests/onnx.rs`; this one also fits
+/// the micro:bit's arena and has what they lack, a relu attentional layer and a source
+/// prefix): a two-layer bidirectional GRU encoder, per-layer bridges
 /// from the mean of its outputs, input feeding, general attention, a relu attentional
 /// layer over `[context; state]` in a calibrated format, log-softmax logits and a source
 /// prefix token; with `lstm`, LSTM stacks, one shared mean bridge and no input feeding.

@@ -101,11 +101,11 @@ mod tests {
             (x.att_act, x.logits),
             (Activation::Tanh, Logits::LogSoftmax)
         );
-        assert_eq!(d.dec_input(0), (48 + 96, 2));
+        assert_eq!(d.dec_input(0), (32 + 48, 2));
         assert_eq!(d.bridges(), 2);
         let d = onnx_with("lstm", |t| t).unwrap();
         assert!(d.extras.bridge_shared && !d.extras.input_feed);
-        assert_eq!((d.bridges(), d.dec_input(0)), (1, (48, 1)));
+        assert_eq!((d.bridges(), d.dec_input(0)), (1, (32, 1)));
         assert_eq!(d.cells.init_cell, Init::Zeros);
         // A prefix token.
         let d = onnx_with("gru", |t| {
@@ -144,7 +144,7 @@ mod tests {
             ),
             (
                 "lstm",
-                "attentional = 96\nattentional_input = [\"state\", \"context\"]\n",
+                "attentional = 48\nattentional_input = [\"state\", \"context\"]\n",
                 "attentional_activation = \"relu\"\n",
                 "attention.attentional_activation needs attention.attentional",
             ),

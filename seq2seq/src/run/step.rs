@@ -1,0 +1,187 @@
+//! One decoder step over lanes in lockstep: the decoder stacks, attention (before or
+//! after them), the attentional vector and the logits.
+
+use super::*;
+
+/// One decoder step of every unfinished lane from its last token `y` and its decoder
+/// state: the lane's logits are left in its logits buffer (and its attention weights,
+/// context and attentional vector in theirs); the observers see the step's probes.
+pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    lanes: &mut [Lane<'_, P>],
+    lay: &Layout,
+    obs: &mut [O],
+) -> Result<(), Error> {
+    let d = &net.desc;
+    let (mem_buf, keys_buf, top_state) = (lay.mem_buf, lay.keys_buf, lay.top_state);
+    let h_max = d.enc_hidden.max(d.dec_hidden);
+    let hd = d.dec_hidden;
+    let (_, dec_cells) = cell_states(d);
+    let fmt_memory = d.memory_fmt();
+    let feed = d.extras.input_feed;
+    {
+        for lane in lanes.iter_mut().filter(|l| !l.done) {
+            let y = lane.y as usize;
+            net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
+            if d.ordering == Ordering::Bahdanau {
+                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
+            }
+        }
+        // The decoder stack: layer 0 reads the embedding (and the context), each
+        // further layer the state below it.
+        for (l, cell) in net.decoder.iter().enumerate() {
+            let mut parts: HVec<[&[P::Act]; 2], L> = HVec::new();
+            let mut hs: HVec<&mut [P::Act], L> = HVec::new();
+            let mut cs: HVec<&mut [P::Act], L> = HVec::new();
+            let mut ss: HVec<CellScratch<'_, P>, L> = HVec::new();
+            for lane in lanes.iter_mut().filter(|l| !l.done) {
+                let Lane { act, wide, .. } = lane;
+                let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, _, _, attentional, ..] =
+                    act;
+                // (LSTM) the layers' cell states, then their states.
+                let (cells, states) = dec_state.split_at_mut(dec_cells);
+                let (below, here) = states.split_at_mut(l * hd);
+                let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
+                let x: [&[P::Act]; 2] = if l > 0 {
+                    [&below[(l - 1) * hd..], &[]]
+                } else if d.ordering == Ordering::Bahdanau {
+                    [dec_emb, context]
+                } else if feed {
+                    [dec_emb, attentional]
+                } else {
+                    [dec_emb, &[]]
+                };
+                let _ = parts.push(x);
+                let _ = hs.push(&mut here[..hd]);
+                let _ = ss.push(CellScratch::with_hidden(
+                    h_max,
+                    &mut wide[b::CELL_WIDE][..],
+                    cell_act,
+                )?);
+            }
+            let nparts = if l == 0 && (d.ordering == Ordering::Bahdanau || feed) {
+                2
+            } else {
+                1
+            };
+            let mut xs: HVec<&[&[P::Act]], L> = HVec::new();
+            for x in parts.iter() {
+                let _ = xs.push(&x[..nparts]);
+            }
+            let mut sr: HVec<&mut CellScratch<'_, P>, L> = ss.iter_mut().collect();
+            cell.step_batch::<L>(&xs, &mut hs, &mut cs, &mut sr)?;
+        }
+        for (lane, o) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .filter(|(l, _)| !l.done)
+        {
+            if d.ordering == Ordering::Luong {
+                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
+            }
+            let state = &lane.act[b::DEC_STATE];
+            o.probe(
+                Probe::DecoderState,
+                Values::Act(&state[top_state..], Fmt::Q15),
+            );
+            if d.cells.dec == CellKind::Lstm {
+                o.probe(
+                    Probe::DecoderCells,
+                    Values::Act(&state[..dec_cells], d.cells.fmt_dec),
+                );
+            }
+            if net.attention.is_some() {
+                o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
+                o.probe(
+                    Probe::Context,
+                    Values::Act(&lane.act[b::CONTEXT][..], fmt_memory),
+                );
+            }
+        }
+        if let Some(a) = &net.attentional {
+            let c = a.rows();
+            let parts = part_bufs(d.att_parts(), top_state);
+            batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
+            for (lane, o) in lanes
+                .iter_mut()
+                .zip(obs.iter_mut())
+                .filter(|(l, _)| !l.done)
+            {
+                let Lane { act, wide, .. } = lane;
+                let (f, zero) = (d.attentional_fmt(), P::Wide::default());
+                for (v, &w) in act[b::ATTENTIONAL].iter_mut().zip(wide[b::PROJ].iter()) {
+                    *v = match d.extras.att_act {
+                        Activation::Tanh => P::tanh(w),
+                        Activation::Relu if w < zero => P::Act::default(),
+                        Activation::Relu | Activation::Identity => P::narrow(w, f),
+                    };
+                }
+                o.probe(Probe::Attentional, Values::Act(&act[b::ATTENTIONAL][..], f));
+            }
+        }
+        let parts = part_bufs(d.out_parts(), top_state);
+        batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
+    }
+    Ok(())
+}
+
+/// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
+fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
+    parts
+        .map(|p| match p {
+            Part::State => (b::DEC_STATE, top_state),
+            Part::Context => (b::CONTEXT, 0),
+            Part::Embedding => (b::DEC_EMB, 0),
+            Part::Attentional => (b::ATTENTIONAL, 0),
+        })
+        .collect()
+}
+
+/// Scores, weights and context of one lane with its top decoder state as the query.
+fn attend_lane<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    mem_buf: usize,
+    keys_buf: usize,
+    top_state: usize,
+) -> Result<(), Error> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let d = &net.desc;
+    let t = lane.t;
+    let mask = if d.mask_padding {
+        Mask::None
+    } else {
+        Mask::Valid(lane.valid)
+    };
+    let (m, k) = (att.memory_dim(), att.key_dim());
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
+    let pick = |i: usize| -> &[P::Act] {
+        match i {
+            b::ENC_A => enc_a,
+            b::ENC_B => enc_b,
+            b::MEMORY => memory,
+            _ => keys,
+        }
+    };
+    let (mem, key) = (&pick(mem_buf)[..t * m], &pick(keys_buf)[..t * k]);
+    let [.., scores, query, _] = wide;
+    let mut s = AttnScratch {
+        scores,
+        query,
+        tanh,
+    };
+    att.attend(
+        &dec_state[top_state..],
+        key,
+        mem,
+        t,
+        mask,
+        &mut s,
+        &mut weights[..t],
+        context,
+    )?;
+    Ok(())
+}
