@@ -12,7 +12,7 @@ use std::fmt::Write;
 use seq2seq::Probe;
 
 use crate::error::{Error, Result};
-use crate::eval::rates::{split_tokens, Report};
+use crate::eval::rates::{split_tokens, Report, BUCKETS};
 use crate::model::{decode_each, Decoded, Keep, LoadedModel};
 
 /// Sums for one compared quantity.
@@ -51,8 +51,24 @@ impl Diff {
     }
 }
 
+/// Sequences compared and sequences with identical outputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Agreement {
+    /// Sequences compared.
+    pub sequences: usize,
+    /// Of them, identical.
+    pub same: usize,
+}
+
+impl Agreement {
+    /// In percent (0 for no sequences).
+    pub fn percent(&self) -> f64 {
+        100.0 * self.same as f64 / self.sequences.max(1) as f64
+    }
+}
+
 /// The result of a check.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CheckReport {
     /// Sequences compared.
     pub sequences: usize,
@@ -70,11 +86,32 @@ pub struct CheckReport {
     pub probes: BTreeMap<&'static str, Diff>,
     /// Error rates of the quantized and the reference model, with references.
     pub rates: Option<(Report, Report)>,
+    /// Sequence agreement by source length (characters): each of [`BUCKETS`] with its
+    /// sequences compared and identical.
+    pub by_length: Vec<((usize, usize), Agreement)>,
     /// A few differing outputs: (input, reference output, quantized output).
     pub examples: Vec<(String, String, String)>,
     /// Inputs left out because a model could not decode them: (index among the
     /// sources, why).
     pub failed: Vec<(usize, String)>,
+}
+
+impl Default for CheckReport {
+    fn default() -> Self {
+        CheckReport {
+            sequences: 0,
+            same_sequences: 0,
+            tokens: 0,
+            same_tokens: 0,
+            attention: Diff::default(),
+            logits: Diff::default(),
+            probes: BTreeMap::new(),
+            rates: None,
+            by_length: BUCKETS.iter().map(|&b| (b, Agreement::default())).collect(),
+            examples: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
 }
 
 impl CheckReport {
@@ -104,6 +141,16 @@ impl CheckReport {
             self.same_tokens,
             self.tokens
         );
+        let _ = writeln!(s, "\nby source length    sequences   agreement");
+        for (b, a) in self.by_length.iter().filter(|(_, a)| a.sequences > 0) {
+            let _ = writeln!(
+                s,
+                "  {:<16} {:>10} {:>9.2} %",
+                Report::bucket_name(*b),
+                a.sequences,
+                a.percent()
+            );
+        }
         let _ = writeln!(
             s,
             "\n{:<18} {:>12} {:>12} {:>10}",
@@ -261,6 +308,15 @@ fn compare(rep: &mut CheckReport, src: &str, q: &Decoded, r: &Decoded) {
     rep.sequences += 1;
     let same = q.ids == r.ids;
     rep.same_sequences += same as usize;
+    let len = src.chars().count();
+    if let Some((_, a)) = rep
+        .by_length
+        .iter_mut()
+        .find(|((lo, hi), _)| (*lo..=*hi).contains(&len))
+    {
+        a.sequences += 1;
+        a.same += same as usize;
+    }
     rep.tokens += q.ids.len().max(r.ids.len());
     rep.same_tokens += q.ids.iter().zip(&r.ids).filter(|(a, b)| a == b).count();
     if !same && rep.examples.len() < 5 {
@@ -291,5 +347,54 @@ fn compare(rep: &mut CheckReport, src: &str, q: &Decoded, r: &Decoded) {
         for (a, b) in qv.iter().zip(rv).take(n) {
             d.add(a, b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(ids: &[u16]) -> Decoded {
+        Decoded {
+            ids: ids.to_vec(),
+            ..Decoded::default()
+        }
+    }
+
+    #[test]
+    fn agreement_is_counted_by_source_length_bucket() {
+        let mut rep = CheckReport::default();
+        for (src, q, r) in [
+            ("abc", &[1u16, 2][..], &[1u16, 2][..]),
+            ("abcd", &[1, 2], &[1, 3]),
+            ("abcdefghi", &[4], &[4]),
+            ("fourteen chars", &[5], &[6]),
+            ("ស្រី", &[7], &[7]), // 4 characters, 12 bytes
+        ] {
+            compare(&mut rep, src, &decoded(q), &decoded(r));
+        }
+        let by: Vec<(String, usize, usize)> = rep
+            .by_length
+            .iter()
+            .map(|(b, a)| (Report::bucket_name(*b), a.sequences, a.same))
+            .collect();
+        assert_eq!(
+            by,
+            [
+                ("1-4".to_string(), 3, 2),
+                ("5-8".to_string(), 0, 0),
+                ("9-12".to_string(), 1, 1),
+                ("13+".to_string(), 1, 0),
+            ]
+        );
+        let text = rep.render();
+        assert!(
+            text.contains("  1-4                       3     66.67 %"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("  5-8"),
+            "empty buckets are not shown: {text}"
+        );
     }
 }
