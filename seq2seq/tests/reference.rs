@@ -600,15 +600,10 @@ fn luong_matches_reference_for_every_score() {
     }
 }
 
-/// The decoders of ONNX exports of OpenNMT-style PyTorch models (issue 12): bridges
-/// from the mean of the encoder outputs, per layer or shared; input feeding; the
-/// attentional layer's input in either order and its three activations; a
-/// log-softmax output; a source prefix token.
-#[test]
-fn onnx_style_decoders_match_reference() {
+/// An OpenNMT-style decoder: two layers, general Luong attention, a mean bridge, a
+/// tanh attentional layer of [context; state] as the output's input, input feeding.
+fn input_fed_luong() -> ModelDesc {
     let mut d = base_desc();
-    d.enc_layers = 2;
-    d.enc_bidir = true;
     d.dec_layers = 2;
     d.dec_hidden = 7;
     d.ordering = Ordering::Luong;
@@ -618,6 +613,18 @@ fn onnx_style_decoders_match_reference() {
     d.att_parts = parts(&[Part::Context, Part::State]);
     d.out_parts = parts(&[Part::Attentional]);
     d.extras.input_feed = true;
+    d
+}
+
+/// The decoders of ONNX exports of OpenNMT-style PyTorch models (issue 12): bridges
+/// from the mean of the encoder outputs, per layer or shared; input feeding; the
+/// attentional layer's input in either order and its three activations; a
+/// log-softmax output; a source prefix token.
+#[test]
+fn onnx_style_decoders_match_reference() {
+    let mut d = input_fed_luong();
+    d.enc_layers = 2;
+    d.enc_bidir = true;
     d.extras.logits = LogitsKind::LogSoftmax;
     check_against_reference(&tidy(d), 20);
     d.extras.bridge_shared = true;
@@ -647,16 +654,7 @@ fn onnx_style_decoders_match_reference() {
 /// input-fed model's attentional vector, an LSTM's cell states) shows.
 #[test]
 fn beam_scores_are_the_reference_along_every_hypothesis() {
-    let mut d = base_desc();
-    d.dec_layers = 2;
-    d.dec_hidden = 7;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::General;
-    d.init = Init::Mean;
-    d.attentional = Some(5);
-    d.att_parts = parts(&[Part::Context, Part::State]);
-    d.out_parts = parts(&[Part::Attentional]);
-    d.extras.input_feed = true;
+    let d = input_fed_luong();
     let fed_lstm = lstm(d);
     let mut unfed = d;
     unfed.extras.input_feed = false;
