@@ -104,6 +104,35 @@ pub(crate) fn data_start(prefix: &[u8]) -> Result<usize, String> {
     Ok(len)
 }
 
+/// Deepest bracket nesting an accepted header may have: a plain array's dictionary
+/// holds a shape tuple (depth 2); structured dtypes, which are refused anyway, need a
+/// few more levels.
+const MAX_NESTING: usize = 4;
+
+/// Refuses a header whose brackets nest deeper than [`MAX_NESTING`] before npyz sees
+/// it: npyz 0.9.1 parses the dictionary with a backtracking grammar (`py_literal`,
+/// `pest`) whose time grows exponentially with the nesting, so a 508-byte header of
+/// nested tuples took over 30 s (found by the `npz` fuzz target;
+/// `fuzz/regressions/npz/nested-shape-timeout.npz`).
+fn check_nesting(header: &[u8]) -> Result<(), String> {
+    let mut depth = 0usize;
+    for &b in header {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(format!(
+                        "bad header: brackets nested more than {MAX_NESTING} deep"
+                    ));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses the header at the start of `bytes` (which hold at least [`data_start`]
 /// bytes).
 pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
@@ -114,6 +143,7 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
             bytes.len()
         ));
     }
+    check_nesting(&bytes[..start])?;
     let mut cursor = Cursor::new(&bytes[..start]);
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| {
         // npyz's syntax errors span several lines: keep them on one.
@@ -385,6 +415,23 @@ pub(crate) mod tests {
             &[0; 4],
         );
         assert!(err(&structured).contains("structured"));
+    }
+
+    #[test]
+    fn deeply_nested_headers_are_refused_before_npyz() {
+        let mut dict = String::from("{'descr': '<f4', 'fortran_order': False, 'shape': ");
+        dict.push_str(&"(2,".repeat(40));
+        dict.push_str(&")".repeat(40));
+        dict.push_str(", }");
+        let bytes = build_npy_from_header(&dict, &[0; 4]);
+        let e = read_header(&bytes).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("bad header: brackets nested more than 4 deep")
+        );
+        // A plain header is still read.
+        let ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }";
+        assert!(read_header(&build_npy_from_header(ok, &[0; 4])).is_ok());
     }
 
     #[test]
