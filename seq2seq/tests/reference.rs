@@ -491,17 +491,24 @@ fn run_line(bytes: &[u64], line: &str) -> Result<RunOutput, Error> {
 }
 
 /// Checks the runtime against the reference on several sources.
+/// The source ids of `line` (letters `a`.. as ids 3..) as the runtime makes them: the
+/// prefix tokens, the letters, the end token; and how many there are (before padding).
+fn source_ids(d: &ModelDesc, line: &str) -> (Vec<u16>, usize) {
+    let mut src: Vec<u16> = d.extras.prefix().collect();
+    src.extend(line.bytes().map(|b| (b - b'a' + 3) as u16));
+    if let Some(eos) = d.src_eos {
+        src.push(eos);
+    }
+    let valid = src.len();
+    (src, valid)
+}
+
 fn check_against_reference(d: &ModelDesc, seed: u64) {
     tidy(*d).check().unwrap();
     let (bytes, w) = random_model(d, seed);
     let r = Ref { d: *d, w: &w };
     for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
-        let mut src: Vec<u16> = d.extras.prefix().collect();
-        src.extend(line.bytes().map(|b| (b - b'a' + 3) as u16));
-        if let Some(eos) = d.src_eos {
-            src.push(eos);
-        }
-        let valid = src.len();
+        let (mut src, valid) = source_ids(d, line);
         if d.src_pad_to > 0 {
             src.resize(d.src_pad_to, d.src_pad);
         }
@@ -674,12 +681,7 @@ fn beam_scores_are_the_reference_along_every_hypothesis() {
         let mut out = vec![0u16; d.max_steps];
         let mut checked = 0;
         for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
-            let mut src: Vec<u16> = d.extras.prefix().collect();
-            src.extend(line.bytes().map(|b| (b - b'a' + 3) as u16));
-            if let Some(eos) = d.src_eos {
-                src.push(eos);
-            }
-            let valid = src.len();
+            let (src, valid) = source_ids(&d, line);
             for variant in BeamVariant::ALL {
                 let mut search = Search::of(&d, width);
                 search.rule.variant = variant;
