@@ -13,6 +13,7 @@
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
+//! * [`part`]: sub-slices that are a [`ShapeError`] instead of a panic when out of range.
 //!
 //! On Cortex-M targets the hot kernels (int8 x int16 and f32 matrix-vector products,
 //! the nonlinearities, the softmax, the attention's weighted sum) run in code written
@@ -49,6 +50,7 @@ mod fulltable;
 pub mod logprob;
 pub mod lut;
 mod native;
+pub mod part;
 mod portable;
 pub mod precision;
 mod tables;
