@@ -111,9 +111,10 @@ impl Alpha {
 pub fn ln_ratio_q15(s: u64) -> i32 {
     let s = s.max(1 << 16);
     let k = 63 - s.leading_zeros() as i32; // 16..=63
-                                           // The mantissa in [2^16, 2^17): its 16 fraction bits index the table by their top 8.
+                                           // The mantissa in [2^16, 2^17): its 16 fraction bits index the table by their top 8
+                                           // (`m - 2^16`, taken as a mask so that the index is visibly below 256).
     let m = (s >> (k - 16)) as u32;
-    let f = m - (1 << 16);
+    let f = m & 0xffff;
     let (idx, r) = ((f >> 8) as usize, (f & 0xff) as i32);
     let (a, b) = (LN1P_Q16[idx] as i32, LN1P_Q16[idx + 1] as i32);
     let ln_m_q16 = a + (((b - a) * r + 128) >> 8);

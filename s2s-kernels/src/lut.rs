@@ -4,6 +4,8 @@
 //! All arithmetic is 32-bit (products of at most 17 x 16 bits, and one division per
 //! softmax element); results are identical on every target.
 
+use core::num::NonZeroU32;
+
 use crate::fixed::{sat_i16, ONE_Q15};
 use crate::tables::{EXP_FRAC_Q15, EXP_INT_Q16, TANH_Q15};
 
@@ -74,7 +76,11 @@ pub fn exp_neg_q16(x: i32) -> u32 {
 /// Each weight is rounded to nearest by one integer division, so the sum of `n` weights
 /// is within `n / 2 + 1` units of `2^15`. Inputs are limited to 32768 elements.
 pub fn softmax_q15(x: &[i32], out: &mut [i16]) -> u32 {
-    softmax_with(x, out, exp_neg_q16, |d| move |n| n / d)
+    softmax_with(x, out, exp_neg_q16, |d| {
+        // The sum is at least 2^16 (the maximum's own term): never the fallback.
+        let d = NonZeroU32::new(d).unwrap_or(NonZeroU32::MIN);
+        move |n| n / d
+    })
 }
 
 /// [`softmax_q15`] with [`exp_neg_q16`] computed by `exp` (for inputs `>= 0`) and the
@@ -97,7 +103,9 @@ pub(crate) fn softmax_with<D: Fn(u32) -> u32>(
     divider: impl FnOnce(u32) -> D,
 ) -> u32 {
     let n = x.len().min(out.len()).min(1 << 15);
-    let (x, out) = (&x[..n], &mut out[..n]);
+    let (Some(x), Some(out)) = (x.get(..n), out.get_mut(..n)) else {
+        return 0; // never: `n` is at most both lengths
+    };
     if n == 0 {
         return 0;
     }

@@ -64,19 +64,28 @@ where
 {
     let (np, planes, cols) = (l.parts(), l.planes(), l.cols());
     let (w, q, bias) = (l.weights(), l.row_q(), l.bias());
-    for (r, (o, row)) in out
-        .iter_mut()
-        .zip(w.chunks_exact(cols * planes))
-        .enumerate()
-    {
-        let mut acc: i32 = bias.map_or(0, |b| b[r]);
-        for (p, plane) in row.chunks_exact(cols).enumerate() {
-            let q = &q[(r * planes + p) * np..][..np];
-            let mut off = 0;
+    let bias = |r: usize| bias.and_then(|b| b.get(r)).map_or(0, |&b| b);
+    let (row_w, row_q) = (cols * planes, planes * np);
+    if cols == 0 || np == 0 || row_w == 0 || row_q == 0 {
+        // No weights: every sum is empty.
+        for (r, o) in out.iter_mut().enumerate() {
+            *o = bias(r);
+        }
+        return;
+    }
+    // `Linear::new` made `q` `planes * np` requantizers per row, `Linear::apply` the
+    // parts' lengths add up to `cols`: the loops below never stop short.
+    let rows = w.chunks_exact(row_w).zip(q.chunks_exact(row_q));
+    for (r, (o, (row, row_q))) in out.iter_mut().zip(rows).enumerate() {
+        let mut acc: i32 = bias(r);
+        for (plane, q) in row.chunks_exact(cols).zip(row_q.chunks_exact(np)) {
+            let mut rest = plane;
             for (part, &rq) in x.iter().zip(q) {
                 let n = part.len();
-                let wp = &plane[off..off + n];
-                off += n;
+                let Some((wp, tail)) = rest.split_at_checked(n) else {
+                    break;
+                };
+                rest = tail;
                 let y = if n <= I32_EXACT_RUN {
                     rq.apply(dot_run(wp, part))
                 } else {
@@ -117,9 +126,12 @@ pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: us
             for (q, o) in quads.by_ref().enumerate() {
                 let mut acc = [0i32; 4];
                 for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
-                    let (wi, r) = (wi as i32, &row[4 * q..4 * q + 4]);
+                    // Always there: output `4 q + 3` is within the row's `d` columns.
+                    let Some(r) = row.get(4 * q..4 * q + 4) else {
+                        continue;
+                    };
                     for (a, &v) in acc.iter_mut().zip(r) {
-                        *a += wi * v as i32;
+                        *a += wi as i32 * v as i32;
                     }
                 }
                 for (o, &a) in o.iter_mut().zip(&acc) {
@@ -131,7 +143,10 @@ pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: us
         for (j, o) in out.iter_mut().enumerate().skip(done) {
             let mut acc = 0i32;
             for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
-                acc += wi as i32 * row[j] as i32;
+                // Always there: `j < d`, the row's length.
+                if let Some(&v) = row.get(j) {
+                    acc += wi as i32 * v as i32;
+                }
             }
             *o = round(acc);
         }
@@ -139,7 +154,9 @@ pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: us
         for (j, o) in out.iter_mut().enumerate() {
             let mut acc = 0i64;
             for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
-                acc += (wi as i32 * row[j] as i32) as i64;
+                if let Some(&v) = row.get(j) {
+                    acc += (wi as i32 * v as i32) as i64;
+                }
             }
             *o = sat_i16(shift_round_i64(acc, 15));
         }

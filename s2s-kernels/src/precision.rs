@@ -19,6 +19,7 @@ use core::ops::Range;
 use bytemuck::Pod;
 
 use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
+use crate::part::Part;
 use crate::{cell, float, lut, native, portable};
 
 /// The number formats a model file can carry.
@@ -399,9 +400,14 @@ impl<'a, P: Precision> Linear<'a, P> {
             cols: self.cols,
             parts: self.parts,
             planes: self.planes,
-            w: &self.w[r.start * row_w..r.end * row_w],
-            q: &self.q[r.start * per_row..r.end * per_row],
-            bias: self.bias.map(|b| &b[r.clone()]),
+            w: self.w.part(r.start * row_w..r.end * row_w, "weights")?,
+            q: self
+                .q
+                .part(r.start * per_row..r.end * per_row, "quantization")?,
+            bias: match self.bias {
+                Some(b) => Some(b.part(r, "bias")?),
+                None => None,
+            },
         })
     }
 
@@ -506,7 +512,9 @@ impl FloatWeight for i8 {
     }
     #[inline]
     fn row_scale(q: &[f32], r: usize) -> f32 {
-        q[r]
+        // `Linear::new` made `q` one scale per row and plane: a missing one cannot be
+        // asked for, and would count as 0.
+        q.get(r).copied().unwrap_or(0.0)
     }
     fn row_q_valid(q: &f32) -> bool {
         q.is_finite()
@@ -549,35 +557,54 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
     }
 
     fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
-        let row_w = l.cols * l.planes;
-        for (r, (o, row)) in out.iter_mut().zip(l.w.chunks_exact(row_w)).enumerate() {
+        let bias = |r: usize, y: f32| match l.bias.and_then(|b| b.get(r)) {
+            Some(&b) => y + b,
+            None => y,
+        };
+        let (cols, planes) = (l.cols, l.planes);
+        if cols == 0 {
+            // No weights: every sum is empty.
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = bias(r, 0.0);
+            }
+            return;
+        }
+        // The weights are runs of `cols`, `planes` per row: run `k` is plane `k % planes`
+        // of row `k / planes`, with row scale `k`.
+        let mut runs = l.w.chunks_exact(cols).enumerate();
+        for (r, o) in out.iter_mut().enumerate() {
             let mut y = 0.0;
-            for (p, plane) in row.chunks_exact(l.cols).enumerate() {
-                // One sequential sum over the concatenated input (see `float`).
+            for (k, plane) in runs.by_ref().take(planes) {
+                // One sequential sum over the concatenated input (see `float`); the
+                // parts' lengths add up to `cols` (`Linear::apply` checked it).
                 let mut acc = 0.0;
-                let mut off = 0;
+                let mut rest = plane;
                 for part in x {
-                    let w = &plane[off..off + part.len()];
+                    let Some((w, tail)) = rest.split_at_checked(part.len()) else {
+                        break;
+                    };
                     acc = if K::NATIVE {
                         W::dot_acc_native(acc, w, part)
                     } else {
                         W::dot_acc(acc, w, part)
                     };
-                    off += part.len();
+                    rest = tail;
                 }
-                y += acc * W::row_scale(l.q, r * l.planes + p);
+                y += acc * W::row_scale(l.q, k);
             }
-            *o = match l.bias {
-                Some(b) => y + b[r],
-                None => y,
-            };
+            *o = bias(r, y);
         }
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
         let row_w = table.cols * table.planes;
-        let planes = table.w[row * row_w..(row + 1) * row_w].chunks_exact(table.cols);
         out.fill(0.0);
+        // In range: `Linear::embed` checked `row < rows`.
+        let Some(w) = table.w.get(row * row_w..(row + 1) * row_w) else {
+            return;
+        };
+        // `max(1)`: a table without columns has no planes to add (and `out` is empty).
+        let planes = w.chunks_exact(table.cols.max(1));
         for (p, w) in planes.enumerate() {
             let s = W::row_scale(table.q, row * table.planes + p);
             for (o, &v) in out.iter_mut().zip(w) {
@@ -726,8 +753,14 @@ impl<K: Kernels> Precision for Int<K> {
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
         let (cols, planes) = (table.cols, table.planes);
-        let w = &table.w[row * cols * planes..][..cols * planes];
-        let q = &table.q[row * planes..][..planes];
+        // In range: `Linear::embed` checked `row < rows` (`rows * planes` requantizers,
+        // one per row and plane, an embedding table having one part).
+        let w = table.w.get(row * cols * planes..(row + 1) * cols * planes);
+        let q = table.q.get(row * planes..(row + 1) * planes);
+        let (Some(w), Some(q)) = (w, q) else {
+            out.fill(0);
+            return;
+        };
         for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
             for (wp, rq) in w.chunks_exact(cols).zip(q) {

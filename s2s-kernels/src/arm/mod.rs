@@ -300,7 +300,11 @@ where
         return;
     }
     match bias {
-        Some(b) => out.copy_from_slice(b),
+        Some(b) => {
+            for (o, &b) in out.iter_mut().zip(b) {
+                *o = b;
+            }
+        }
         None => out.fill(0),
     }
     let dims = [cols, planes, np];
@@ -340,9 +344,16 @@ unsafe fn prepared<const W: usize>(
     let mut buf = [MaybeUninit::<u32>::uninit(); W];
     let mut segs = [NO_SEG; MAX_PARTS];
     let (mut word, mut col) = (0, 0);
+    let mut rest = &mut buf[..];
     for (seg, part) in segs.iter_mut().zip(x.iter()) {
         let n = isa::words(part.len());
-        isa::prepare(part, &mut buf[word..word + n]);
+        // The caller's contract (at most `W` words in all): never short. Were it, the
+        // outputs would keep their biases.
+        let Some((dst, tail)) = rest.split_at_mut_checked(n) else {
+            return;
+        };
+        isa::prepare(part, dst);
+        rest = tail;
         *seg = Seg {
             col,
             n: part.len(),
@@ -352,10 +363,14 @@ unsafe fn prepared<const W: usize>(
         word += n;
         col += part.len();
     }
+    // The caller's contract: at most `MAX_PARTS` parts.
+    let Some(segs) = segs.get(..x.len()) else {
+        return;
+    };
     // SAFETY: the caller's contract; part `i` covers columns `col..col + n <= cols` of a
     // plane's row, its `n` activations, and the prepared words `word..word + words(n)`
     // inside `buf`.
-    unsafe { rows_whole(&segs[..x.len()], buf.as_ptr().cast(), w, q, out, dims) };
+    unsafe { rows_whole(segs, buf.as_ptr().cast(), w, q, out, dims) };
 }
 
 /// Adds to each output (its bias already there) the terms of a layer whose every part
@@ -488,7 +503,7 @@ where
         return additive_scores_primitives(q, keys, fk, v, tanh, scores);
     }
     let tanh = &mut tanh[..a];
-    let bias = v.bias().map_or(0, |b| b[0]);
+    let bias = v.bias().and_then(|b| b.first()).map_or(0, |&b| b);
     let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
     let buf = &mut buf[..isa::words(a)];
     for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a)) {
