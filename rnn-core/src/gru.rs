@@ -1,9 +1,10 @@
 //! The GRU cell.
 
 use heapless::Vec as HVec;
+use s2s_kernels::part::Part;
 use s2s_kernels::{Job, Linear, Precision, ShapeError};
 
-use crate::{CellScratch, Error, Recurrent};
+use crate::{gate_rows, CellScratch, Error, Recurrent};
 
 /// Where the reset gate acts in the candidate `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +185,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
             for (xi, si) in x.iter().zip(s.iter_mut()) {
                 let _ = jobs.push(Job {
                     x: xi,
-                    out: &mut si.wide[..3 * n],
+                    out: si.wide.part_mut(..3 * n, "GRU scratch")?,
                 });
             }
             self.w_ih.apply_batch(&mut jobs)?;
@@ -199,15 +200,15 @@ impl<'a, P: Precision> GruCell<'a, P> {
         if self.mode == ResetMode::Before {
             // rh = r * h, then the candidate rows read it.
             match self.rec {
-                Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s),
-                rec => reset_h(rec, n, h, s),
+                Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s)?,
+                rec => reset_h(rec, n, h, s)?,
             }
             let rows = self.w_hh.row_range(2 * n..3 * n)?;
             self.recurrent_rows::<N>(&rows, h, s, n, true)?;
         }
         match self.rec {
-            Recurrent::Sigmoid => update(Sigmoid, self.mode, n, h, s),
-            rec => update(rec, self.mode, n, h, s),
+            Recurrent::Sigmoid => update(Sigmoid, self.mode, n, h, s)?,
+            rec => update(rec, self.mode, n, h, s)?,
         }
         Ok(())
     }
@@ -228,9 +229,13 @@ impl<'a, P: Precision> GruCell<'a, P> {
         let mut outs: HVec<&mut [P::Wide], N> = HVec::new();
         for (hi, si) in h.iter().zip(s.iter_mut()) {
             let CellScratch { wide, act } = &mut **si;
-            let v: &[P::Act] = if candidate { &act[..n] } else { &hi[..] };
+            let v: &[P::Act] = if candidate {
+                act.part(..n, "GRU scratch")?
+            } else {
+                hi
+            };
             let _ = inputs.push([v]);
-            let _ = outs.push(&mut wide[3 * n + off..3 * n + off + len]);
+            let _ = outs.push(wide.part_mut(3 * n + off..3 * n + off + len, "GRU scratch")?);
         }
         let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
         for (xi, o) in inputs.iter().zip(outs.iter_mut()) {
@@ -242,40 +247,67 @@ impl<'a, P: Precision> GruCell<'a, P> {
 
 /// `rh = r * h` for every lane (the reset-before form), `r` from the summed gate rows.
 fn reset_h<P: Precision, A: GateFn<P>>(
-    act: A,
+    f: A,
     n: usize,
     h: &[&mut [P::Act]],
     s: &mut [&mut CellScratch<'_, P>],
-) {
+) -> Result<(), ShapeError> {
     for (hi, si) in h.iter().zip(s.iter_mut()) {
-        let (gi, gh) = si.wide.split_at(3 * n);
-        for j in 0..n {
-            let r = act.gate(P::add(gi[j], gh[j]));
-            si.act[j] = P::gate_act(r, hi[j]);
+        let CellScratch { wide, act } = &mut **si;
+        let (gi, gh) = wide.split_at_checked(3 * n).ok_or(short(n, wide.len()))?;
+        let ([gi_r], [gh_r]) = (
+            gate_rows(gi, n, "GRU scratch")?,
+            gate_rows(gh, n, "GRU scratch")?,
+        );
+        let rh = act.part_mut(..n, "GRU scratch")?;
+        for ((rh, &h), (&gi, &gh)) in rh.iter_mut().zip(hi.iter()).zip(gi_r.iter().zip(gh_r)) {
+            let r = f.gate(P::add(gi, gh));
+            *rh = P::gate_act(r, h);
         }
     }
+    Ok(())
 }
 
 /// The gates and the new state of every lane from `gi` and `gh`.
 fn update<P: Precision, A: GateFn<P>>(
-    act: A,
+    f: A,
     mode: ResetMode,
     n: usize,
     h: &mut [&mut [P::Act]],
     s: &[&mut CellScratch<'_, P>],
-) {
+) -> Result<(), ShapeError> {
     for (hi, si) in h.iter_mut().zip(s.iter()) {
-        let (gi, gh) = (&si.wide[..3 * n], &si.wide[3 * n..6 * n]);
-        for j in 0..n {
-            let z = act.gate(P::add(gi[n + j], gh[n + j]));
+        let (gi, gh) = si
+            .wide
+            .split_at_checked(3 * n)
+            .ok_or(short(n, si.wide.len()))?;
+        let [gi_r, gi_z, gi_n] = gate_rows(gi, n, "GRU scratch")?;
+        let [gh_r, gh_z, gh_n] = gate_rows(gh, n, "GRU scratch")?;
+        let (r, z, c) = (
+            gi_r.iter().zip(gh_r),
+            gi_z.iter().zip(gh_z),
+            gi_n.iter().zip(gh_n),
+        );
+        for (h, (((&ir, &hr), (&iz, &hz)), (&ic, &hc))) in hi.iter_mut().zip(r.zip(z).zip(c)) {
+            let z = f.gate(P::add(iz, hz));
             let c = match mode {
                 ResetMode::After => {
-                    let r = act.gate(P::add(gi[j], gh[j]));
-                    P::add(gi[2 * n + j], P::gate(r, gh[2 * n + j]))
+                    let r = f.gate(P::add(ir, hr));
+                    P::add(ic, P::gate(r, hc))
                 }
-                ResetMode::Before => P::add(gi[2 * n + j], gh[2 * n + j]),
+                ResetMode::Before => P::add(ic, hc),
             };
-            hi[j] = P::blend(z, hi[j], P::tanh(c));
+            *h = P::blend(z, *h, P::tanh(c));
         }
+    }
+    Ok(())
+}
+
+/// The error of a lane's scratch shorter than the `6n` wide values of a step.
+fn short(n: usize, found: usize) -> ShapeError {
+    ShapeError {
+        what: "GRU scratch",
+        expected: 6 * n,
+        found,
     }
 }

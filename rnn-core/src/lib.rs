@@ -115,6 +115,29 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// The first `G` rows of `n` values each of `g` (a cell's gates, stacked), or a
+/// [`ShapeError`] naming `what` when `g` is shorter than `G * n`. The cells' loops zip
+/// the rows rather than index them: no bounds check is left to the optimiser.
+#[inline(always)]
+fn gate_rows<'g, T, const G: usize>(
+    g: &'g [T],
+    n: usize,
+    what: &'static str,
+) -> Result<[&'g [T]; G], ShapeError> {
+    let short = ShapeError {
+        what,
+        expected: G * n,
+        found: g.len(),
+    };
+    let mut rest = g;
+    let mut rows: [&[T]; G] = [&[]; G];
+    for row in rows.iter_mut() {
+        let (r, tail) = rest.split_at_checked(n).ok_or(short)?;
+        (*row, rest) = (r, tail);
+    }
+    Ok(rows)
+}
+
 /// The activation of a cell's gates (GRU `r`, `z`; LSTM `i`, `f`, `o`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -1,9 +1,10 @@
 //! The LSTM cell.
 
 use heapless::Vec as HVec;
+use s2s_kernels::part::Part;
 use s2s_kernels::{Fmt, Job, Linear, Precision, ShapeError};
 
-use crate::{CellScratch, Error, Recurrent};
+use crate::{gate_rows, CellScratch, Error, Recurrent};
 
 /// One LSTM cell: `W_ih` (`4H x I`, with `b_ih`) and `W_hh` (`4H x H`, with `b_hh`),
 /// rows stacked `[i, f, g, o]` (input, forget, candidate, output), as PyTorch stacks
@@ -151,7 +152,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
             for (xi, si) in x.iter().zip(s.iter_mut()) {
                 let _ = jobs.push(Job {
                     x: xi,
-                    out: &mut si.wide[..4 * n],
+                    out: si.wide.part_mut(..4 * n, "LSTM scratch")?,
                 });
             }
             self.w_ih.apply_batch(&mut jobs)?;
@@ -164,7 +165,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
                 let mut outs: HVec<&mut [P::Wide], N> = HVec::new();
                 for (hi, si) in h.iter().zip(s.iter_mut()) {
                     let _ = inputs.push([&hi[..]]);
-                    let _ = outs.push(&mut si.wide[4 * n..6 * n]);
+                    let _ = outs.push(si.wide.part_mut(4 * n..6 * n, "LSTM scratch")?);
                 }
                 let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
                 for (xi, o) in inputs.iter().zip(outs.iter_mut()) {
@@ -173,27 +174,36 @@ impl<'a, P: Precision> LstmCell<'a, P> {
                 rows.apply_batch(&mut jobs)?;
             }
             for si in s.iter_mut() {
-                let (z, gh) = si.wide.split_at_mut(4 * n);
-                for (zj, &g) in z[2 * n * half..2 * n * (half + 1)]
-                    .iter_mut()
-                    .zip(&gh[..2 * n])
-                {
+                let len = si.wide.len();
+                let (z, gh) = si.wide.split_at_mut_checked(4 * n).ok_or(short(n, len))?;
+                let z = z.part_mut(2 * n * half..2 * n * (half + 1), "LSTM scratch")?;
+                for (zj, &g) in z.iter_mut().zip(gh.part(..2 * n, "LSTM scratch")?) {
                     *zj = P::add(*zj, g);
                 }
             }
         }
         let (rec, fc) = (self.rec, self.cell_fmt);
         for ((hi, ci), si) in h.iter_mut().zip(c.iter_mut()).zip(s.iter()) {
-            let z = &si.wide[..4 * n];
-            for j in 0..n {
-                let i = rec.apply::<P>(z[j]);
-                let f = rec.apply::<P>(z[n + j]);
-                let g = P::tanh(z[2 * n + j]);
-                let o = rec.apply::<P>(z[3 * n + j]);
-                ci[j] = P::cell_update(f, ci[j], i, g, fc);
-                hi[j] = P::gate_act(o, P::tanh(P::widen(ci[j], fc)));
+            let [zi, zf, zg, zo] = gate_rows(si.wide, n, "LSTM scratch")?;
+            let gates = zi.iter().zip(zf).zip(zg.iter().zip(zo));
+            for ((h, c), ((&zi, &zf), (&zg, &zo))) in hi.iter_mut().zip(ci.iter_mut()).zip(gates) {
+                let i = rec.apply::<P>(zi);
+                let f = rec.apply::<P>(zf);
+                let g = P::tanh(zg);
+                let o = rec.apply::<P>(zo);
+                *c = P::cell_update(f, *c, i, g, fc);
+                *h = P::gate_act(o, P::tanh(P::widen(*c, fc)));
             }
         }
         Ok(())
+    }
+}
+
+/// The error of a lane's scratch shorter than the `6n` wide values of a step.
+fn short(n: usize, found: usize) -> ShapeError {
+    ShapeError {
+        what: "LSTM scratch",
+        expected: 6 * n,
+        found,
     }
 }

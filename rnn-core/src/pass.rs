@@ -2,6 +2,7 @@
 //! and the outputs of masked positions.
 
 use heapless::Vec as HVec;
+use s2s_kernels::part::Part;
 use s2s_kernels::{Precision, ShapeError};
 
 use crate::{Cell, CellScratch, Error};
@@ -238,8 +239,12 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
             // A GRU's cell-state slices are empty and never read.
             let cstate = if has_c { state.clone() } else { 0..0 };
             for lane in lanes.iter_mut() {
-                lane.lasts[state.clone()].fill(P::Act::default());
-                lane.cells[cstate.clone()].fill(P::Act::default());
+                lane.lasts
+                    .part_mut(state.clone(), "final states")?
+                    .fill(P::Act::default());
+                lane.cells
+                    .part_mut(cstate.clone(), "final cell states")?
+                    .fill(P::Act::default());
             }
             let longest = lanes.iter().map(|l| l.len).max().unwrap_or(0);
             for k in 0..longest {
@@ -263,7 +268,7 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
                         let x: &[P::Act] = if l == 0 {
                             input.at(p, xbuf)?
                         } else {
-                            &bufs[(l - 1) % 2][p * din..(p + 1) * din]
+                            bufs[(l - 1) % 2].part(p * din..(p + 1) * din, "layer input")?
                         };
                         if parts.push([x]).is_err() {
                             return Err(Error::Shape(ShapeError {
@@ -272,8 +277,8 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
                                 found: N + 1,
                             }));
                         }
-                        let _ = hs.push(&mut lasts[state.clone()]);
-                        let _ = cs.push(&mut cells[cstate.clone()]);
+                        let _ = hs.push(lasts.part_mut(state.clone(), "final states")?);
+                        let _ = cs.push(cells.part_mut(cstate.clone(), "final cell states")?);
                         let _ = ss.push(scratch);
                     }
                     let mut xs: HVec<&[&[P::Act]], N> = HVec::new();
@@ -284,8 +289,10 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
                 }
                 for lane in lanes.iter_mut().filter(|lane| lane.len > k) {
                     let p = at(lane.len);
-                    let (src, dst) = (&lane.lasts[state.clone()], &mut lane.bufs[l % 2]);
-                    dst[p * d + dir * h..][..h].copy_from_slice(src);
+                    let src = lane.lasts.part(state.clone(), "final states")?;
+                    let at = p * d + dir * h;
+                    let dst = lane.bufs[l % 2].part_mut(at..at + h, "layer output")?;
+                    dst.copy_from_slice(src);
                 }
             }
         }
@@ -336,18 +343,26 @@ pub fn fill_masked<P: Precision>(
     rule: Masked,
 ) -> Result<(), Error> {
     let (d, h) = (layer.output(), layer.fwd.hidden());
-    if valid > t || out.len() < t * d {
-        return Err(Error::SequenceTooLong {
-            len: t,
-            capacity: out.len() / d.max(1),
-        });
+    let len = out.len();
+    let too_long = || Error::SequenceTooLong {
+        len: t,
+        capacity: len / d.max(1),
+    };
+    if valid > t || len < t * d {
+        return Err(too_long());
     }
-    for p in valid..t {
-        let (done, row) = out.split_at_mut(p * d);
-        let row = &mut row[..d];
+    let (done, masked) = out.split_at_mut_checked(valid * d).ok_or_else(too_long)?;
+    let masked = masked.part_mut(..(t - valid) * d, "outputs")?;
+    // The forward half of the last real output, when it is repeated.
+    let previous = match (rule, valid.checked_sub(1)) {
+        (Masked::Previous, Some(last)) => Some(done.part(last * d..last * d + h, "outputs")?),
+        _ => None,
+    };
+    // `max(1)`: outputs of size 0 leave nothing to fill (`masked` is empty).
+    for row in masked.chunks_exact_mut(d.max(1)) {
         row.fill(P::Act::default());
-        if rule == Masked::Previous && valid > 0 {
-            row[..h].copy_from_slice(&done[(valid - 1) * d..][..h]);
+        if let Some(previous) = previous {
+            row.part_mut(..h, "outputs")?.copy_from_slice(previous);
         }
     }
     Ok(())
