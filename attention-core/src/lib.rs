@@ -32,6 +32,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
+use s2s_kernels::part::Part;
 use s2s_kernels::{float, Fmt, Linear, Precision, ShapeError};
 
 /// Errors of this crate.
@@ -284,9 +285,15 @@ impl<'a, P: Precision> Attention<'a, P> {
                 found: keys.len(),
             }));
         }
-        for (row, key) in memory.chunks_exact(m).zip(keys.chunks_exact_mut(k)).take(t) {
-            layer.apply(&[row], &mut wide[..k])?;
-            for (o, &w) in key.iter_mut().zip(&wide[..k]) {
+        if k == 0 {
+            return Ok(()); // keys of no values
+        }
+        let wide = wide.part_mut(..k, "key scratch")?;
+        // `max(1)`: `new` refused a memory of size 0.
+        let rows = memory.chunks_exact(m.max(1));
+        for (row, key) in rows.zip(keys.chunks_exact_mut(k)).take(t) {
+            layer.apply(&[row], wide)?;
+            for (o, &w) in key.iter_mut().zip(&*wide) {
                 *o = P::narrow(w, self.key_fmt);
             }
         }
@@ -310,9 +317,8 @@ impl<'a, P: Precision> Attention<'a, P> {
                 found: keys.len(),
             }));
         }
-        let keys_all = keys;
-        let keys = keys[..n * k].chunks_exact(k);
-        let scores = &mut s.scores[..n];
+        let keys = keys.part(..n * k, "keys")?;
+        let scores = s.scores.part_mut(..n, "attention scores")?;
         match &self.score {
             Score::Additive { query: w, v, .. } => {
                 let a = v.cols();
@@ -334,10 +340,11 @@ impl<'a, P: Precision> Attention<'a, P> {
                 }
                 // v over the tanh rows of all positions in one call (a precision may
                 // fuse it: see `Precision::additive_scores`).
-                P::additive_scores(qw, &keys_all[..n * k], self.key_fmt, v, tv, scores)?;
+                P::additive_scores(qw, keys, self.key_fmt, v, tv, scores)?;
             }
             Score::Dot { scale } | Score::General { scale, .. } => {
-                for (e, key) in scores.iter_mut().zip(keys) {
+                // `max(1)`: `new` refused queries and memories of size 0.
+                for (e, key) in scores.iter_mut().zip(keys.chunks_exact(k.max(1))) {
                     *e = P::dot(query, self.query_fmt, key, self.key_fmt, *scale);
                 }
             }
@@ -379,9 +386,15 @@ impl<'a, P: Precision> Attention<'a, P> {
             }));
         }
         self.scores(query, keys, n, s)?;
-        P::softmax(&s.scores[..n], &mut weights[..n]);
-        weights[n..t].fill(P::Act::default());
-        P::weighted_sum(&weights[..n], &memory[..n * self.memory_dim], context);
+        let weights = weights.part_mut(..t, "attention weights")?;
+        let (attended, masked) = weights.split_at_mut_checked(n).ok_or(Error::BadMask {
+            valid: n,
+            positions: t,
+        })?;
+        P::softmax(s.scores.part(..n, "attention scores")?, attended);
+        masked.fill(P::Act::default());
+        let rows = memory.part(..n * self.memory_dim, "memory")?;
+        P::weighted_sum(attended, rows, context);
         Ok(())
     }
 }
