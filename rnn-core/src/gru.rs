@@ -4,7 +4,7 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Job, Linear, Precision, ShapeError};
 
-use crate::{gate_rows, CellScratch, Error, Recurrent};
+use crate::{split_row, CellScratch, Error, Recurrent};
 
 /// Where the reset gate acts in the candidate `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,17 +252,15 @@ fn reset_h<P: Precision, A: GateFn<P>>(
     h: &[&mut [P::Act]],
     s: &mut [&mut CellScratch<'_, P>],
 ) -> Result<(), ShapeError> {
+    const W: &str = "GRU scratch";
     for (hi, si) in h.iter().zip(s.iter_mut()) {
         let CellScratch { wide, act } = &mut **si;
-        let (gi, gh) = wide.split_at_checked(3 * n).ok_or(short(n, wide.len()))?;
-        let ([gi_r], [gh_r]) = (
-            gate_rows(gi, n, "GRU scratch")?,
-            gate_rows(gh, n, "GRU scratch")?,
-        );
-        let rh = act.part_mut(..n, "GRU scratch")?;
-        for ((rh, &h), (&gi, &gh)) in rh.iter_mut().zip(hi.iter()).zip(gi_r.iter().zip(gh_r)) {
-            let r = f.gate(P::add(gi, gh));
-            *rh = P::gate_act(r, h);
+        let (gi, gh) = split_row(wide, 3 * n, W)?;
+        let ((gi_r, _), (gh_r, _)) = (split_row(gi, n, W)?, split_row(gh, n, W)?);
+        let (hi, rh) = (hi.part(..n, "GRU state")?, act.part_mut(..n, W)?);
+        for j in 0..n {
+            let r = f.gate(P::add(gi_r[j], gh_r[j]));
+            rh[j] = P::gate_act(r, hi[j]);
         }
     }
     Ok(())
@@ -276,38 +274,26 @@ fn update<P: Precision, A: GateFn<P>>(
     h: &mut [&mut [P::Act]],
     s: &[&mut CellScratch<'_, P>],
 ) -> Result<(), ShapeError> {
+    const W: &str = "GRU scratch";
     for (hi, si) in h.iter_mut().zip(s.iter()) {
-        let (gi, gh) = si
-            .wide
-            .split_at_checked(3 * n)
-            .ok_or(short(n, si.wide.len()))?;
-        let [gi_r, gi_z, gi_n] = gate_rows(gi, n, "GRU scratch")?;
-        let [gh_r, gh_z, gh_n] = gate_rows(gh, n, "GRU scratch")?;
-        let (r, z, c) = (
-            gi_r.iter().zip(gh_r),
-            gi_z.iter().zip(gh_z),
-            gi_n.iter().zip(gh_n),
-        );
-        for (h, (((&ir, &hr), (&iz, &hz)), (&ic, &hc))) in hi.iter_mut().zip(r.zip(z).zip(c)) {
-            let z = f.gate(P::add(iz, hz));
+        let (gi_r, g) = split_row(si.wide, n, W)?;
+        let (gi_z, g) = split_row(g, n, W)?;
+        let (gi_n, g) = split_row(g, n, W)?;
+        let (gh_r, g) = split_row(g, n, W)?;
+        let (gh_z, g) = split_row(g, n, W)?;
+        let (gh_n, _) = split_row(g, n, W)?;
+        let hi = hi.part_mut(..n, "GRU state")?;
+        for j in 0..n {
+            let z = f.gate(P::add(gi_z[j], gh_z[j]));
             let c = match mode {
                 ResetMode::After => {
-                    let r = f.gate(P::add(ir, hr));
-                    P::add(ic, P::gate(r, hc))
+                    let r = f.gate(P::add(gi_r[j], gh_r[j]));
+                    P::add(gi_n[j], P::gate(r, gh_n[j]))
                 }
-                ResetMode::Before => P::add(ic, hc),
+                ResetMode::Before => P::add(gi_n[j], gh_n[j]),
             };
-            *h = P::blend(z, *h, P::tanh(c));
+            hi[j] = P::blend(z, hi[j], P::tanh(c));
         }
     }
     Ok(())
-}
-
-/// The error of a lane's scratch shorter than the `6n` wide values of a step.
-fn short(n: usize, found: usize) -> ShapeError {
-    ShapeError {
-        what: "GRU scratch",
-        expected: 6 * n,
-        found,
-    }
 }

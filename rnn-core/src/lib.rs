@@ -115,27 +115,21 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// The first `G` rows of `n` values each of `g` (a cell's gates, stacked), or a
-/// [`ShapeError`] naming `what` when `g` is shorter than `G * n`. The cells' loops zip
-/// the rows rather than index them: no bounds check is left to the optimiser.
+/// The first `n` values of `g` and the rest, or a [`ShapeError`] naming `what` when `g`
+/// is shorter. The first part is exactly `n` long, visibly to the optimiser: a cell's
+/// gate rows cut this way, its loops over `0..n` index them without bounds checks (and
+/// with one index for all of them, which the small cores' few registers need).
 #[inline(always)]
-fn gate_rows<'g, T, const G: usize>(
+fn split_row<'g, T>(
     g: &'g [T],
     n: usize,
     what: &'static str,
-) -> Result<[&'g [T]; G], ShapeError> {
-    let short = ShapeError {
+) -> Result<(&'g [T], &'g [T]), ShapeError> {
+    g.split_at_checked(n).ok_or(ShapeError {
         what,
-        expected: G * n,
+        expected: n,
         found: g.len(),
-    };
-    let mut rest = g;
-    let mut rows: [&[T]; G] = [&[]; G];
-    for row in rows.iter_mut() {
-        let (r, tail) = rest.split_at_checked(n).ok_or(short)?;
-        (*row, rest) = (r, tail);
-    }
-    Ok(rows)
+    })
 }
 
 /// The activation of a cell's gates (GRU `r`, `z`; LSTM `i`, `f`, `o`).

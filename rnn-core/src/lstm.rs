@@ -4,7 +4,7 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Fmt, Job, Linear, Precision, ShapeError};
 
-use crate::{gate_rows, CellScratch, Error, Recurrent};
+use crate::{split_row, CellScratch, Error, Recurrent};
 
 /// One LSTM cell: `W_ih` (`4H x I`, with `b_ih`) and `W_hh` (`4H x H`, with `b_hh`),
 /// rows stacked `[i, f, g, o]` (input, forget, candidate, output), as PyTorch stacks
@@ -175,7 +175,11 @@ impl<'a, P: Precision> LstmCell<'a, P> {
             }
             for si in s.iter_mut() {
                 let len = si.wide.len();
-                let (z, gh) = si.wide.split_at_mut_checked(4 * n).ok_or(short(n, len))?;
+                let (z, gh) = si.wide.split_at_mut_checked(4 * n).ok_or(ShapeError {
+                    what: "LSTM scratch",
+                    expected: 6 * n,
+                    found: len,
+                })?;
                 let z = z.part_mut(2 * n * half..2 * n * (half + 1), "LSTM scratch")?;
                 for (zj, &g) in z.iter_mut().zip(gh.part(..2 * n, "LSTM scratch")?) {
                     *zj = P::add(*zj, g);
@@ -184,7 +188,13 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         }
         let (rec, fc) = (self.rec, self.cell_fmt);
         for ((hi, ci), si) in h.iter_mut().zip(c.iter_mut()).zip(s.iter()) {
-            let [zi, zf, zg, zo] = gate_rows(si.wide, n, "LSTM scratch")?;
+            const W: &str = "LSTM scratch";
+            let (zi, z) = split_row(si.wide, n, W)?;
+            let (zf, z) = split_row(z, n, W)?;
+            let (zg, z) = split_row(z, n, W)?;
+            let (zo, _) = split_row(z, n, W)?;
+            // Zipped rather than indexed: an index into six rows of `n` kept its bounds
+            // checks on the opt-level "s" boards.
             let gates = zi.iter().zip(zf).zip(zg.iter().zip(zo));
             for ((h, c), ((&zi, &zf), (&zg, &zo))) in hi.iter_mut().zip(ci.iter_mut()).zip(gates) {
                 let i = rec.apply::<P>(zi);
@@ -196,14 +206,5 @@ impl<'a, P: Precision> LstmCell<'a, P> {
             }
         }
         Ok(())
-    }
-}
-
-/// The error of a lane's scratch shorter than the `6n` wide values of a step.
-fn short(n: usize, found: usize) -> ShapeError {
-    ShapeError {
-        what: "LSTM scratch",
-        expected: 6 * n,
-        found,
     }
 }

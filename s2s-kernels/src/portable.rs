@@ -141,9 +141,13 @@ pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: us
             done = d - quads.into_remainder().len();
         }
         for (j, o) in out.iter_mut().enumerate().skip(done) {
+            // Never taken (`out` is `d` long): `j < d`, the rows' length, said once per
+            // output so that the optimiser drops the check of each row's `get`.
+            if j >= d {
+                break;
+            }
             let mut acc = 0i32;
             for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
-                // Always there: `j < d`, the row's length.
                 if let Some(&v) = row.get(j) {
                     acc += wi as i32 * v as i32;
                 }
@@ -152,6 +156,9 @@ pub(crate) fn weighted_sum_by(w: &[i16], rows: &[i16], out: &mut [i16], cols: us
         }
     } else {
         for (j, o) in out.iter_mut().enumerate() {
+            if j >= d {
+                break; // never, as above
+            }
             let mut acc = 0i64;
             for (&wi, row) in w.iter().zip(rows.chunks_exact(d)) {
                 if let Some(&v) = row.get(j) {
