@@ -32,7 +32,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
-use s2s_kernels::text::Describe;
+use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{float, say, Fmt, Linear, Precision, ShapeError};
 
 /// Errors of this crate.
@@ -65,7 +65,7 @@ impl From<ShapeError> for Error {
 }
 
 impl Describe for Error {
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match *self {
             Error::Shape(e) => say!(out; "attention: ", e),
             Error::Dimensions { query, memory } => say!(out;

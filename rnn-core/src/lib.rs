@@ -44,7 +44,7 @@ pub use pass::{
     fill_masked, run_stack, run_stack_batch, Masked, RnnLayer, Rows, SeqInput, SeqLane,
 };
 
-use s2s_kernels::text::Describe;
+use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{say, Precision, ShapeError};
 
 /// Errors of this crate.
@@ -86,7 +86,7 @@ impl From<ShapeError> for Error {
 }
 
 impl Describe for Error {
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match *self {
             Error::Shape(e) => say!(out; "recurrent layer: ", e),
             Error::GateRows {
@@ -104,9 +104,9 @@ impl Describe for Error {
             Error::SequenceTooLong { len, capacity } => say!(out;
                 "recurrent layer: sequence of ", len, " positions, buffers hold ", capacity
             ),
-            Error::DirectionMismatch => out.write_str(
-                "recurrent layer: the two directions of a layer differ in sizes or kind",
-            ),
+            Error::DirectionMismatch => {
+                out.put("recurrent layer: the two directions of a layer differ in sizes or kind")
+            }
         }
     }
 }

@@ -80,7 +80,7 @@ pub struct ShapeError {
 }
 
 impl crate::text::Describe for ShapeError {
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn crate::text::Sink) -> core::fmt::Result {
         crate::say!(out; self.what, " has length ", self.found, ", expected ", self.expected)
     }
 }

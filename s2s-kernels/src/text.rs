@@ -3,19 +3,20 @@
 //! `write!` goes through `core::fmt::write` and the `Formatter` machinery, which carry
 //! panic paths and several kilobytes of code. The errors of the core crates and the
 //! firmware's protocol lines are written through [`fmt::Write::write_str`] only, with
-//! the number writers below, so that a device prints any of them with neither. Each
+//! the number writers below, into a [`Sink`], so that a device prints any of them with
+//! neither. Each
 //! error type's [`Describe::describe`] is the one definition of its message; its
 //! `Display` calls it.
 //!
 //! ```
-//! use s2s_kernels::text::{put_hex32, put_i64, put_u64, Describe};
+//! use s2s_kernels::text::{put_hex32, put_i64, put_u64, Describe, Sink};
 //!
 //! struct Late(u64);
 //! impl Describe for Late {
-//!     fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
-//!         out.write_str("late by ")?;
+//!     fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
+//!         out.put("late by ")?;
 //!         put_u64(out, self.0)?;
-//!         out.write_str(" ms")
+//!         out.put(" ms")
 //!     }
 //! }
 //! let mut s = String::new();
@@ -29,20 +30,47 @@
 
 use core::fmt::{self, Write};
 
-/// A message written through `write_str` alone (see the [module](self) documentation).
+/// Where text goes: [`Write::write_str`] alone, as a trait object.
+///
+/// Every `core::fmt::Write` is one. Writers take `&mut dyn Sink` rather than being
+/// generic, so that each message exists once in a device's flash however many outputs
+/// it is written to; and not `&mut dyn core::fmt::Write`, whose vtable would link
+/// `write_fmt`, and with it `core::fmt`'s formatting machinery and its panics.
+pub trait Sink {
+    /// Writes `s`.
+    fn put(&mut self, s: &str) -> fmt::Result;
+}
+
+impl<T: Write> Sink for T {
+    fn put(&mut self, s: &str) -> fmt::Result {
+        self.write_str(s)
+    }
+}
+
+impl Write for dyn Sink + '_ {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.put(s)
+    }
+}
+
+/// A message written through a [`Sink`] (see the [module](self) documentation).
 pub trait Describe {
-    /// Writes the message to `out` with [`Write::write_str`] calls only.
-    fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result;
+    /// Writes the message to `out`.
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result;
 }
 
 impl Describe for str {
-    fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
-        out.write_str(self)
+    // Out of line: a message is a chain of these calls, each a few bytes; inlined (LTO
+    // sees through the `dyn Sink` when a device has one output) each would carry a copy
+    // of the output's writer.
+    #[inline(never)]
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        out.put(self)
     }
 }
 
 impl<T: Describe + ?Sized> Describe for &T {
-    fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
         (**self).describe(out)
     }
 }
@@ -51,7 +79,8 @@ impl<T: Describe + ?Sized> Describe for &T {
 macro_rules! describe_unsigned {
     ($($t:ty),*) => {$(
         impl Describe for $t {
-            fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
+            #[inline(never)]
+            fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
                 put_u64(out, *self as u64)
             }
         }
@@ -63,7 +92,8 @@ describe_unsigned!(u8, u16, u32, u64, usize);
 macro_rules! describe_signed {
     ($($t:ty),*) => {$(
         impl Describe for $t {
-            fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
+            #[inline(never)]
+            fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
                 put_i64(out, i64::from(*self))
             }
         }
@@ -76,30 +106,30 @@ describe_signed!(i8, i16, i32, i64);
 pub struct Hex32(pub u32);
 
 impl Describe for Hex32 {
-    fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
-        out.write_str("0x")?;
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        out.put("0x")?;
         put_hex32(out, self.0)
     }
 }
 
-/// A `char` as `{:?}` writes it (see [`put_char_debug`]).
+/// A `char` in single quotes, escaped as `{:?}` escapes it (see [`put_char_quoted`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CharDebug(pub char);
+pub struct QuotedChar(pub char);
 
-impl Describe for CharDebug {
-    fn describe<W: Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
-        put_char_debug(out, self.0)
+impl Describe for QuotedChar {
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        put_char_quoted(out, self.0)
     }
 }
 
 /// Writes pieces (anything [`Describe`]: string literals, integers, [`Hex32`], other
-/// messages) one after the other to a `core::fmt::Write`, returning on the first error:
+/// messages) one after the other to a [`Sink`], returning on the first error:
 /// `say!(out; "found ", n, " of ", max)` writes what `write!(out, "found {n} of {max}")`
 /// writes, without `core::fmt`. For use in a function returning `core::fmt::Result`.
 #[macro_export]
 macro_rules! say {
     ($out:expr; $($piece:expr),+ $(,)?) => {{
-        let out = &mut *$out;
+        let out: &mut dyn $crate::text::Sink = &mut *$out;
         $( $crate::text::Describe::describe(&$piece, &mut *out)?; )+
         Ok(())
     }};
@@ -108,7 +138,7 @@ macro_rules! say {
 /// Writes `v` in decimal. Out of line and in 32-bit arithmetic where the value allows:
 /// a device calls it for every number it writes.
 #[inline(never)]
-pub fn put_u64<W: Write + ?Sized>(out: &mut W, v: u64) -> fmt::Result {
+pub fn put_u64(out: &mut dyn Sink, v: u64) -> fmt::Result {
     // The digits, last first, from the end of `buf` (20 places hold u64::MAX).
     let mut buf = [0u8; 20];
     let mut slots = buf.iter_mut().rev();
@@ -135,16 +165,16 @@ pub fn put_u64<W: Write + ?Sized>(out: &mut W, v: u64) -> fmt::Result {
 }
 
 /// Writes `v` in decimal, with a `-` when negative.
-pub fn put_i64<W: Write + ?Sized>(out: &mut W, v: i64) -> fmt::Result {
+pub fn put_i64(out: &mut dyn Sink, v: i64) -> fmt::Result {
     if v < 0 {
-        out.write_str("-")?;
+        out.put("-")?;
     }
     put_u64(out, v.unsigned_abs())
 }
 
 /// Writes `v` as eight lower-case hex digits, without `0x`.
 #[inline(never)]
-pub fn put_hex32<W: Write + ?Sized>(out: &mut W, v: u32) -> fmt::Result {
+pub fn put_hex32(out: &mut dyn Sink, v: u32) -> fmt::Result {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut buf = [0u8; 8];
     for (i, slot) in buf.iter_mut().enumerate() {
@@ -153,29 +183,66 @@ pub fn put_hex32<W: Write + ?Sized>(out: &mut W, v: u32) -> fmt::Result {
     ascii(out, &buf)
 }
 
-/// Writes `c` as Rust's `{:?}` of a `char` does: in single quotes, escaped.
-pub fn put_char_debug<W: Write + ?Sized>(out: &mut W, c: char) -> fmt::Result {
-    out.write_str("'")?;
-    // `escape_debug` escapes double quotes too, `{:?}` of a `char` does not.
-    if c == '"' {
-        out.write_str("\"")?;
-    } else {
-        for e in c.escape_debug() {
-            put_char(out, e)?;
+/// Writes `c` in single quotes as Rust's `{:?}` of a `char` writes it, for every ASCII
+/// character and every printable one: `'a'`, `'\''`, `'\n'`, `'\u{7f}'`, `'ផ'`. Other
+/// characters that would not show (C1 controls, the no-break and zero-width spaces, the
+/// soft hyphen, directional marks, combining diacritics, the byte-order mark...) are
+/// written as `\u{..}` too; without Unicode's tables (whose lookup in `core` carries
+/// panic paths), a rarer unprintable character is written as it is.
+pub fn put_char_quoted(out: &mut dyn Sink, c: char) -> fmt::Result {
+    out.put("'")?;
+    match c {
+        '\0' => out.put("\\0")?,
+        '\t' => out.put("\\t")?,
+        '\n' => out.put("\\n")?,
+        '\r' => out.put("\\r")?,
+        '\'' => out.put("\\'")?,
+        '\\' => out.put("\\\\")?,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{a0}'
+        | '\u{ad}'
+        | '\u{300}'..='\u{36f}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}' => {
+            out.put("\\u{")?;
+            put_hex(out, u32::from(c))?;
+            out.put("}")?;
+        }
+        _ => put_char(out, c)?,
+    }
+    out.put("'")
+}
+
+/// Writes `v` in lower-case hex without leading zeros (`0` for 0).
+fn put_hex(out: &mut dyn Sink, v: u32) -> fmt::Result {
+    let mut buf = [0u8; 8];
+    let mut digits = buf.iter_mut().rev();
+    let mut used = 0;
+    let mut rest = v;
+    for slot in &mut digits {
+        *slot = b"0123456789abcdef"[(rest & 0xf) as usize];
+        used += 1;
+        rest >>= 4;
+        if rest == 0 {
+            break;
         }
     }
-    out.write_str("'")
+    let start = buf.len().saturating_sub(used);
+    ascii(out, buf.get(start..).unwrap_or(&[]))
 }
 
 /// Writes one `char`.
-pub fn put_char<W: Write + ?Sized>(out: &mut W, c: char) -> fmt::Result {
+pub fn put_char(out: &mut dyn Sink, c: char) -> fmt::Result {
     let mut buf = [0u8; 4];
-    out.write_str(c.encode_utf8(&mut buf))
+    out.put(c.encode_utf8(&mut buf))
 }
 
 /// Writes bytes known to be ASCII.
-fn ascii<W: Write + ?Sized>(out: &mut W, bytes: &[u8]) -> fmt::Result {
-    out.write_str(core::str::from_utf8(bytes).map_err(|_| fmt::Error)?)
+fn ascii(out: &mut dyn Sink, bytes: &[u8]) -> fmt::Result {
+    out.put(core::str::from_utf8(bytes).map_err(|_| fmt::Error)?)
 }
 
 #[cfg(test)]
@@ -211,9 +278,14 @@ mod tests {
             put_hex32(&mut s, v).unwrap();
             assert_eq!(s, format!("{v:08x}"));
         }
-        for c in ['a', '\'', '"', '\\', '\n', '\u{7f}', 'ផ', '\u{200b}', '\u{301}', '\0'] {
+        // Every ASCII character, and the printable or invisible ones named in the
+        // documentation, as `{:?}` writes them.
+        let named = [
+            'ផ', 'é', '€', '\u{85}', '\u{a0}', '\u{ad}', '\u{200b}', '\u{301}', '\u{feff}',
+        ];
+        for c in (0u8..0x80).map(char::from).chain(named) {
             let mut s = String::new();
-            put_char_debug(&mut s, c).unwrap();
+            put_char_quoted(&mut s, c).unwrap();
             assert_eq!(s, format!("{c:?}"));
         }
     }
@@ -223,7 +295,7 @@ mod tests {
         fn both(n: usize, code: u32) -> core::fmt::Result {
             let mut said = String::new();
             (|| -> core::fmt::Result {
-                crate::say!(&mut said; "found ", n, " at ", Hex32(code), ", ", -3i8, " ", CharDebug('\t'))
+                crate::say!(&mut said; "found ", n, " at ", Hex32(code), ", ", -3i8, " ", QuotedChar('\t'))
             })()?;
             assert_eq!(said, format!("found {n} at {code:#010x}, -3 '\\t'"));
             Ok(())

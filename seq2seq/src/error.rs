@@ -6,7 +6,7 @@
 //! `core::fmt` formatting code. On the host, `Display` adds the numbers and the tensor's
 //! name.
 
-use s2s_kernels::text::{CharDebug, Describe, Hex32};
+use s2s_kernels::text::{Describe, Hex32, QuotedChar, Sink};
 use s2s_kernels::{say, PrecisionKind, ShapeError};
 
 use crate::format::{self, DType, TensorId};
@@ -341,7 +341,7 @@ impl From<ShapeError> for Error {
 struct IdName(u32);
 
 impl Describe for IdName {
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match TensorId::from_u32(self.0) {
             Some(id) => id.describe(out),
             None => say!(out; "#", Hex32(self.0)),
@@ -352,7 +352,7 @@ impl Describe for IdName {
 impl Describe for Error {
     /// The message of `Display`, written without `core::fmt` (see [`s2s_kernels::text`]):
     /// a device prints it as the host does.
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match *self {
             Error::UnsupportedVersion { found, supported } => say!(out;
                 "model file format version ", found, ", this build reads version ", supported
@@ -389,7 +389,7 @@ impl Describe for Error {
                 "the vocabulary section holds ", found, " strings, the description calls for ",
                 expected
             ),
-            Error::VocabIndex => out.write_str(
+            Error::VocabIndex => out.put(
                 "bad vocabulary index: a string outside the section, out of order, or bytes left over",
             ),
             Error::VocabOrder { vocab } => say!(out;
@@ -458,7 +458,7 @@ impl Describe for Error {
                 say!(out; "input of ", len, " positions exceeds the capacity of ", max)
             }
             Error::UnknownSymbol { position, ch } => say!(out;
-                "symbol ", CharDebug(ch), " at position ", position,
+                "symbol ", QuotedChar(ch), " at position ", position,
                 " is not in the source vocabulary"
             ),
             Error::BeamTooWide { width, max } => say!(out;
@@ -476,7 +476,7 @@ impl Describe for Error {
             | Error::VocabNotUtf8
             | Error::BiasMask
             | Error::TrailingData
-            | Error::EmptyInput => out.write_str(self.as_str()),
+            | Error::EmptyInput => out.put(self.as_str()),
         }
     }
 }

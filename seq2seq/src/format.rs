@@ -39,7 +39,7 @@
 //! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
-use s2s_kernels::text::Describe;
+use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{say, PrecisionKind, Requant};
 
 use crate::desc::{LayerSpec, ModelDesc, RawDesc, MAX_SPECS};
@@ -309,9 +309,9 @@ impl TensorId {
 pub struct LayerName(TensorId);
 
 impl Describe for LayerName {
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         let id = self.0;
-        out.write_str(id.role.name())?;
+        out.put(id.role.name())?;
         if matches!(
             id.role,
             Role::EncWih
@@ -324,7 +324,7 @@ impl Describe for LayerName {
             say!(out; ".l", id.layer)?;
         }
         if matches!(id.role, Role::EncWih | Role::EncWhh) {
-            out.write_str(if id.dir == 0 { ".fwd" } else { ".bwd" })?;
+            out.put(if id.dir == 0 { ".fwd" } else { ".bwd" })?;
         }
         Ok(())
     }
@@ -338,9 +338,9 @@ impl core::fmt::Display for LayerName {
 
 impl Describe for TensorId {
     /// `encoder.w_ih.l0.fwd.weight`, `output.bias`, ...
-    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         self.layer_name().describe(out)?;
-        out.write_str(match self.slot {
+        out.put(match self.slot {
             Slot::Weight => ".weight",
             Slot::RowQ => ".q",
             Slot::Bias => ".bias",
