@@ -1,0 +1,70 @@
+//! The candidates of a step, kept ranked as they arrive, and the insertion they share
+//! with netra's per-hypothesis top `K` and the results.
+
+use core::cmp::Ordering;
+
+use s2s_kernels::logprob::Score;
+
+/// Candidates of a step, kept ranked: higher score, lower token, earlier parent.
+pub(crate) struct Cands<'w, W> {
+    pub(super) scores: &'w mut [W],
+    /// `token | parent << 16`.
+    pub(super) ids: &'w mut [u32],
+    /// Candidates held.
+    pub(super) n: usize,
+}
+
+impl<W: Score> Cands<'_, W> {
+    /// Candidate `r` (in rank order): its token, parent and score.
+    pub(super) fn get(&self, r: usize) -> Option<(u16, usize, W)> {
+        let (&id, &score) = self.ids.get(r).zip(self.scores.get(r))?;
+        Some((id as u16, (id >> 16) as usize, score))
+    }
+
+    /// Inserts a candidate if it ranks among the first `cap` (at most the buffer).
+    pub(super) fn offer(&mut self, score: W, token: u16, parent: usize, cap: usize) {
+        let cap = cap.min(self.scores.len()).min(self.ids.len());
+        let n = self.n.min(cap);
+        let id = u32::from(token) | (parent as u32) << 16;
+        // Position: after every candidate that ranks before or equal to it (candidates
+        // arrive by parent, then token, so an equal score ranks after those present).
+        let held = self.scores.iter().zip(self.ids.iter()).take(n);
+        let at = place(held, |&(&s, &i)| better(score, id, s, i));
+        if at >= cap {
+            return;
+        }
+        let moved = n - at + 1;
+        shift_in(self.scores.iter_mut().take(cap).skip(at).take(moved), score);
+        shift_in(self.ids.iter_mut().take(cap).skip(at).take(moved), id);
+        self.n = (n + 1).min(cap);
+    }
+}
+
+/// Whether candidate `a` ranks strictly before `b` (ids `token | parent << 16`).
+pub(super) fn better<W: Score>(sa: W, ida: u32, sb: W, idb: u32) -> bool {
+    match sa.partial_cmp(&sb) {
+        Some(Ordering::Greater) => true,
+        Some(Ordering::Equal) => (ida as u16, ida >> 16) < (idb as u16, idb >> 16),
+        _ => false,
+    }
+}
+
+/// The place of a new entry in the `ranked` ones: after every entry it does not rank
+/// strictly before (`before(e)`: whether it ranks strictly before `e`).
+pub(super) fn place<T>(
+    ranked: impl DoubleEndedIterator<Item = T> + ExactSizeIterator,
+    before: impl FnMut(&T) -> bool,
+) -> usize {
+    let n = ranked.len();
+    n - ranked.rev().take_while(before).count()
+}
+
+/// Writes `v` into the first of `slots` and moves each entry one slot on: the last
+/// entry falls off (pass the slots from the new entry's place through the first free
+/// one, or the last one of a full list).
+pub(super) fn shift_in<'a, T: 'a>(slots: impl Iterator<Item = &'a mut T>, v: T) {
+    let mut carry = v;
+    for slot in slots {
+        carry = core::mem::replace(slot, carry);
+    }
+}
