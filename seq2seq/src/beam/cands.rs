@@ -22,14 +22,41 @@ impl<W: Score> Cands<'_, W> {
     }
 
     /// Inserts a candidate if it ranks among the first `cap` (at most the buffer).
+    #[inline]
     pub(super) fn offer(&mut self, score: W, token: u16, parent: usize, cap: usize) {
         let cap = cap.min(self.scores.len()).min(self.ids.len());
-        let n = self.n.min(cap);
         let id = u32::from(token) | (parent as u32) << 16;
+        // Most candidates rank after the last one of a full list: one comparison.
+        if self.n >= cap && !self.ranks_before(score, id, cap.wrapping_sub(1)) {
+            return;
+        }
+        self.insert(score, id, cap);
+    }
+
+    /// Whether a candidate ranks strictly before candidate `i` (false past the
+    /// buffer).
+    #[inline]
+    fn ranks_before(&self, score: W, id: u32, i: usize) -> bool {
+        match (self.scores.get(i), self.ids.get(i)) {
+            (Some(&s), Some(&i)) => better(score, id, s, i),
+            _ => false,
+        }
+    }
+
+    /// [`Cands::offer`] past its quick test (`cap` at most the buffer). Out of line, so
+    /// that the test alone is inlined into the loops over the vocabulary.
+    #[inline(never)]
+    fn insert(&mut self, score: W, id: u32, cap: usize) {
+        let n = self.n.min(cap);
         // Position: after every candidate that ranks before or equal to it (candidates
         // arrive by parent, then token, so an equal score ranks after those present).
-        let held = self.scores.iter().zip(self.ids.iter()).take(n);
-        let at = place(held, |&(&s, &i)| better(score, id, s, i));
+        let mut at = n;
+        while let Some(prev) = at.checked_sub(1) {
+            match self.ranks_before(score, id, prev) {
+                true => at = prev,
+                false => break,
+            }
+        }
         if at >= cap {
             return;
         }
@@ -49,14 +76,18 @@ pub(super) fn better<W: Score>(sa: W, ida: u32, sb: W, idb: u32) -> bool {
     }
 }
 
-/// The place of a new entry in the `ranked` ones: after every entry it does not rank
-/// strictly before (`before(e)`: whether it ranks strictly before `e`).
-pub(super) fn place<T>(
-    ranked: impl DoubleEndedIterator<Item = T> + ExactSizeIterator,
-    before: impl FnMut(&T) -> bool,
-) -> usize {
-    let n = ranked.len();
-    n - ranked.rev().take_while(before).count()
+/// The place of a new entry among the first `n` of `ranked`: after every entry it does
+/// not rank strictly before (`before(e)`: whether it ranks strictly before `e`).
+#[inline]
+pub(super) fn place<T: Copy>(ranked: &[T], n: usize, before: impl Fn(T) -> bool) -> usize {
+    let mut at = n.min(ranked.len());
+    while let Some(prev) = at.checked_sub(1) {
+        match ranked.get(prev) {
+            Some(&e) if before(e) => at = prev,
+            _ => break,
+        }
+    }
+    at
 }
 
 /// Writes `v` into the first of `slots` and moves each entry one slot on: the last

@@ -319,8 +319,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         let kk = k.min(MAX_NETRA_TOP);
         let mut n = 0;
         for (v, &lp) in self.lp.iter().enumerate() {
-            let held = top.iter().take(n);
-            let at = place(held, |&&(s, t)| better(lp, v as u32, s, u32::from(t)));
+            let at = place(&top, n, |(s, t)| better(lp, v as u32, s, u32::from(t)));
             if at < kk {
                 let slots = top.iter_mut().take(kk).skip(at).take(n - at + 1);
                 shift_in(slots, (lp, v as u16));
