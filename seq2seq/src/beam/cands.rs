@@ -99,3 +99,66 @@ pub(super) fn shift_in<'a, T: 'a>(slots: impl Iterator<Item = &'a mut T>, v: T) 
         carry = core::mem::replace(slot, carry);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference: every candidate offered, sorted by the ranking (stable, so equal
+    /// ones keep their arrival order), cut to `cap`.
+    fn reference(offers: &[(f32, u32)], cap: usize) -> Vec<(f32, u32)> {
+        let mut all = offers.to_vec();
+        all.sort_by(
+            |a, b| match (better(a.0, a.1, b.0, b.1), better(b.0, b.1, a.0, a.1)) {
+                (true, _) => Ordering::Less,
+                (_, true) => Ordering::Greater,
+                _ => Ordering::Equal,
+            },
+        );
+        all.truncate(cap);
+        all
+    }
+
+    #[test]
+    fn offers_keep_the_best_cap_in_rank_order() {
+        // Scores with many ties, tokens and parents in arrival order.
+        let mut seed = 7u32;
+        for cap in 0..=6 {
+            let mut offers = Vec::new();
+            for parent in 0..3u32 {
+                for token in 0..40u32 {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    offers.push(((seed >> 28) as f32, token | parent << 16));
+                }
+            }
+            let (mut scores, mut ids) = ([0f32; 6], [0u32; 6]);
+            let mut c = Cands {
+                scores: &mut scores,
+                ids: &mut ids,
+                n: 0,
+            };
+            for &(s, id) in &offers {
+                c.offer(s, id as u16, (id >> 16) as usize, cap);
+            }
+            let held: Vec<_> = (0..c.n).map(|r| c.get(r).unwrap()).collect();
+            let want: Vec<_> = reference(&offers, cap)
+                .into_iter()
+                .map(|(s, id)| (id as u16, (id >> 16) as usize, s))
+                .collect();
+            assert_eq!(held, want, "cap {cap}");
+        }
+    }
+
+    #[test]
+    fn place_and_shift_in_insert_like_a_sorted_list() {
+        let mut row = [10, 20, 30, 0];
+        let at = place(&row, 3, |e| 25 < e);
+        assert_eq!(at, 2);
+        shift_in(row.iter_mut().skip(at).take(3 - at + 1), 25);
+        assert_eq!(row, [10, 20, 25, 30]);
+        // A full row: the last one falls off.
+        let at = place(&row, 4, |e| 15 < e);
+        shift_in(row.iter_mut().skip(at).take(4 - at), 15);
+        assert_eq!(row, [10, 15, 20, 25]);
+    }
+}

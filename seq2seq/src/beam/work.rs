@@ -121,15 +121,16 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             ]
         };
         let [a, b, c] = [hyps(&self.cur), hyps(&self.next), hyps(&self.done)];
+        let states = [(STATES, self.states.len(), k2.saturating_mul(state))];
         let others = [
-            (STATES, self.states.len(), k2.saturating_mul(state)),
             ("beam: finished order", self.done_order.len(), k),
             ("beam: candidate scores", self.cands.scores.len(), k2),
             ("beam: candidate ids", self.cands.ids.len(), k2),
             ("beam: results", self.ranked.len(), k2),
             ("beam: log-probabilities", self.lp.len(), vocab),
         ];
-        let all = a.into_iter().chain(b).chain(c).chain(others);
+        // The first short one is named (the states are the arena's first slice).
+        let all = states.into_iter().chain(a).chain(b).chain(c).chain(others);
         match all
             .into_iter()
             .find(|&(_, found, expected)| found != expected)
@@ -365,4 +366,42 @@ fn take_state<A: Copy>(
         .ok_or(short(STATES, k.saturating_mul(ss), found))?;
     chunk_mut(cur, j, ss, STATES)?.copy_from_slice(chunk(expanded, parent, ss, STATES)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan of 2 hypotheses of 5 steps, 3 state values, 7 tokens, f32.
+    fn plan() -> BeamPlan {
+        BeamPlan {
+            width: 2,
+            state: 3,
+            steps: 5,
+            vocab: 7,
+            act: 4,
+            wide: 4,
+        }
+    }
+
+    #[test]
+    fn a_workspace_of_the_plan_checks_and_a_short_one_is_a_shape_error() {
+        let p = plan();
+        let mut arena = vec![0u32; p.bytes() / 4];
+        let mut rest = &mut arena[..];
+        let work = BeamWork::<s2s_kernels::F32>::new(p, &mut rest);
+        assert_eq!(work.check(), Ok(()));
+        assert!(rest.is_empty());
+        // One word short: the log-probabilities, the last slice, are short.
+        let mut short = vec![0u32; p.bytes() / 4 - 1];
+        let work = BeamWork::<s2s_kernels::F32>::new(p, &mut &mut short[..]);
+        let e = work.check().unwrap_err();
+        assert_eq!(
+            (e.what, e.expected, e.found),
+            ("beam: log-probabilities", 7, 6)
+        );
+        // Nothing at all: every slice empty, no panic.
+        let work = BeamWork::<s2s_kernels::F32>::new(p, &mut &mut [][..]);
+        assert_eq!(work.check().unwrap_err().what, STATES);
+    }
 }
