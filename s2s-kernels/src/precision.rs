@@ -79,13 +79,15 @@ pub struct ShapeError {
     pub found: usize,
 }
 
+impl crate::text::Describe for ShapeError {
+    fn describe<W: core::fmt::Write + ?Sized>(&self, out: &mut W) -> core::fmt::Result {
+        crate::say!(out; self.what, " has length ", self.found, ", expected ", self.expected)
+    }
+}
+
 impl core::fmt::Display for ShapeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "{} has length {}, expected {}",
-            self.what, self.found, self.expected
-        )
+        crate::text::Describe::describe(self, f)
     }
 }
 
