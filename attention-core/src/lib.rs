@@ -33,7 +33,8 @@
 #![forbid(unsafe_code)]
 
 use s2s_kernels::part::Part;
-use s2s_kernels::{float, Fmt, Linear, Precision, ShapeError};
+use s2s_kernels::text::{Describe, Sink};
+use s2s_kernels::{float, say, Fmt, Linear, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,19 +65,25 @@ impl From<ShapeError> for Error {
     }
 }
 
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Error::Shape(e) => write!(f, "attention: {e}"),
-            Error::Dimensions { query, memory } => write!(
-                f,
-                "attention: score matrices do not fit query size {query} and memory size {memory}"
+impl Describe for Error {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
+        match *self {
+            Error::Shape(e) => say!(out; "attention: ", e),
+            Error::Dimensions { query, memory } => say!(out;
+                "attention: score matrices do not fit query size ", query, " and memory size ",
+                memory
             ),
-            Error::BadMask { valid, positions } => write!(
-                f,
-                "attention: valid length {valid} outside 1..={positions} attended positions"
+            Error::BadMask { valid, positions } => say!(out;
+                "attention: valid length ", valid, " outside 1..=", positions,
+                " attended positions"
             ),
         }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.describe(f)
     }
 }
 

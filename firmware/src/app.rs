@@ -8,6 +8,7 @@ use core::fmt;
 use embedded_io::{Read, Write};
 use s2s_device::exit::Exit;
 use s2s_device::protocol::{self, Command, Request};
+use s2s_kernels::text::{Describe, Sink};
 
 use crate::{board, fault, measure, BOARD};
 
@@ -20,9 +21,9 @@ pub use crate::capacity::MAX_LINE;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
 pub struct HandlerError(pub &'static str);
 
-impl fmt::Display for HandlerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+impl Describe for HandlerError {
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        out.put(self.0)
     }
 }
 
@@ -30,14 +31,14 @@ impl fmt::Display for HandlerError {
 /// `\n`; the protocol's writers do it). An error makes the session answer `ERR <error>`
 /// and go on with the next line.
 pub trait LineHandler {
-    /// Why a line failed: shown as `ERR <Display>` on the UART and logged with defmt.
-    type Error: fmt::Display + defmt::Format + From<HandlerError>;
+    /// Why a line failed: shown as `ERR <message>` on the UART and logged with defmt.
+    type Error: Describe + defmt::Format + From<HandlerError>;
 
     /// Handles a source line (without `\n` and `\r`).
-    fn handle(&mut self, line: &[u8], out: &mut dyn fmt::Write) -> Result<(), Self::Error>;
+    fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), Self::Error>;
 
     /// Handles a command; by default none is known.
-    fn command(&mut self, cmd: Command, out: &mut dyn fmt::Write) -> Result<(), Self::Error> {
+    fn command(&mut self, cmd: Command, out: &mut dyn Sink) -> Result<(), Self::Error> {
         let _ = (cmd, out);
         Err(HandlerError(UNKNOWN_COMMAND).into())
     }
@@ -60,6 +61,8 @@ impl<'a, IO: Write> FmtOut<'a, IO> {
 }
 
 impl<IO: Write> fmt::Write for FmtOut<'_, IO> {
+    // Out of line: every piece of every line comes here.
+    #[inline(never)]
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if self.failed.is_some() {
             return Err(fmt::Error);
@@ -104,11 +107,11 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
         if n == 0 {
             return Ok(summary); // end of input
         }
-        for &byte in &chunk[..n] {
+        for &byte in chunk.get(..n).unwrap_or(&chunk) {
             match byte {
                 b'\r' => {}
                 b'\n' => {
-                    let request = protocol::parse_request(&line[..len]);
+                    let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
                     if !too_long && request == Request::End {
                         return Ok(summary);
                     }
@@ -139,18 +142,20 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
                     len = 0;
                     too_long = false;
                 }
-                _ if len < line.len() => {
-                    line[len] = byte;
-                    len += 1;
-                }
-                _ => too_long = true,
+                _ => match line.get_mut(len) {
+                    Some(slot) => {
+                        *slot = byte;
+                        len += 1;
+                    }
+                    None => too_long = true,
+                },
             }
         }
     }
 }
 
 /// Start of a firmware run: paints the stack, opens the board's UART and prints
-/// `READY <board>` (panics if the UART fails).
+/// `READY <board>` (exits with [`Exit::LinkFailed`] if the UART fails).
 pub fn start() -> board::Uart {
     measure::paint_stack();
     let mut uart = board::Uart::new();
@@ -158,17 +163,17 @@ pub fn start() -> board::Uart {
     uart
 }
 
-/// Prints (and logs) `READY <board>`; panics if the UART fails.
+/// Prints (and logs) `READY <board>`; exits with [`Exit::LinkFailed`] if the UART fails.
 pub fn ready(uart: &mut board::Uart) {
     defmt::info!("READY {=str}", BOARD.name);
     if protocol::write_ready(&mut FmtOut::new(uart), BOARD.name).is_err() {
-        panic!("UART write failed");
+        fault::exit(Exit::LinkFailed);
     }
 }
 
 /// The rest of a firmware run after [`start`]: runs the [`session`] with `handler`,
 /// prints the `DONE` and `STATS` lines (`model_bytes`: the size of the model served, 0
-/// for none) and exits QEMU with status 0 (or panics on an I/O error).
+/// for none) and exits QEMU with status 0 (or [`Exit::LinkFailed`] on an I/O error).
 pub fn finish<H: LineHandler + ?Sized>(
     uart: &mut board::Uart,
     handler: &mut H,
@@ -177,7 +182,7 @@ pub fn finish<H: LineHandler + ?Sized>(
     let mut line = [0u8; MAX_LINE];
     let summary = match session(uart, handler, &mut line) {
         Ok(s) => s,
-        Err(_) => panic!("UART I/O failed"),
+        Err(_) => fault::exit(Exit::LinkFailed),
     };
     report(uart, &summary, model_bytes);
     fault::exit(Exit::Success)
@@ -191,7 +196,8 @@ pub fn run<H: LineHandler + ?Sized>(handler: &mut H) -> ! {
 }
 
 /// Writes the `DONE` and `STATS` lines (and logs them with defmt); `model_bytes` is the
-/// size of the model served (0 for none).
+/// size of the model served (0 for none); exits with [`Exit::LinkFailed`] if the UART
+/// fails.
 pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
     let insns = measure::ticks_to_insns(summary.handler_ticks);
     let mem = measure::memory_stats();
@@ -222,6 +228,6 @@ pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
     let written = protocol::write_done(&mut text, &done)
         .and_then(|()| protocol::write_stats(&mut text, &stats));
     if written.is_err() || out.flush().is_err() {
-        panic!("UART write failed");
+        fault::exit(Exit::LinkFailed);
     }
 }

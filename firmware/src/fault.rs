@@ -67,8 +67,7 @@ fn panic(_: &PanicInfo) -> ! {
 #[exception]
 unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
     let (pc, lr, xpsr) = (frame.pc(), frame.lr(), frame.xpsr());
-    // Not in a no-panic build: the defmt logger panics when it is taken reentrantly.
-    if cfg!(not(feature = "no-panic")) && !PANICKING.load(Ordering::Relaxed) {
+    if !PANICKING.load(Ordering::Relaxed) {
         defmt::error!(
             "HARDFAULT pc={=u32:#010x} lr={=u32:#010x} xpsr={=u32:#010x}",
             pc,

@@ -15,13 +15,8 @@ pub mod capacity;
 pub mod fault;
 #[cfg(feature = "kernel-suite")]
 pub mod heap;
+mod log;
 pub mod measure;
 pub mod model;
 
 pub use boards::{board, BOARD};
-
-// Links the `defmt` global logger (frames go out over semihosting; decode them with
-// `defmt-print -e <elf>`). Not in a `no-panic` build: that logger panics when it is
-// taken reentrantly, and a binary proven panic-free logs nothing.
-#[cfg(not(feature = "no-panic"))]
-use defmt_semihosting as _;

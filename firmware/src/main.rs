@@ -27,7 +27,7 @@ fn main() -> ! {
         Ok(never) => match never {},
         Err(e) => e,
     };
-    let _ = protocol::write_model_error(&mut FmtOut::new(&mut uart), e);
+    let _ = protocol::write_model_error(&mut FmtOut::new(&mut uart), &e);
     let _ = uart.flush();
     // After a stack overflow the logger's state may be corrupted: UART only.
     if !matches!(e, model::ServeError::StackOverflow { .. }) {

@@ -25,16 +25,18 @@
 use core::convert::Infallible;
 use core::fmt;
 
+use s2s_device::exit::Exit;
 use s2s_device::protocol::{self, AttWeight, Command};
 
-use s2s_kernels::{Precision, PrecisionKind};
+use s2s_kernels::text::{Describe, Sink};
+use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
 use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search};
 
 use crate::app::{self, FmtOut, HandlerError, LineHandler};
 use crate::capacity::{ARENA_BYTES, MAX_BEAM, MAX_POSITIONS, MAX_STEPS};
-use crate::{board, measure, BOARD};
+use crate::{board, fault, measure, BOARD};
 
 /// Why an input line failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -49,20 +51,31 @@ pub enum LineError {
     Model(Error),
 }
 
-impl fmt::Display for LineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl LineError {
+    /// A fixed text for this kind of error (the defmt log's).
+    pub fn as_str(&self) -> &'static str {
         match self {
-            LineError::NotUtf8 => f.write_str("input is not UTF-8"),
-            LineError::Session(e) => write!(f, "{e}"),
-            LineError::Output => f.write_str("output failed"),
-            LineError::Model(e) => write!(f, "{e}"),
+            LineError::NotUtf8 => "input is not UTF-8",
+            LineError::Session(e) => e.0,
+            LineError::Output => "output failed",
+            LineError::Model(e) => e.as_str(),
+        }
+    }
+}
+
+impl Describe for LineError {
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        match self {
+            LineError::Session(e) => e.describe(out),
+            LineError::Model(e) => e.describe(out),
+            LineError::NotUtf8 | LineError::Output => out.put(self.as_str()),
         }
     }
 }
 
 impl defmt::Format for LineError {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{}", defmt::Display2Format(self))
+        defmt::write!(f, "{=str}", self.as_str())
     }
 }
 
@@ -99,19 +112,28 @@ pub enum ServeError {
     },
 }
 
-impl fmt::Display for ServeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl ServeError {
+    /// A fixed text for this kind of error (the defmt log's).
+    pub fn as_str(&self) -> &'static str {
         match self {
-            ServeError::Model(e) => write!(f, "{e}"),
-            ServeError::Capacity(e) => write!(
-                f,
-                "{e} (capacities of {}: arena {ARENA_BYTES} bytes, {MAX_POSITIONS} positions, {MAX_STEPS} steps)",
-                BOARD.name
+            ServeError::Model(e) => e.as_str(),
+            ServeError::Capacity(e) => e.as_str(),
+            ServeError::StackOverflow { .. } => "binding the model exhausted the stack",
+        }
+    }
+}
+
+impl Describe for ServeError {
+    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        match *self {
+            ServeError::Model(e) => e.describe(out),
+            ServeError::Capacity(e) => say!(out;
+                e, " (capacities of ", BOARD.name, ": arena ", ARENA_BYTES, " bytes, ",
+                MAX_POSITIONS, " positions, ", MAX_STEPS, " steps)"
             ),
-            ServeError::StackOverflow { stack } => write!(
-                f,
-                "binding the model exhausted the {stack}-byte stack of {} (statics may be corrupted)",
-                BOARD.name
+            ServeError::StackOverflow { stack } => say!(out;
+                "binding the model exhausted the ", stack, "-byte stack of ", BOARD.name,
+                " (statics may be corrupted)"
             ),
         }
     }
@@ -119,7 +141,7 @@ impl fmt::Display for ServeError {
 
 impl defmt::Format for ServeError {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{}", defmt::Display2Format(self))
+        defmt::write!(f, "{=str}", self.as_str())
     }
 }
 
@@ -288,7 +310,7 @@ fn model_line(
         positions: positions as u64,
     };
     if protocol::write_model(&mut FmtOut::new(uart), &info).is_err() {
-        panic!("UART write failed");
+        fault::exit(Exit::LinkFailed);
     }
 }
 
@@ -343,7 +365,7 @@ impl Meter<'_> {
 
 /// Prints one `ATT` line per decoder step.
 struct AttPrinter<'o> {
-    out: &'o mut dyn fmt::Write,
+    out: &'o mut dyn Sink,
     failed: bool,
 }
 
@@ -404,7 +426,7 @@ where
 {
     type Error = LineError;
 
-    fn command(&mut self, cmd: Command, out: &mut dyn fmt::Write) -> Result<(), LineError> {
+    fn command(&mut self, cmd: Command, out: &mut dyn Sink) -> Result<(), LineError> {
         match cmd {
             Command::Attention(on) => {
                 self.attention = on;
@@ -428,7 +450,7 @@ where
         Ok(())
     }
 
-    fn handle(&mut self, line: &[u8], out: &mut dyn fmt::Write) -> Result<(), LineError> {
+    fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), LineError> {
         let text = core::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
 
         let mut meter = Meter {
@@ -448,14 +470,14 @@ where
         };
         let (enc, steps) = (meter.enc, meter.steps);
 
-        let ids = &self.ids[..n];
+        let ids = self.ids.get(..n).unwrap_or(&[]);
         protocol::write_out(out, ids)?;
         let (vocab, separator) = (&self.net.tgt_vocab, self.net.separator);
         protocol::write_txt(out, |text| {
             decode_target(vocab, separator, ids, |s| fmt::Write::write_str(text, s))
         })?;
         let insns = |ticks: &u32| measure::ticks_to_insns(u64::from(*ticks));
-        protocol::write_cnt(out, insns(&enc), self.ticks[..steps].iter().map(insns))?;
+        protocol::write_cnt(out, insns(&enc), self.ticks.iter().take(steps).map(insns))?;
 
         // The attention rows come from a second run of the same line: the decoder is
         // deterministic, the counts above stay those of an unobserved run, and no RAM

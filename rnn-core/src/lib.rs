@@ -44,7 +44,8 @@ pub use pass::{
     fill_masked, run_stack, run_stack_batch, Masked, RnnLayer, Rows, SeqInput, SeqLane,
 };
 
-use s2s_kernels::{Precision, ShapeError};
+use s2s_kernels::text::{Describe, Sink};
+use s2s_kernels::{say, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,32 +85,35 @@ impl From<ShapeError> for Error {
     }
 }
 
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Error::Shape(e) => write!(f, "recurrent layer: {e}"),
+impl Describe for Error {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
+        match *self {
+            Error::Shape(e) => say!(out; "recurrent layer: ", e),
             Error::GateRows {
                 gates,
                 input_rows,
                 recurrent_rows,
                 hidden,
-            } => write!(
-                f,
-                "recurrent layer: input matrix has {input_rows} rows and recurrent matrix {recurrent_rows}x{hidden}; both need {gates} x hidden rows"
+            } => say!(out;
+                "recurrent layer: input matrix has ", input_rows, " rows and recurrent matrix ",
+                recurrent_rows, "x", hidden, "; both need ", gates, " x hidden rows"
             ),
-            Error::CellFormat(frac) => write!(
-                f,
-                "LSTM: cell-state format with {frac} fractional bits (0 to 15 allowed)"
+            Error::CellFormat(frac) => say!(out;
+                "LSTM: cell-state format with ", frac, " fractional bits (0 to 15 allowed)"
             ),
-            Error::SequenceTooLong { len, capacity } => write!(
-                f,
-                "recurrent layer: sequence of {len} positions, buffers hold {capacity}"
+            Error::SequenceTooLong { len, capacity } => say!(out;
+                "recurrent layer: sequence of ", len, " positions, buffers hold ", capacity
             ),
-            Error::DirectionMismatch => write!(
-                f,
-                "recurrent layer: the two directions of a layer differ in sizes or kind"
-            ),
+            Error::DirectionMismatch => {
+                out.put("recurrent layer: the two directions of a layer differ in sizes or kind")
+            }
         }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.describe(f)
     }
 }
 

@@ -13,15 +13,18 @@ pub enum Exit {
     Panic,
     /// A HardFault (after `HARDFAULT pc=... lr=... xpsr=...`).
     HardFault,
+    /// The link to the host (the UART) failed: nothing more could be written.
+    LinkFailed,
 }
 
 impl Exit {
     /// Every exit status.
-    pub const ALL: [Exit; 4] = [
+    pub const ALL: [Exit; 5] = [
         Exit::Success,
         Exit::ModelError,
         Exit::Panic,
         Exit::HardFault,
+        Exit::LinkFailed,
     ];
 
     /// The status code the firmware exits with.
@@ -31,6 +34,7 @@ impl Exit {
             Exit::ModelError => 3,
             Exit::Panic => 101,
             Exit::HardFault => 102,
+            Exit::LinkFailed => 4,
         }
     }
 
@@ -47,6 +51,7 @@ impl core::fmt::Display for Exit {
             Exit::ModelError => "a model the firmware cannot serve",
             Exit::Panic => "a firmware panic",
             Exit::HardFault => "a HardFault",
+            Exit::LinkFailed => "a failed link to the host",
         };
         write!(f, "exit status {} ({what})", self.code())
     }

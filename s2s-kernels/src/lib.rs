@@ -13,6 +13,7 @@
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
+//! * [`text`]: messages and numbers written without `core::fmt` formatting.
 //! * [`part`]: sub-slices that are a [`ShapeError`] instead of a panic when out of range.
 //!
 //! On Cortex-M targets the hot kernels (int8 x int16 and f32 matrix-vector products,
@@ -54,6 +55,7 @@ pub mod part;
 mod portable;
 pub mod precision;
 mod tables;
+pub mod text;
 
 #[cfg(any(test, feature = "suite"))]
 extern crate alloc;

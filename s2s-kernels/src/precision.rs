@@ -80,13 +80,15 @@ pub struct ShapeError {
     pub found: usize,
 }
 
+impl crate::text::Describe for ShapeError {
+    fn describe(&self, out: &mut dyn crate::text::Sink) -> core::fmt::Result {
+        crate::say!(out; self.what, " has length ", self.found, ", expected ", self.expected)
+    }
+}
+
 impl core::fmt::Display for ShapeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "{} has length {}, expected {}",
-            self.what, self.found, self.expected
-        )
+        crate::text::Describe::describe(self, f)
     }
 }
 

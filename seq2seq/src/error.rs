@@ -6,7 +6,8 @@
 //! `core::fmt` formatting code. On the host, `Display` adds the numbers and the tensor's
 //! name.
 
-use s2s_kernels::{PrecisionKind, ShapeError};
+use s2s_kernels::text::{Describe, Hex32, QuotedChar, Sink};
+use s2s_kernels::{say, PrecisionKind, ShapeError};
 
 use crate::format::{self, DType, TensorId};
 
@@ -339,174 +340,150 @@ impl From<ShapeError> for Error {
 /// Writes a stored tensor id by name, or the raw number when it is not a valid id.
 struct IdName(u32);
 
-impl core::fmt::Display for IdName {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+impl Describe for IdName {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match TensorId::from_u32(self.0) {
-            Some(id) => write!(f, "{id}"),
-            None => write!(f, "#{:#010x}", self.0),
+            Some(id) => id.describe(out),
+            None => say!(out; "#", Hex32(self.0)),
         }
     }
 }
 
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+impl Describe for Error {
+    /// The message of `Display`, written without `core::fmt` (see [`s2s_kernels::text`]):
+    /// a device prints it as the host does.
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match *self {
-            Error::UnsupportedVersion { found, supported } => write!(
-                f,
-                "model file format version {found}, this build reads version {supported}"
+            Error::UnsupportedVersion { found, supported } => say!(out;
+                "model file format version ", found, ", this build reads version ", supported
             ),
             Error::Truncated { needed, len } => {
-                write!(f, "truncated: {len} bytes, {needed} needed")
+                say!(out; "truncated: ", len, " bytes, ", needed, " needed")
             }
-            Error::FileLength(n) => write!(
-                f,
-                "stated file length {n} is shorter than a header and a CRC ({} bytes)",
-                format::HEADER_LEN + 4
+            Error::FileLength(n) => say!(out;
+                "stated file length ", n, " is shorter than a header and a CRC (",
+                format::HEADER_LEN + 4, " bytes)"
             ),
-            Error::CrcMismatch { stored, computed } => write!(
-                f,
-                "corrupted: CRC {computed:#010x} does not match the stored {stored:#010x}"
+            Error::CrcMismatch { stored, computed } => say!(out;
+                "corrupted: CRC ", Hex32(computed), " does not match the stored ", Hex32(stored)
             ),
-            Error::UnknownPrecision(p) => write!(f, "unknown precision code {p}"),
-            Error::SectionMisplaced(s) => write!(
-                f,
-                "the {s} section is not where the layout puts it (the first 8-byte boundary after the previous section)"
+            Error::UnknownPrecision(p) => say!(out; "unknown precision code ", p),
+            Error::SectionMisplaced(s) => say!(out;
+                "the ", s, " section is not where the layout puts it (the first 8-byte boundary after the previous section)"
             ),
             Error::SectionOutOfFile(s) => {
-                write!(f, "the {s} section runs past the end of the file")
+                say!(out; "the ", s, " section runs past the end of the file")
             }
-            Error::SectionLength(s) => write!(f, "the {s} section has the wrong length"),
+            Error::SectionLength(s) => say!(out; "the ", s, " section has the wrong length"),
             Error::BadField(s) => {
-                write!(f, "bad model description: {s} is out of range or unknown")
+                say!(out; "bad model description: ", s, " is out of range or unknown")
             }
-            Error::FieldOverflow { field, value } => write!(
-                f,
-                "bad model description: {field} = {value} does not fit in the model file"
+            Error::FieldOverflow { field, value } => say!(out;
+                "bad model description: ", field, " = ", value, " does not fit in the model file"
             ),
-            Error::Inconsistent(s) => write!(f, "bad model description: {s}"),
+            Error::Inconsistent(s) => say!(out; "bad model description: ", s),
             Error::TokenOutOfRange { what, id, vocab } => {
-                write!(f, "{what} {id} outside the vocabulary of {vocab}")
+                say!(out; what, " ", id, " outside the vocabulary of ", vocab)
             }
-            Error::VocabCount { found, expected } => write!(
-                f,
-                "the vocabulary section holds {found} strings, the description calls for {expected}"
+            Error::VocabCount { found, expected } => say!(out;
+                "the vocabulary section holds ", found, " strings, the description calls for ",
+                expected
             ),
-            Error::VocabIndex => f.write_str(
+            Error::VocabIndex => out.put(
                 "bad vocabulary index: a string outside the section, out of order, or bytes left over",
             ),
-            Error::VocabOrder { vocab } => write!(
-                f,
-                "the {vocab} vocabulary's stored order is not its ids sorted by their strings"
+            Error::VocabOrder { vocab } => say!(out;
+                "the ", vocab, " vocabulary's stored order is not its ids sorted by their strings"
             ),
-            Error::EmptyToken { vocab, id } => write!(f, "{vocab} token {id} is empty"),
+            Error::EmptyToken { vocab, id } => say!(out; vocab, " token ", id, " is empty"),
             Error::DuplicateToken {
                 vocab,
                 first,
                 second,
-            } => write!(f, "{vocab} tokens {first} and {second} are the same string"),
-            Error::TooManyTensors(n) => write!(
-                f,
-                "the tensor table has {n} entries, more than any model has ({})",
-                format::MAX_TENSORS
+            } => say!(out; vocab, " tokens ", first, " and ", second, " are the same string"),
+            Error::TooManyTensors(n) => say!(out;
+                "the tensor table has ", n, " entries, more than any model has (",
+                format::MAX_TENSORS, ")"
             ),
-            Error::UnknownTensor(id) => write!(
-                f,
-                "tensor {} is not part of this model at its precision",
-                IdName(id)
+            Error::UnknownTensor(id) => say!(out;
+                "tensor ", IdName(id), " is not part of this model at its precision"
             ),
-            Error::DuplicateTensor(id) => write!(f, "tensor {} appears twice", IdName(id)),
-            Error::MissingTensor(id) => write!(f, "tensor {} is missing", IdName(id)),
+            Error::DuplicateTensor(id) => say!(out; "tensor ", IdName(id), " appears twice"),
+            Error::MissingTensor(id) => say!(out; "tensor ", IdName(id), " is missing"),
             Error::UnknownDType { id, code } => {
-                write!(f, "tensor {} has unknown element type {code}", IdName(id))
+                say!(out; "tensor ", IdName(id), " has unknown element type ", code)
             }
-            Error::TensorType { id, found } => write!(
-                f,
-                "tensor {} has element type {}, wrong for this precision",
-                IdName(id),
-                found.name()
+            Error::TensorType { id, found } => say!(out;
+                "tensor ", IdName(id), " has element type ", found.name(),
+                ", wrong for this precision"
             ),
-            Error::TensorLength(id) => write!(
-                f,
-                "tensor {}: length differs from rows x columns x element size",
-                IdName(id)
+            Error::TensorLength(id) => say!(out;
+                "tensor ", IdName(id), ": length differs from rows x columns x element size"
             ),
             Error::TensorShape {
                 id,
                 expected,
                 found,
-            } => write!(
-                f,
-                "tensor {} has shape {}x{}, expected {}x{}",
-                IdName(id),
-                found.0,
-                found.1,
-                expected.0,
-                expected.1
+            } => say!(out;
+                "tensor ", IdName(id), " has shape ", found.0, "x", found.1, ", expected ",
+                expected.0, "x", expected.1
             ),
-            Error::TensorMisplaced(id) => write!(
-                f,
-                "tensor {} does not start at the first 8-byte boundary after the previous one",
-                IdName(id)
+            Error::TensorMisplaced(id) => say!(out;
+                "tensor ", IdName(id),
+                " does not start at the first 8-byte boundary after the previous one"
             ),
-            Error::TensorOutsideData(id) => write!(
-                f,
-                "tensor {} runs past the end of the data section",
-                IdName(id)
+            Error::TensorOutsideData(id) => say!(out;
+                "tensor ", IdName(id), " runs past the end of the data section"
             ),
-            Error::BadRowQ(id) => write!(
-                f,
-                "tensor {}: quantization data out of range",
-                IdName(id)
+            Error::BadRowQ(id) => {
+                say!(out; "tensor ", IdName(id), ": quantization data out of range")
+            }
+            Error::NonFinite(id) => say!(out;
+                "tensor ", IdName(id), " holds a non-finite value (NaN or infinity)"
             ),
-            Error::NonFinite(id) => write!(
-                f,
-                "tensor {} holds a non-finite value (NaN or infinity)",
-                IdName(id)
+            Error::Misaligned(id) => say!(out;
+                "tensor ", IdName(id),
+                " is misaligned in memory (load the model at an 8-byte aligned address)"
             ),
-            Error::Misaligned(id) => write!(
-                f,
-                "tensor {} is misaligned in memory (load the model at an 8-byte aligned address)",
-                IdName(id)
-            ),
-            Error::PrecisionMismatch { model, runtime } => write!(
-                f,
-                "model precision is {}, bound as {}",
-                model.name(),
-                runtime.name()
+            Error::PrecisionMismatch { model, runtime } => say!(out;
+                "model precision is ", model.name(), ", bound as ", runtime.name()
             ),
             Error::UnsupportedPrecision(p) => {
-                write!(f, "precision {} is not supported by this build", p.name())
+                say!(out; "precision ", p.name(), " is not supported by this build")
             }
-            Error::ArenaTooSmall { needed, available } => write!(
-                f,
-                "workspace needs {needed} bytes, the arena has {available}"
+            Error::ArenaTooSmall { needed, available } => say!(out;
+                "workspace needs ", needed, " bytes, the arena has ", available
             ),
             Error::InputTooLong { len, max } => {
-                write!(f, "input of {len} positions exceeds the capacity of {max}")
+                say!(out; "input of ", len, " positions exceeds the capacity of ", max)
             }
-            Error::UnknownSymbol { position, ch } => write!(
-                f,
-                "symbol {ch:?} at position {position} is not in the source vocabulary"
+            Error::UnknownSymbol { position, ch } => say!(out;
+                "symbol ", QuotedChar(ch), " at position ", position,
+                " is not in the source vocabulary"
             ),
-            Error::BeamTooWide { width, max } => write!(
-                f,
-                "beam width {width}: the workspace holds widths 1 to {max}"
+            Error::BeamTooWide { width, max } => say!(out;
+                "beam width ", width, ": the workspace holds widths 1 to ", max
             ),
-            Error::OutputTooSmall { needed, available } => write!(
-                f,
-                "output buffer holds {available} tokens, the model may produce {needed}"
+            Error::OutputTooSmall { needed, available } => say!(out;
+                "output buffer holds ", available, " tokens, the model may produce ", needed
             ),
-            Error::Rnn(e) => write!(f, "{e}"),
-            Error::Attention(e) => write!(f, "{e}"),
-            Error::Shape(e) => write!(f, "{e}"),
+            Error::Rnn(e) => e.describe(out),
+            Error::Attention(e) => e.describe(out),
+            Error::Shape(e) => e.describe(out),
             Error::BadMagic
             | Error::ReservedNotZero
             | Error::PaddingNotZero
             | Error::VocabNotUtf8
             | Error::BiasMask
             | Error::TrailingData
-            | Error::EmptyInput => f.write_str(self.as_str()),
+            | Error::EmptyInput => out.put(self.as_str()),
         }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.describe(f)
     }
 }
 

@@ -39,7 +39,8 @@
 //! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
-use s2s_kernels::{PrecisionKind, Requant};
+use s2s_kernels::text::{Describe, Sink};
+use s2s_kernels::{say, PrecisionKind, Requant};
 
 use crate::desc::{LayerSpec, ModelDesc, RawDesc, MAX_SPECS};
 use crate::net::ModelPrecision;
@@ -307,10 +308,10 @@ impl TensorId {
 /// Displays a tensor's layer name (see [`TensorId::layer_name`]).
 pub struct LayerName(TensorId);
 
-impl core::fmt::Display for LayerName {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+impl Describe for LayerName {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         let id = self.0;
-        f.write_str(id.role.name())?;
+        out.put(id.role.name())?;
         if matches!(
             id.role,
             Role::EncWih
@@ -320,24 +321,37 @@ impl core::fmt::Display for LayerName {
                 | Role::Bridge
                 | Role::BridgeC
         ) {
-            write!(f, ".l{}", id.layer)?;
+            say!(out; ".l", id.layer)?;
         }
         if matches!(id.role, Role::EncWih | Role::EncWhh) {
-            f.write_str(if id.dir == 0 { ".fwd" } else { ".bwd" })?;
+            out.put(if id.dir == 0 { ".fwd" } else { ".bwd" })?;
         }
         Ok(())
+    }
+}
+
+impl core::fmt::Display for LayerName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.describe(f)
+    }
+}
+
+impl Describe for TensorId {
+    /// `encoder.w_ih.l0.fwd.weight`, `output.bias`, ...
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
+        self.layer_name().describe(out)?;
+        out.put(match self.slot {
+            Slot::Weight => ".weight",
+            Slot::RowQ => ".q",
+            Slot::Bias => ".bias",
+        })
     }
 }
 
 impl core::fmt::Display for TensorId {
     /// `encoder.w_ih.l0.fwd.weight`, `output.bias`, ...
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}", self.layer_name())?;
-        f.write_str(match self.slot {
-            Slot::Weight => ".weight",
-            Slot::RowQ => ".q",
-            Slot::Bias => ".bias",
-        })
+        self.describe(f)
     }
 }
 

@@ -180,9 +180,12 @@ impl Plan {
         plan
     }
 
-    /// 32-bit words of buffer `i`.
+    /// 32-bit words of buffer `i` (0 past the last buffer).
     pub fn words(&self, i: usize) -> usize {
-        self.len[i].saturating_mul(self.elem[i]).div_ceil(4)
+        match (self.len.get(i), self.elem.get(i)) {
+            (Some(&len), Some(&elem)) => len.saturating_mul(elem).div_ceil(4),
+            _ => 0,
+        }
     }
 
     /// Bytes of buffer `b`, rounded up to whole words.

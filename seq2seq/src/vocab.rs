@@ -1,6 +1,8 @@
 //! Vocabularies: token strings stored in the model file, and the conversion of a source
 //! line into token ids and of output ids back into text.
 
+use s2s_kernels::part::Part;
+
 use crate::desc::{ModelDesc, Split};
 use crate::Error;
 
@@ -188,12 +190,15 @@ pub fn encode_source(
     };
     let mut n = 0;
     let mut push = |id: u16, n: &mut usize, len: usize| -> Result<(), Error> {
-        if *n >= max {
-            return Err(Error::InputTooLong { len, max });
+        // `max` is at most the buffer's length: past it is too long.
+        match out.get_mut(*n) {
+            Some(slot) if *n < max => {
+                *slot = id;
+                *n += 1;
+                Ok(())
+            }
+            _ => Err(Error::InputTooLong { len, max }),
         }
-        out[*n] = id;
-        *n += 1;
-        Ok(())
     };
     let prefix = desc.extras.prefix().count();
     let words = prefix + count_tokens(desc.split, line) + desc.src_eos.is_some() as usize;
@@ -253,7 +258,9 @@ pub fn encode_source(
                 max: out.len(),
             });
         }
-        out[n..desc.src_pad_to].fill(desc.src_pad);
+        // `n` is at most `max`, which is `src_pad_to` here.
+        out.part_mut(n..desc.src_pad_to, "padded source")?
+            .fill(desc.src_pad);
         n = desc.src_pad_to;
     }
     Ok((n, valid))

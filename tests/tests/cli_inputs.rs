@@ -642,3 +642,42 @@ fn a_tensor_of_another_dtype_is_named_with_its_dtype() {
     assert_one_error(&r, &[victim, "has dtype I32, expected float"]);
     assert!(!out.exists());
 }
+
+// ------------------------------------------------------------------ qemu: item 4
+
+#[test]
+fn qemu_runs_the_other_lines_when_one_cannot_be_sent() {
+    let model = model_file("netra-w8a16.s2s");
+    let dir = scratch_dir("cli-inputs-qemu");
+    let input = dir.join("in.txt");
+    // Line 2 starts with the command byte, line 3 is not UTF-8, line 4 is empty.
+    std::fs::write(&input, b"phnom\n\x01beam 2\n\xff\xfe\n\npenh\n").unwrap();
+    let r = s2s(
+        &[
+            &"qemu",
+            &"--board",
+            &"lm3s6965evb",
+            &model,
+            &"--input",
+            &input,
+        ],
+        "",
+    );
+    let errors = stderr_lines(&r);
+    let name = input.display().to_string();
+    assert!(!r.status.success(), "{errors:?}");
+    let failed: Vec<&String> = errors.iter().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(failed.len(), 2, "{errors:?}");
+    assert!(
+        failed[0].starts_with(&format!("error: {name}:2: cannot be sent")),
+        "{errors:?}"
+    );
+    assert!(
+        failed[1].starts_with(&format!("error: {name}:3: ")),
+        "{errors:?}"
+    );
+    // The two good lines ran and agreed.
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert!(report.contains("inputs          2 (0 rejected"), "{report}");
+    assert!(report.contains("mismatches      0"), "{report}");
+}

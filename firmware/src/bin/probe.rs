@@ -8,12 +8,13 @@
 #![no_std]
 #![no_main]
 
-use core::fmt;
+use core::fmt::Write as _;
 
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use firmware::app::{self, HandlerError, LineHandler};
 use firmware::{board, measure};
+use s2s_kernels::text::Sink;
 
 /// Runs `subs r0, #1; bne` `n` times: 2n instructions (n > 0).
 #[inline(never)]
@@ -44,7 +45,7 @@ struct Probe;
 impl LineHandler for Probe {
     type Error = HandlerError;
 
-    fn handle(&mut self, line: &[u8], out: &mut dyn fmt::Write) -> Result<(), HandlerError> {
+    fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), HandlerError> {
         let (cmd, arg) = match line.iter().position(|&b| b == b' ') {
             Some(i) => (&line[..i], &line[i + 1..]),
             None => (line, &b""[..]),

@@ -125,22 +125,42 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
 
 /// `s2s qemu`: builds the firmware for the board, runs the sources of `input` (standard
 /// input for `None`) on it under QEMU and on the host, and returns the comparison
-/// (whether the two agree is [`QemuReport::agrees`]). Empty and `.` lines are skipped
-/// (they would end the firmware's session), with a note on standard error.
-pub fn qemu_command(model: &Path, input: Option<&Path>, o: &QemuOptions) -> Result<QemuReport> {
-    let lines = crate::io::read_lines(input)?;
-    let total = lines.len();
-    let inputs: Vec<String> = lines
-        .into_iter()
-        .filter(|l| !l.is_empty() && l != s2s_device::protocol::END)
-        .collect();
-    if inputs.len() < total {
-        eprintln!(
-            "skipped {} empty or `.` lines (they end a firmware session)",
-            total - inputs.len()
-        );
+/// (whether the two agree is [`QemuReport::agrees`]) and the count of lines that could
+/// not be sent. Empty and `.` lines are skipped (they would end the firmware's
+/// session), with a note on standard error; a line that is not UTF-8 or cannot be sent
+/// (it starts with the command byte 0x01) gets an error line naming `file:line` on
+/// standard error and the other lines go on.
+pub fn qemu_command(
+    model: &Path,
+    input: Option<&Path>,
+    o: &QemuOptions,
+) -> Result<(QemuReport, usize)> {
+    let mut lines = crate::io::LineReader::open(input)?;
+    let (mut inputs, mut skipped, mut unsent) = (Vec::new(), 0, 0);
+    while let Some(line) = lines.next_line()? {
+        match line.text {
+            Ok(t) if t.is_empty() || t == s2s_device::protocol::END => skipped += 1,
+            Ok(t) => match check_source(&t) {
+                Ok(()) => inputs.push(t),
+                Err(why) => {
+                    eprintln!(
+                        "error: {}:{}: cannot be sent: {why}",
+                        lines.name(),
+                        line.number
+                    );
+                    unsent += 1;
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                unsent += 1;
+            }
+        }
     }
-    qemu_check(model, &inputs, o)
+    if skipped > 0 {
+        eprintln!("skipped {skipped} empty or `.` lines (they end a firmware session)");
+    }
+    Ok((qemu_check(model, &inputs, o)?, unsent))
 }
 
 /// `s2s boot`: boots a firmware ELF under QEMU with the UART on the terminal (the

@@ -68,10 +68,7 @@ pub(crate) fn read_zip(
             "not an HDF5 file (no signature)",
         ));
     }
-    Ok(Weights {
-        tensors: super::read_hdf5_in(&data, &inner)?,
-        skipped: Vec::new(),
-    })
+    super::read_hdf5_in(&data, &inner)
 }
 
 /// The error of entry `name` of `origin`.

@@ -38,7 +38,8 @@
 //! filtered (compressed) chunks, external raw-data files, virtual datasets, layout
 //! messages v1/v2, float types with non-IEEE layouts, datasets never written
 //! (undefined data address). Non-float datasets (integers such as the Keras optimizer's
-//! iteration counter, strings, compounds...) are skipped silently, as are attributes.
+//! iteration counter, strings, compounds...) are not read but listed with their element
+//! type (`Weights::skipped`); attributes are skipped.
 //!
 //! Robustness: every read is bounds-checked, object headers and B-tree nodes are
 //! visited at most once, group nesting is capped at [`MAX_DEPTH`] and B-tree levels
@@ -55,7 +56,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use super::convert::decode;
-use super::Tensor;
+use super::{Tensor, Weights};
 use chunks::{read_chunked, Geometry};
 use header::{read_object_header, Message};
 use messages::{
@@ -117,18 +118,19 @@ pub(crate) fn is_hdf5(bytes: &[u8]) -> bool {
     find_superblock(bytes).is_some()
 }
 
-/// Reads every float dataset, named by its path without the leading `/`.
-pub(crate) fn read_hdf5(bytes: &[u8]) -> Result<Vec<Tensor>, Hdf5Error> {
+/// Reads every float dataset, named by its path without the leading `/`, and lists
+/// the others with their element type.
+pub(crate) fn read_hdf5(bytes: &[u8]) -> Result<Weights, Hdf5Error> {
     let at =
         find_superblock(bytes).ok_or_else(|| Hdf5Error::file("no HDF5 signature found".into()))?;
     let (file, root) = parse_superblock(bytes, at).map_err(Hdf5Error::file)?;
     let mut walker = Walker {
         file,
         visited: HashSet::from([root]),
-        tensors: Vec::new(),
+        weights: Weights::default(),
     };
     walker.visit(root, "", 0)?;
-    Ok(walker.tensors)
+    Ok(walker.weights)
 }
 
 /// Position of the first signature at 0 or a power of two from 512 on.
@@ -213,7 +215,7 @@ struct Walker<'a> {
     /// Object header addresses already reached: each object is read once, even if
     /// hard-linked under several names, and link cycles end here.
     visited: HashSet<u64>,
-    tensors: Vec<Tensor>,
+    weights: Weights,
 }
 
 /// What an object header describes.
@@ -231,9 +233,12 @@ impl Walker<'_> {
         match classify(&messages) {
             ObjectKind::Group => self.walk_group(&messages, path, depth),
             ObjectKind::Dataset => {
-                let tensor = read_dataset(&self.file, &messages, path)
-                    .map_err(|message| Hdf5Error::at("dataset", path, message))?;
-                self.tensors.extend(tensor);
+                match read_dataset(&self.file, &messages, path)
+                    .map_err(|message| Hdf5Error::at("dataset", path, message))?
+                {
+                    Ok(tensor) => self.weights.tensors.push(tensor),
+                    Err(dtype) => self.weights.skipped.push((path.to_string(), dtype)),
+                }
                 Ok(())
             }
             ObjectKind::Other => Ok(()),
@@ -320,10 +325,11 @@ fn read_dataset(
     file: &File<'_>,
     messages: &[Message<'_>],
     path: &str,
-) -> Result<Option<Tensor>, String> {
+) -> Result<Result<Tensor, String>, String> {
     let datatype = required(messages, DATATYPE, "datatype")?;
-    let Element::Float(kind, order) = parse_datatype(datatype.data, file.sizes)? else {
-        return Ok(None);
+    let (kind, order) = match parse_datatype(datatype.data, file.sizes)? {
+        Element::Float(kind, order) => (kind, order),
+        Element::NotFloat(dtype) => return Ok(Err(dtype)),
     };
     let dataspace = required(messages, DATASPACE, "dataspace")?;
     let Dataspace::Shape { dims, max_dims } = parse_dataspace(dataspace.data, file.sizes)? else {
@@ -375,7 +381,7 @@ fn read_dataset(
             Cow::Owned(read_chunked(file, &geometry, &layout)?)
         }
     };
-    Ok(Some(Tensor {
+    Ok(Ok(Tensor {
         name: path.to_string(),
         data: decode(&raw, kind, order),
         shape: dims,

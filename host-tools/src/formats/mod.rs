@@ -13,10 +13,9 @@
 //!
 //! Only real floating-point tensors are returned: 16-, 32- and 64-bit IEEE floats (and
 //! bfloat16) are converted to `f32`. Integer, boolean, string and complex data (e.g.
-//! Keras' optimizer iteration counter) is not read: `.npy`/`.npz` and safetensors
-//! files list such tensors with their element type in [`Weights::skipped`], so that
-//! `s2s import` says "tensor X has dtype Y, expected float" when a configuration names
-//! one (HDF5 and ONNX skip them unnamed). Floats the readers cannot convert (8-bit
+//! Keras' optimizer iteration counter) is not read: every reader lists such tensors
+//! with their element type in [`Weights::skipped`], so that `s2s import` says "tensor X
+//! has dtype Y, expected float" when a configuration names one. Floats the readers cannot convert (8-bit
 //! floats, long doubles) are errors. Results are sorted by name.
 //!
 //! Reads are bounded: of an `.npz`, only the entries asked for are inflated (every
@@ -61,8 +60,7 @@ pub struct Tensor {
 pub struct Weights {
     /// Its float tensors, sorted by name.
     pub tensors: Vec<Tensor>,
-    /// The tensors that are not floats, `(name, element type)` (`.npy`, `.npz` and
-    /// safetensors files).
+    /// The tensors that are not floats, `(name, element type)`.
     pub skipped: Vec<(String, String)>,
 }
 
@@ -114,7 +112,7 @@ pub fn read_weights_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
 /// tensors. External data cannot be found from memory and is an error.
 pub fn read_onnx_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
     onnx::list_onnx(bytes, origin)?;
-    onnx::read_onnx(bytes, origin, None)
+    Ok(onnx::read_onnx(bytes, origin, None)?.tensors)
 }
 
 /// One of the weights readers, for [`read_bytes_as`].
@@ -138,10 +136,7 @@ pub fn read_bytes_as(reader: Reader, bytes: &[u8], origin: &str) -> Result<Weigh
         Reader::Safetensors => safetensors::read_safetensors(bytes, origin),
         Reader::Zip => archive::read_zip(bytes, origin, None),
         Reader::Npy => read_lone_npy(bytes, origin),
-        Reader::Hdf5 => Ok(Weights {
-            tensors: read_hdf5_in(bytes, origin)?,
-            skipped: Vec::new(),
-        }),
+        Reader::Hdf5 => read_hdf5_in(bytes, origin),
     }
 }
 
@@ -153,14 +148,10 @@ fn read_weights_in(
     folder: Option<&Path>,
     wanted: Option<&BTreeSet<String>>,
 ) -> Result<Weights> {
-    let floats = |tensors| Weights {
-        tensors,
-        skipped: Vec::new(),
-    };
     // Formats identified by their first bytes come first; an HDF5 signature further in
     // (after a user block) is looked for last.
     let mut w = if bytes.starts_with(hdf5::SIGNATURE) {
-        floats(read_hdf5_in(bytes, origin)?)
+        read_hdf5_in(bytes, origin)?
     } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
         archive::read_zip(bytes, origin, wanted)?
     } else if npy::is_npy(bytes) {
@@ -168,9 +159,9 @@ fn read_weights_in(
     } else if safetensors::is_safetensors(bytes) {
         safetensors::read_safetensors(bytes, origin)?
     } else if hdf5::is_hdf5(bytes) {
-        floats(read_hdf5_in(bytes, origin)?)
+        read_hdf5_in(bytes, origin)?
     } else if onnx::is_onnx(bytes) || origin.ends_with(".onnx") {
-        floats(onnx::read_onnx(bytes, origin, folder)?)
+        onnx::read_onnx(bytes, origin, folder)?
     } else {
         return Err(Error::invalid(
             origin,
@@ -199,7 +190,7 @@ fn read_weights_in(
 }
 
 /// Reads HDF5 bytes; errors name `origin` and the object.
-fn read_hdf5_in(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
+fn read_hdf5_in(bytes: &[u8], origin: &str) -> Result<Weights> {
     hdf5::read_hdf5(bytes).map_err(|e| {
         let place = e.object.map_or(Place::File, Place::Inside);
         Error::invalid(origin, place, e.message)

@@ -21,7 +21,8 @@
 //! path, and no symbolic link that leads out of the folder), `offset` and `length`
 //! must lie within the file and match the tensor's size. Float, double, float16 and
 //! bfloat16 tensors become `f32`; integer and boolean tensors (shapes, indices) are
-//! skipped, as by the other readers; 8-bit and 4-bit floats are errors.
+//! not read but listed with their element type, as by the other readers; 8-bit and
+//! 4-bit floats are errors.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
@@ -30,7 +31,7 @@ use std::path::{Component, Path, PathBuf};
 use prost::Message;
 
 use super::convert::{decode, ByteOrder, FloatKind};
-use super::Tensor;
+use super::{Tensor, Weights};
 use crate::error::{Error, Place, Result};
 
 /// `ModelProto`: the fields read.
@@ -432,9 +433,10 @@ fn shape_of(t: &TensorProto) -> Result<Vec<usize>, String> {
 /// Reads every float tensor (initializers, constants, their `Identity` aliases).
 /// External data files are looked up in `folder` (the model's own folder); without one
 /// (bytes from memory) a tensor with external data is an error.
-pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Vec<Tensor>> {
+pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Weights> {
     let parsed = parse(bytes, origin)?;
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     // Aliases are copies of their source once it is read (its errors name it).
     let mut aliases = Vec::new();
     for (name, (t, from)) in &parsed.tensors {
@@ -445,7 +447,10 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
         let fail = |m: String| Error::invalid(origin, Place::Tensor(name.clone()), m);
         let kind = match kind_of(t.data_type) {
             Kind::Float(kind) => kind,
-            Kind::Skip => continue,
+            Kind::Skip => {
+                skipped.push((name.clone(), dtype_name(t.data_type)));
+                continue;
+            }
             Kind::Unsupported => {
                 return Err(fail(format!(
                     "unsupported element type {}",
@@ -486,9 +491,15 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
                 ..t.clone()
             };
             out.push(alias);
+        } else if let Some((_, dtype)) = skipped.iter().find(|(n, _)| n == source) {
+            let dtype = dtype.clone();
+            skipped.push((name.clone(), dtype));
         }
     }
-    Ok(out)
+    Ok(Weights {
+        tensors: out,
+        skipped,
+    })
 }
 
 /// The elements of a tensor stored in the file: `raw_data` or the typed field of its

@@ -1,57 +1,16 @@
-//! Pieces of lines: numbers written without `core::fmt` formatting, `key=value` fields,
-//! and the escaping of output text.
+//! Pieces of lines: `key=value` fields (numbers written without `core::fmt` formatting,
+//! by `s2s_kernels::text`) and the escaping of output text.
 
 use core::fmt::{self, Write};
 
-/// Writes `v` in decimal. Out of line and in 32-bit arithmetic where the value allows:
-/// it is called for every number the firmware writes.
-#[inline(never)]
-pub(crate) fn put_u64(out: &mut dyn Write, v: u64) -> fmt::Result {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut wide = v;
-    while wide > u64::from(u32::MAX) {
-        i -= 1;
-        buf[i] = b'0' + (wide % 10) as u8;
-        wide /= 10;
-    }
-    let mut v = wide as u32;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    out.write_str(core::str::from_utf8(&buf[i..]).map_err(|_| fmt::Error)?)
-}
-
-/// Writes `v` in decimal, with a `-` when negative.
-pub(crate) fn put_i64(out: &mut dyn Write, v: i64) -> fmt::Result {
-    if v < 0 {
-        out.write_char('-')?;
-    }
-    put_u64(out, v.unsigned_abs())
-}
-
-/// Writes `v` as eight lower-case hex digits, without `0x`.
-#[inline(never)]
-pub(crate) fn put_hex32(out: &mut dyn Write, v: u32) -> fmt::Result {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for shift in (0..8).rev() {
-        out.write_char(DIGITS[(v >> (shift * 4)) as usize & 0xf] as char)?;
-    }
-    Ok(())
-}
+pub(crate) use s2s_kernels::text::{put_hex32, put_i64, put_u64, Sink};
 
 /// Writes ` key=v`.
 #[inline(never)]
-pub(crate) fn put_field(out: &mut dyn Write, key: &str, v: u64) -> fmt::Result {
-    out.write_char(' ')?;
-    out.write_str(key)?;
-    out.write_char('=')?;
+pub(crate) fn put_field(out: &mut dyn Sink, key: &str, v: u64) -> fmt::Result {
+    out.put(" ")?;
+    out.put(key)?;
+    out.put("=")?;
     put_u64(out, v)
 }
 
@@ -74,21 +33,24 @@ pub(crate) fn hex(s: &str) -> Option<u32> {
 
 /// A writer that escapes `\`, newline and carriage return (as `\\`, `\n`, `\r`), so that
 /// any text stays on one line.
-pub struct Escape<'w>(pub &'w mut dyn Write);
+pub struct Escape<'w>(pub &'w mut dyn Sink);
 
 impl Write for Escape<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Split at the ASCII bytes to escape: the pieces between them are whole UTF-8.
         let mut rest = s;
-        while let Some(i) = rest.find(['\\', '\n', '\r']) {
-            self.0.write_str(&rest[..i])?;
-            self.0.write_str(match rest.as_bytes()[i] {
-                b'\n' => "\\n",
-                b'\r' => "\\r",
+        while let Some((head, tail)) = rest.split_once(['\\', '\n', '\r']) {
+            self.0.put(head)?;
+            // The byte `split_once` removed: the one after `head`.
+            let escaped = match rest.as_bytes().get(head.len()) {
+                Some(b'\n') => "\\n",
+                Some(b'\r') => "\\r",
                 _ => "\\\\",
-            })?;
-            rest = &rest[i + 1..];
+            };
+            self.0.put(escaped)?;
+            rest = tail;
         }
-        self.0.write_str(rest)
+        self.0.put(rest)
     }
 }
 

@@ -2,6 +2,8 @@
 
 use core::fmt::{self, Display, Write};
 
+use s2s_kernels::text::{Describe, Sink};
+
 use super::fields::{field, hex, num, put_field, put_hex32, put_i64, put_u64, Escape};
 use super::request::Command;
 
@@ -179,147 +181,148 @@ impl core::error::Error for ParseError {}
 const MODEL_ERROR: &str = "ERR model: ";
 
 /// `READY <board>`.
-pub fn write_ready(out: &mut dyn Write, board: &str) -> fmt::Result {
-    out.write_str("READY ")?;
-    out.write_str(board)?;
-    out.write_char('\n')
+pub fn write_ready(out: &mut dyn Sink, board: &str) -> fmt::Result {
+    out.put("READY ")?;
+    out.put(board)?;
+    out.put("\n")
 }
 
 /// `MODEL <precision> params=.. bytes=.. arena=../.. positions=..`.
-pub fn write_model(out: &mut dyn Write, m: &ModelInfo<'_>) -> fmt::Result {
-    out.write_str("MODEL ")?;
-    out.write_str(m.precision)?;
+pub fn write_model(out: &mut dyn Sink, m: &ModelInfo<'_>) -> fmt::Result {
+    out.put("MODEL ")?;
+    out.put(m.precision)?;
     put_field(out, "params", m.params)?;
     put_field(out, "bytes", m.bytes)?;
     put_field(out, "arena", m.arena)?;
-    out.write_char('/')?;
+    out.put("/")?;
     put_u64(out, m.arena_capacity)?;
     put_field(out, "positions", m.positions)?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `ERR model: <reason>`.
-pub fn write_model_error(out: &mut dyn Write, reason: impl Display) -> fmt::Result {
-    out.write_str(MODEL_ERROR)?;
-    write!(out, "{reason}")?;
-    out.write_char('\n')
+pub fn write_model_error(out: &mut dyn Sink, reason: &dyn Describe) -> fmt::Result {
+    out.put(MODEL_ERROR)?;
+    reason.describe(out)?;
+    out.put("\n")
 }
 
 /// `OUT <id> <id> ...` (`OUT` alone for no ids).
-pub fn write_out(out: &mut dyn Write, ids: &[u16]) -> fmt::Result {
-    out.write_str("OUT")?;
+pub fn write_out(out: &mut dyn Sink, ids: &[u16]) -> fmt::Result {
+    out.put("OUT")?;
     for &id in ids {
-        out.write_char(' ')?;
+        out.put(" ")?;
         put_u64(out, id.into())?;
     }
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `TXT <text>`: `text` writes the output through the [`Escape`] writer it is given.
 pub fn write_txt(
-    out: &mut dyn Write,
+    out: &mut dyn Sink,
     text: impl FnOnce(&mut Escape<'_>) -> fmt::Result,
 ) -> fmt::Result {
-    out.write_str("TXT ")?;
+    out.put("TXT ")?;
     text(&mut Escape(&mut *out))?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `CNT enc=<n> tok=<n>,<n>,...`.
 pub fn write_cnt(
-    out: &mut dyn Write,
+    out: &mut dyn Sink,
     enc: u64,
     steps: impl IntoIterator<Item = u64>,
 ) -> fmt::Result {
-    out.write_str("CNT")?;
+    out.put("CNT")?;
     put_field(out, "enc", enc)?;
-    out.write_str(" tok=")?;
+    out.put(" tok=")?;
     for (i, t) in steps.into_iter().enumerate() {
         if i > 0 {
-            out.write_char(',')?;
+            out.put(",")?;
         }
         put_u64(out, t)?;
     }
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `ATT <step> <w0> <w1> ...`.
 pub fn write_att(
-    out: &mut dyn Write,
+    out: &mut dyn Sink,
     step: u64,
     weights: impl IntoIterator<Item = AttWeight>,
 ) -> fmt::Result {
-    out.write_str("ATT ")?;
+    out.put("ATT ")?;
     put_u64(out, step)?;
     for w in weights {
-        out.write_char(' ')?;
+        out.put(" ")?;
         match w {
             AttWeight::F32Bits(bits) => put_hex32(out, bits)?,
             AttWeight::Q15(q) => put_i64(out, q.into())?,
         }
     }
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `OK <command>`.
-pub fn write_ok(out: &mut dyn Write, cmd: Command) -> fmt::Result {
-    out.write_str("OK ")?;
+pub fn write_ok(out: &mut dyn Sink, cmd: Command) -> fmt::Result {
+    out.put("OK ")?;
     cmd.write_text(out)?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `ERR <reason>`.
-pub fn write_err(out: &mut dyn Write, reason: impl Display) -> fmt::Result {
-    write!(out, "ERR {reason}")?;
-    out.write_char('\n')
+pub fn write_err(out: &mut dyn Sink, reason: &dyn Describe) -> fmt::Result {
+    out.put("ERR ")?;
+    reason.describe(out)?;
+    out.put("\n")
 }
 
 /// `DONE lines=.. errors=.. handler_ticks=.. handler_insns=..`.
-pub fn write_done(out: &mut dyn Write, d: &Done) -> fmt::Result {
-    out.write_str("DONE")?;
+pub fn write_done(out: &mut dyn Sink, d: &Done) -> fmt::Result {
+    out.put("DONE")?;
     put_field(out, "lines", d.lines)?;
     put_field(out, "errors", d.errors)?;
     put_field(out, "handler_ticks", d.handler_ticks)?;
     put_field(out, "handler_insns", d.handler_insns)?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `STATS ram_static=.. stack_peak=.. stack_size=.. flash_runtime=..
 /// model_region=0x<start>+<size> model_bytes=..`.
-pub fn write_stats(out: &mut dyn Write, s: &Stats) -> fmt::Result {
-    out.write_str("STATS")?;
+pub fn write_stats(out: &mut dyn Sink, s: &Stats) -> fmt::Result {
+    out.put("STATS")?;
     put_field(out, "ram_static", s.ram_static)?;
     put_field(out, "stack_peak", s.stack_peak)?;
     put_field(out, "stack_size", s.stack_size)?;
     put_field(out, "flash_runtime", s.flash_runtime)?;
-    out.write_str(" model_region=0x")?;
+    out.put(" model_region=0x")?;
     put_hex32(out, s.model_start)?;
-    out.write_char('+')?;
+    out.put("+")?;
     put_u64(out, s.model_size)?;
     put_field(out, "model_bytes", s.model_bytes)?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `PANIC <message> at <file>:<line>`.
 pub fn write_panic(
-    out: &mut dyn Write,
+    out: &mut dyn Sink,
     message: impl Display,
     file: &str,
     line: u32,
 ) -> fmt::Result {
     write!(out, "PANIC {message} at {file}:")?;
     put_u64(out, line.into())?;
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// `HARDFAULT pc=0x.. lr=0x.. xpsr=0x..`.
-pub fn write_hardfault(out: &mut dyn Write, f: &Fault) -> fmt::Result {
-    out.write_str("HARDFAULT")?;
+pub fn write_hardfault(out: &mut dyn Sink, f: &Fault) -> fmt::Result {
+    out.put("HARDFAULT")?;
     for (key, v) in [(" pc=0x", f.pc), (" lr=0x", f.lr), (" xpsr=0x", f.xpsr)] {
-        out.write_str(key)?;
+        out.put(key)?;
         put_hex32(out, v)?;
     }
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// Parses one line the firmware wrote (without its `\n`).
@@ -446,11 +449,11 @@ mod tests {
             round_trip(|s| write_ready(s, "microbit")).1,
             Reply::Ready("microbit")
         );
-        let (line, r) = round_trip(|s| write_model_error(s, "corrupted: CRC 0x1"));
+        let (line, r) = round_trip(|s| write_model_error(s, &"corrupted: CRC 0x1"));
         assert_eq!(line, "ERR model: corrupted: CRC 0x1");
         assert_eq!(r, Reply::ModelError("corrupted: CRC 0x1"));
         assert_eq!(
-            round_trip(|s| write_err(s, "line too long")).1,
+            round_trip(|s| write_err(s, &"line too long")).1,
             Reply::Err("line too long")
         );
         let (line, r) = round_trip(|s| write_out(s, &[3, 65535, 0]));

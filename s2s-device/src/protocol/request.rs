@@ -1,6 +1,9 @@
 //! The lines the host sends: sources, commands and the end of the session.
 
-use core::fmt::{self, Write};
+use core::fmt;
+
+use s2s_kernels::say;
+use s2s_kernels::text::Sink;
 
 /// A command: a line that starts with the byte 0x01 (no source can).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,11 +19,11 @@ pub enum Command {
 
 impl Command {
     /// Writes the command's text (after the 0x01 byte), as in its `OK` answer.
-    pub fn write_text(self, out: &mut dyn Write) -> fmt::Result {
+    pub fn write_text(self, out: &mut dyn Sink) -> fmt::Result {
         match self {
-            Command::Attention(true) => out.write_str("attention on"),
-            Command::Attention(false) => out.write_str("attention off"),
-            Command::Beam(k) => write!(out, "beam {k}"),
+            Command::Attention(true) => out.put("attention on"),
+            Command::Attention(false) => out.put("attention off"),
+            Command::Beam(k) => say!(out; "beam ", k),
         }
     }
 
@@ -74,21 +77,21 @@ pub fn check_source(source: &str) -> Result<(), &'static str> {
 }
 
 /// Writes a request line (a source must pass [`check_source`]).
-pub fn write_request(out: &mut dyn Write, r: &Request<'_>) -> fmt::Result {
+pub fn write_request(out: &mut dyn Sink, r: &Request<'_>) -> fmt::Result {
     match *r {
         Request::Source(s) => {
             let s = core::str::from_utf8(s).map_err(|_| fmt::Error)?;
             check_source(s).map_err(|_| fmt::Error)?;
-            out.write_str(s)?;
+            out.put(s)?;
         }
         Request::Command(c) => {
-            out.write_char(COMMAND as char)?;
+            s2s_kernels::text::put_char(out, COMMAND as char)?;
             c.write_text(out)?;
         }
         Request::Unknown(_) => return Err(fmt::Error),
-        Request::End => out.write_str(END)?,
+        Request::End => out.put(END)?,
     }
-    out.write_char('\n')
+    out.put("\n")
 }
 
 /// Parses a request line (without `\n`; `\r` already dropped).

@@ -33,7 +33,9 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 max: plan.positions,
             });
         }
-        if let Some(&bad) = lane.src_ids[..t]
+        if let Some(&bad) = lane
+            .src_ids
+            .part(..t, "source ids")?
             .iter()
             .find(|&&id| id as usize >= d.src_vocab)
         {
@@ -65,7 +67,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
             } = lane;
             let _ = inputs.push(Embedded {
                 table: &net.src_emb,
-                ids: &src_ids[..*t],
+                ids: src_ids.part(..*t, "source ids")?,
             });
             // A masked encoder steps over the real positions only; the padded ones keep
             // the state and get their outputs below.
@@ -81,7 +83,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, ..] = &mut **act;
             let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
             // (LSTM) the final cell states, then the final states.
-            let (cells, lasts) = enc_last.split_at_mut(enc_cells);
+            let (cells, lasts) = split_mut(enc_last, enc_cells, "encoder final states")?;
             let _ = seq.push(rnn_core::SeqLane {
                 input,
                 len: *len,
@@ -103,7 +105,10 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
     for (lane, o) in lanes.iter_mut().zip(obs.iter_mut()) {
         o.probe(
             Probe::EncoderOutputs,
-            Values::Act(&lane.act[top_buf][..lane.t * de], Fmt::Q15),
+            Values::Act(
+                lane.act[top_buf].part(..lane.t * de, "encoder outputs")?,
+                Fmt::Q15,
+            ),
         );
         if d.init == Init::Mean {
             mean_outputs(lane, top_buf, de, enc_cells + d.enc_layers * de)?;
@@ -124,8 +129,9 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let mut jobs_out: HVec<&mut [P::Wide], L> = HVec::new();
                 for lane in lanes.iter_mut().filter(|l| l.t > i) {
                     let Lane { act, wide, .. } = lane;
-                    let _ = parts.push([&act[top_buf][i * de..(i + 1) * de]]);
-                    let _ = jobs_out.push(&mut wide[b::PROJ][..m]);
+                    let _ =
+                        parts.push([act[top_buf].part(i * de..(i + 1) * de, "encoder outputs")?]);
+                    let _ = jobs_out.push(wide[b::PROJ].part_mut(..m, "memory projection")?);
                 }
                 {
                     let mut jobs: HVec<Job<'_, P>, L> = HVec::new();
@@ -139,7 +145,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 for lane in lanes.iter_mut().filter(|l| l.t > i) {
                     let dst_buf = if in_place { top_buf } else { b::MEMORY };
                     let Lane { act, wide, .. } = lane;
-                    let dst = &mut act[dst_buf][i * m..(i + 1) * m];
+                    let dst = act[dst_buf].part_mut(i * m..(i + 1) * m, "memory")?;
                     for (o, &w) in dst.iter_mut().zip(wide[b::PROJ].iter()) {
                         *o = P::narrow(w, d.fmt_memory);
                     }
@@ -154,29 +160,28 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
         if net.memory_proj.is_some() {
             o.probe(
                 Probe::Memory,
-                Values::Act(&lane.act[mem_buf][..t * m], fmt_memory),
+                Values::Act(lane.act[mem_buf].part(..t * m, "memory")?, fmt_memory),
             );
         }
         if let Some(att) = &net.attention {
             if !att.keys_are_memory() {
-                let (keys, mem) = two_bufs(&mut lane.act, b::KEYS, mem_buf);
-                att.precompute_keys(&mem[..t * m], t, keys, &mut lane.wide[b::PROJ][..])?;
-                o.probe(
-                    Probe::Keys,
-                    Values::Act(&lane.act[b::KEYS][..t * att.key_dim()], d.fmt_keys),
-                );
+                let (keys, mem) = two_bufs(&mut lane.act, b::KEYS, mem_buf)?;
+                let mem = mem.part(..t * m, "memory")?;
+                att.precompute_keys(mem, t, keys, &mut lane.wide[b::PROJ][..])?;
+                let keys = lane.act[b::KEYS].part(..t * att.key_dim(), "attention keys")?;
+                o.probe(Probe::Keys, Values::Act(keys, d.fmt_keys));
             }
         }
         // Initial decoder states, and cell states of an LSTM decoder.
         init_states(net, lane, false)?;
         init_states(net, lane, true)?;
-        let (c, h) = lane.act[b::DEC_STATE].split_at(dec_cells);
+        let (c, h) = split(lane.act[b::DEC_STATE], dec_cells, "decoder states")?;
         o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
         if d.cells.dec == CellKind::Lstm {
             o.probe(Probe::DecoderCells, Values::Act(c, d.cells.fmt_dec));
         }
         if d.cells.enc == CellKind::Lstm {
-            let cells = &lane.act[b::ENC_LAST][..enc_cells];
+            let cells = lane.act[b::ENC_LAST].part(..enc_cells, "encoder cell states")?;
             o.probe(Probe::EncoderCells, Values::Act(cells, d.cells.fmt_enc));
         }
         o.encoded(t);
@@ -240,16 +245,22 @@ fn init_states<P: Precision>(
     } else {
         return Ok(());
     };
-    let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST);
-    let (state, last) = (&mut state[to..to + d.dec_layers * hd], &last[from..]);
+    // A decoder of no width has no states to set (and no chunks to cut them into).
+    if hd == 0 {
+        return Ok(());
+    }
+    let (state, last) = two_bufs(&mut lane.act, b::DEC_STATE, b::ENC_LAST)?;
+    let state = state.part_mut(to..to + d.dec_layers * hd, "decoder states")?;
+    let last = last.part(from.., "encoder final states")?;
     match init {
         Init::Zeros => state.fill(P::Act::default()),
         Init::Last => {
             let skip = d.enc_layers - d.dec_layers;
             for (l, to) in state.chunks_exact_mut(hd).enumerate() {
-                let from = &last[(l + skip) * de..][..de];
+                let at = (l + skip) * de;
+                let from = last.part(at..at + de, "encoder final states")?;
                 if f_src == f_dst {
-                    to.copy_from_slice(from);
+                    copy(to, from, "decoder state from the encoder's")?;
                 } else {
                     for (o, &v) in to.iter_mut().zip(from) {
                         *o = P::narrow(P::widen(v, f_src), f_dst);
@@ -260,10 +271,11 @@ fn init_states<P: Precision>(
         Init::Dense | Init::Mean => {
             // The bridges' requantizers take their input's format (`part_fmts`). The
             // mean follows the final states in the buffer (`mean_outputs`).
-            let summary = match init {
-                Init::Mean => &last[d.enc_layers * de..][..de],
-                _ => &last[(d.enc_layers - 1) * de..][..de],
+            let at = match init {
+                Init::Mean => d.enc_layers * de,
+                _ => (d.enc_layers - 1) * de,
             };
+            let summary = last.part(at..at + de, "bridge input")?;
             let proj = &mut lane.wide[b::PROJ];
             let convert = f_dst != Fmt::Q15;
             let shared = !cells && d.extras.bridge_shared;
@@ -273,7 +285,7 @@ fn init_states<P: Precision>(
                     .ok_or(Error::Inconsistent(
                         "bridges: fewer than the decoder layers",
                     ))?;
-                br.apply(&[summary], &mut proj[..hd])?;
+                br.apply(&[summary], proj.part_mut(..hd, "bridge output")?)?;
                 for (o, &w) in to.iter_mut().zip(proj.iter()) {
                     let u = P::tanh(w);
                     *o = if convert {

@@ -4,7 +4,8 @@
 use attention_core::{AttnScratch, Mask};
 use heapless::Vec as HVec;
 use rnn_core::{fill_masked, CellScratch, SeqInput};
-use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision};
+use s2s_kernels::part::Part as _;
+use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision, ShapeError};
 
 use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::desc::{Activation, CellKind, Init, Ordering, Part};
@@ -99,7 +100,7 @@ impl<P: Precision> SeqInput<P> for Embedded<'_, '_, P> {
     }
     fn at<'s>(&'s self, p: usize, buf: &'s mut [P::Act]) -> Result<&'s [P::Act], rnn_core::Error> {
         let id = self.ids.get(p).copied().unwrap_or(u16::MAX);
-        let buf = &mut buf[..self.table.cols()];
+        let buf = buf.part_mut(..self.table.cols(), "embedding row")?;
         self.table.embed(id as usize, buf)?;
         Ok(buf)
     }
@@ -131,11 +132,57 @@ pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
     beam: Option<BeamWork<'w, P>>,
 }
 
-/// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words).
-fn take<'w, T: bytemuck::Pod>(rest: &mut &'w mut [u32], words: usize, n: usize) -> &'w mut [T] {
-    let (head, tail) = core::mem::take(rest).split_at_mut(words);
+/// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words), or
+/// `None` if `rest` is shorter than `words`.
+fn take<'w, T: bytemuck::Pod>(
+    rest: &mut &'w mut [u32],
+    words: usize,
+    n: usize,
+) -> Option<&'w mut [T]> {
+    let (head, tail) = core::mem::take(rest).split_at_mut_checked(words)?;
     *rest = tail;
-    &mut bytemuck::cast_slice_mut(head)[..n]
+    bytemuck::try_cast_slice_mut(head).ok()?.get_mut(..n)
+}
+
+impl<'w, P: Precision> Lane<'w, P> {
+    /// A lane's buffers, the sizes of `plan`, split off the front of `rest`, or `None`
+    /// if `rest` is shorter than the plan.
+    fn carve(plan: &Plan, rest: &mut &'w mut [u32]) -> Option<Self> {
+        let src_ids = take(rest, plan.words(0), plan.len[0])?;
+        let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
+        let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
+        for i in 1..BUFS {
+            if is_wide(Buf::ALL[i]) {
+                wide[i] = take(rest, plan.words(i), plan.len[i])?;
+            } else {
+                act[i] = take(rest, plan.words(i), plan.len[i])?;
+            }
+        }
+        Some(Lane {
+            src_ids,
+            act,
+            wide,
+            t: 0,
+            valid: 0,
+            y: 0,
+            n: 0,
+            done: true,
+        })
+    }
+
+    /// A lane without buffers (a placeholder: runs nothing).
+    fn empty() -> Self {
+        Lane {
+            src_ids: &mut [],
+            act: Default::default(),
+            wide: Default::default(),
+            t: 0,
+            valid: 0,
+            y: 0,
+            n: 0,
+            done: true,
+        }
+    }
 }
 
 fn is_wide(b: Buf) -> bool {
@@ -174,29 +221,19 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         if available < needed {
             return Err(Error::ArenaTooSmall { needed, available });
         }
+        // The check above makes every carve succeed; one that did not would be a plan
+        // whose sizes disagree with its own byte count, an error rather than a panic.
         let mut rest = arena;
+        let mut carved = true;
         let lanes = core::array::from_fn(|_| {
-            let src_ids = take(&mut rest, plan.words(0), plan.len[0]);
-            let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
-            let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
-            for i in 1..BUFS {
-                if is_wide(Buf::ALL[i]) {
-                    wide[i] = take(&mut rest, plan.words(i), plan.len[i]);
-                } else {
-                    act[i] = take(&mut rest, plan.words(i), plan.len[i]);
-                }
-            }
-            Lane {
-                src_ids,
-                act,
-                wide,
-                t: 0,
-                valid: 0,
-                y: 0,
-                n: 0,
-                done: true,
-            }
+            Lane::carve(&plan, &mut rest).unwrap_or_else(|| {
+                carved = false;
+                Lane::empty()
+            })
         });
+        if !carved {
+            return Err(Error::ArenaTooSmall { needed, available });
+        }
         Ok(Runner {
             net,
             plan,
@@ -220,14 +257,9 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
         self.load_line(line)?;
-        let mut outs = [out];
-        let count = self.run_lanes(1, &mut outs, core::slice::from_mut(obs))?;
-        decode_target(
-            &self.net.tgt_vocab,
-            self.net.separator,
-            &outs[0][..count],
-            write,
-        )?;
+        let count = self.run_lanes(1, &mut [&mut *out], core::slice::from_mut(obs))?;
+        let ids = out.part(..count, "output ids").map_err(Error::from)?;
+        decode_target(&self.net.tgt_vocab, self.net.separator, ids, write)?;
         Ok(count)
     }
 
@@ -281,7 +313,9 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         // Tokenize; lanes whose line fails are left out of the run.
         let mut order: HVec<usize, L> = HVec::new();
         for (i, line) in lines.iter().take(k).enumerate() {
-            let lane = &mut self.lanes[order.len()];
+            let Some(lane) = self.lanes.get_mut(order.len()) else {
+                break;
+            };
             match encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids) {
                 Ok((n, valid)) => {
                     (lane.t, lane.valid) = (n, valid);
@@ -309,13 +343,17 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             Ok(_) => {}
             Err(e) => {
                 for &i in &order {
-                    results[i] = Err(e);
+                    if let Some(r) = results.get_mut(i) {
+                        *r = Err(e);
+                    }
                 }
                 return results;
             }
         }
         for (lane, &i) in self.lanes.iter().zip(&order) {
-            results[i] = Ok(lane.n);
+            if let Some(r) = results.get_mut(i) {
+                *r = Ok(lane.n);
+            }
         }
         results
     }
@@ -328,8 +366,9 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         outs: &mut [&mut [u16]],
         obs: &mut [O],
     ) -> Result<usize, Error> {
-        run_lanes::<P, O, L>(self.net, &self.plan, &mut self.lanes[..k], outs, obs)?;
-        Ok(self.lanes[0].n)
+        let lanes = self.lanes.part_mut(..k, "lanes")?;
+        run_lanes::<P, O, L>(self.net, &self.plan, lanes, outs, obs)?;
+        Ok(self.lanes.first().map_or(0, |l| l.n))
     }
 }
 
@@ -406,20 +445,21 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         {
             let logits = &lane.wide[b::LOGITS][..];
             let y = argmax(logits).unwrap_or(0) as u16;
+            let weights = match net.attention {
+                Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
+                None => None,
+            };
             o.step(&Step {
                 index,
                 token: y,
-                weights: net
-                    .attention
-                    .as_ref()
-                    .map(|_| &lane.act[b::WEIGHTS][..lane.t]),
+                weights,
                 logits,
             });
             lane.y = y;
             if y == d.tgt_end {
                 lane.done = true;
             } else {
-                out[lane.n] = y;
+                *slot(out, lane.n, "output ids")? = y;
                 lane.n += 1;
             }
         }
@@ -438,14 +478,93 @@ fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
     )
 }
 
-/// Two different buffers of a lane, the first mutable.
-fn two_bufs<'s, T>(bufs: &'s mut [&mut [T]; BUFS], a: usize, b: usize) -> (&'s mut [T], &'s [T]) {
-    if a < b {
-        let (x, y) = bufs.split_at_mut(b);
-        (&mut *x[a], &*y[0])
-    } else {
-        let (x, y) = bufs.split_at_mut(a);
-        (&mut *y[0], &*x[b])
+/// Element `i` of `buf`, or a [`ShapeError`] naming `what` if `buf` is shorter.
+fn slot<'s, T>(buf: &'s mut [T], i: usize, what: &'static str) -> Result<&'s mut T, ShapeError> {
+    let found = buf.len();
+    buf.get_mut(i).ok_or(ShapeError {
+        what,
+        expected: i.saturating_add(1),
+        found,
+    })
+}
+
+/// `buf` split at `at`, or a [`ShapeError`] naming `what` if `buf` is shorter.
+fn split<'s, T>(
+    buf: &'s [T],
+    at: usize,
+    what: &'static str,
+) -> Result<(&'s [T], &'s [T]), ShapeError> {
+    let found = buf.len();
+    buf.split_at_checked(at).ok_or(ShapeError {
+        what,
+        expected: at,
+        found,
+    })
+}
+
+/// `buf` split at `at`, mutable, or a [`ShapeError`] as for [`split`].
+fn split_mut<'s, T>(
+    buf: &'s mut [T],
+    at: usize,
+    what: &'static str,
+) -> Result<(&'s mut [T], &'s mut [T]), ShapeError> {
+    let found = buf.len();
+    buf.split_at_mut_checked(at).ok_or(ShapeError {
+        what,
+        expected: at,
+        found,
+    })
+}
+
+/// Copies `src` into `dst`, or a [`ShapeError`] naming `what` if their lengths differ.
+fn copy<T: Copy>(dst: &mut [T], src: &[T], what: &'static str) -> Result<(), ShapeError> {
+    if dst.len() != src.len() {
+        return Err(ShapeError {
+            what,
+            expected: dst.len(),
+            found: src.len(),
+        });
+    }
+    dst.copy_from_slice(src);
+    Ok(())
+}
+
+/// Buffer `i` of a lane's buffers, or a [`ShapeError`] naming `what` if there is none.
+fn buf<'s, T>(
+    bufs: &'s [&mut [T]; BUFS],
+    i: usize,
+    what: &'static str,
+) -> Result<&'s [T], ShapeError> {
+    bufs.get(i).map(|x| &**x).ok_or(ShapeError {
+        what,
+        expected: i.saturating_add(1),
+        found: BUFS,
+    })
+}
+
+/// Buffer `i` of a lane's buffers, mutable, or a [`ShapeError`] as for [`buf`].
+fn buf_mut<'s, T>(
+    bufs: &'s mut [&mut [T]; BUFS],
+    i: usize,
+    what: &'static str,
+) -> Result<&'s mut [T], ShapeError> {
+    bufs.get_mut(i).map(|x| &mut **x).ok_or(ShapeError {
+        what,
+        expected: i.saturating_add(1),
+        found: BUFS,
+    })
+}
+
+/// Two different buffers of a lane, the first mutable (an error if `a` and `b` are the
+/// same buffer or not buffers).
+fn two_bufs<'s, T>(
+    bufs: &'s mut [&mut [T]; BUFS],
+    a: usize,
+    b: usize,
+) -> Result<(&'s mut [T], &'s [T]), Error> {
+    match bufs.get_disjoint_mut([a, b]) {
+        Ok([x, y]) => Ok((&mut **x, &**y)),
+        Err(_) => Err(Error::Inconsistent("two buffers: the same one, or none")),
     }
 }
 
@@ -464,16 +583,16 @@ fn batch_linear<P: Precision, const L: usize>(
     for lane in lanes.iter_mut().filter(|l| !l.done) {
         let Lane { act, wide, .. } = lane;
         let mut x: [&[P::Act]; 4] = [&[]; 4];
-        for (xi, &(buf, start)) in x.iter_mut().zip(parts) {
-            *xi = &act[buf][start..];
+        for (xi, &(i, start)) in x.iter_mut().zip(parts) {
+            *xi = buf(act, i, "linear input")?.part(start.., "linear input")?;
         }
         let _ = inputs.push(x);
-        let _ = outs.push(&mut wide[dst][..rows]);
+        let _ = outs.push(buf_mut(wide, dst, "linear output")?.part_mut(..rows, "linear output")?);
     }
     let mut jobs: HVec<Job<'_, P>, L> = HVec::new();
     for (x, out) in inputs.iter().zip(outs.iter_mut()) {
         let _ = jobs.push(Job {
-            x: &x[..parts.len()],
+            x: x.part(..parts.len(), "linear inputs")?,
             out,
         });
     }

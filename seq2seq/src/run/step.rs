@@ -39,11 +39,11 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, _, _, attentional, ..] =
                     act;
                 // (LSTM) the layers' cell states, then their states.
-                let (cells, states) = dec_state.split_at_mut(dec_cells);
-                let (below, here) = states.split_at_mut(l * hd);
+                let (cells, states) = split_mut(dec_state, dec_cells, "decoder states")?;
+                let (below, here) = split_mut(states, l * hd, "decoder states")?;
                 let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
-                    [&below[(l - 1) * hd..], &[]]
+                    [below.part((l - 1) * hd.., "decoder states")?, &[]]
                 } else if d.ordering == Ordering::Bahdanau {
                     [dec_emb, context]
                 } else if feed {
@@ -52,7 +52,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                     [dec_emb, &[]]
                 };
                 let _ = parts.push(x);
-                let _ = hs.push(&mut here[..hd]);
+                let _ = hs.push(here.part_mut(..hd, "decoder state")?);
                 let _ = ss.push(CellScratch::with_hidden(
                     h_max,
                     &mut wide[b::CELL_WIDE][..],
@@ -80,18 +80,15 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
             }
             let state = &lane.act[b::DEC_STATE];
-            o.probe(
-                Probe::DecoderState,
-                Values::Act(&state[top_state..], Fmt::Q15),
-            );
+            let top = state.part(top_state.., "decoder states")?;
+            o.probe(Probe::DecoderState, Values::Act(top, Fmt::Q15));
             if d.cells.dec == CellKind::Lstm {
-                o.probe(
-                    Probe::DecoderCells,
-                    Values::Act(&state[..dec_cells], d.cells.fmt_dec),
-                );
+                let cells = state.part(..dec_cells, "decoder cell states")?;
+                o.probe(Probe::DecoderCells, Values::Act(cells, d.cells.fmt_dec));
             }
             if net.attention.is_some() {
-                o.probe(Probe::Scores, Values::Wide(&lane.wide[b::SCORES][..lane.t]));
+                let scores = lane.wide[b::SCORES].part(..lane.t, "attention scores")?;
+                o.probe(Probe::Scores, Values::Wide(scores));
                 o.probe(
                     Probe::Context,
                     Values::Act(&lane.act[b::CONTEXT][..], fmt_memory),
@@ -166,7 +163,13 @@ fn attend_lane<P: Precision>(
             _ => keys,
         }
     };
-    let (mem, key) = (&pick(mem_buf)[..t * m], &pick(keys_buf)[..t * k]);
+    let mem = pick(mem_buf).part(..t * m, "memory")?;
+    let key = pick(keys_buf).part(..t * k, "attention keys")?;
+    // `weights.len()` is `t`. Passing the slice's own length keeps the LM3S6965's
+    // (opt-level "s") decoder step within 1 % of its count before these checks: the
+    // register allocation of the inlined additive-score loop is sensitive to what stays
+    // live across it (with `t` there, one value more, and a spill in the hottest loop).
+    let weights = weights.part_mut(..t, "attention weights")?;
     let [.., scores, query, _] = wide;
     let mut s = AttnScratch {
         scores,
@@ -174,13 +177,13 @@ fn attend_lane<P: Precision>(
         tanh,
     };
     att.attend(
-        &dec_state[top_state..],
+        dec_state.part(top_state.., "decoder states")?,
         key,
         mem,
-        t,
+        weights.len(),
         mask,
         &mut s,
-        &mut weights[..t],
+        weights,
         context,
     )?;
     Ok(())

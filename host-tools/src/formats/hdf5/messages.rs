@@ -89,12 +89,34 @@ pub(super) fn parse_dataspace(data: &[u8], sizes: Sizes) -> Result<Dataspace, St
 }
 
 /// What the datatype message says about the elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Element {
     /// An IEEE float of a supported width.
     Float(FloatKind, ByteOrder),
-    /// Any other class (integer, string, compound...): the dataset is skipped.
-    NotFloat,
+    /// Any other class (integer, string, compound...): the dataset is not read but
+    /// listed with this name of its element type (`int64`, `uint8`, `string`...).
+    NotFloat(String),
+}
+
+/// The name of a datatype class other than floating point: `int64`, `uint8` for the
+/// fixed-point class (its sign bit and size), the class's name for the others.
+fn class_name(class: u8, bits0: u8, size: u32) -> String {
+    match class {
+        0 => {
+            let sign = if bits0 & 0x08 != 0 { "int" } else { "uint" };
+            format!("{sign}{}", u64::from(size) * 8)
+        }
+        2 => "time".into(),
+        3 => "string".into(),
+        4 => "bitfield".into(),
+        5 => "opaque".into(),
+        6 => "compound".into(),
+        7 => "reference".into(),
+        8 => "enumerated".into(),
+        9 => "variable-length".into(),
+        10 => "array".into(),
+        other => format!("datatype class {other}"),
+    }
 }
 
 /// Datatype message: only the floating-point class (1) is decoded; its bit layout must
@@ -106,7 +128,7 @@ pub(super) fn parse_datatype(data: &[u8], sizes: Sizes) -> Result<Element, Strin
     let size = reader.u32()?;
     let class = class_and_version & 0x0f;
     if class != 1 {
-        return Ok(Element::NotFloat);
+        return Ok(Element::NotFloat(class_name(class, bits[0], size)));
     }
     let order = match (bits[0] & 0x01, bits[0] & 0x40) {
         (0, 0) => ByteOrder::Little,

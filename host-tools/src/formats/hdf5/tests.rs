@@ -47,7 +47,7 @@ fn common_tensors() -> Vec<Tensor> {
 }
 
 fn read_sorted(bytes: &[u8]) -> Vec<Tensor> {
-    let mut tensors = read_hdf5(bytes).expect("fixture must read");
+    let mut tensors = read_hdf5(bytes).expect("fixture must read").tensors;
     tensors.sort_by(|a, b| a.name.cmp(&b.name));
     tensors
 }
@@ -59,6 +59,16 @@ fn fixture_earliest_symbol_table_groups() {
     let bytes = fixture("earliest.h5");
     assert!(is_hdf5(&bytes));
     assert_eq!(read_sorted(&bytes), common_tensors());
+    // The datasets that are not floats are named, with their element type.
+    let mut skipped = read_hdf5(&bytes).unwrap().skipped;
+    skipped.sort();
+    assert_eq!(
+        skipped,
+        [
+            ("model/counter".to_string(), "int64".to_string()),
+            ("strings".to_string(), "string".to_string())
+        ]
+    );
 }
 
 #[test]

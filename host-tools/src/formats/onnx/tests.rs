@@ -122,6 +122,9 @@ fn reads_every_storage_constants_and_aliases() {
             ("typed", &[3][..], &[0.25, 0.5, 0.75][..]),
         ]
     );
+    // The int64 shape is not read but named, with its element type.
+    let w = read_onnx(&bytes, "m.onnx", None).unwrap();
+    assert_eq!(w.skipped, [("shape".to_string(), "int64".to_string())]);
 }
 
 #[test]
