@@ -257,10 +257,10 @@ fn reset_h<P: Precision, A: GateFn<P>>(
         let CellScratch { wide, act } = &mut **si;
         let (gi, gh) = split_row(wide, 3 * n, W)?;
         let ((gi_r, _), (gh_r, _)) = (split_row(gi, n, W)?, split_row(gh, n, W)?);
-        let (hi, rh) = (hi.part(..n, "GRU state")?, act.part_mut(..n, W)?);
-        for j in 0..n {
-            let r = f.gate(P::add(gi_r[j], gh_r[j]));
-            rh[j] = P::gate_act(r, hi[j]);
+        let rh = act.part_mut(..n, W)?;
+        for ((rh, &h), (&gi, &gh)) in rh.iter_mut().zip(hi.iter()).zip(gi_r.iter().zip(gh_r)) {
+            let r = f.gate(P::add(gi, gh));
+            *rh = P::gate_act(r, h);
         }
     }
     Ok(())
@@ -282,17 +282,22 @@ fn update<P: Precision, A: GateFn<P>>(
         let (gh_r, g) = split_row(g, n, W)?;
         let (gh_z, g) = split_row(g, n, W)?;
         let (gh_n, _) = split_row(g, n, W)?;
-        let hi = hi.part_mut(..n, "GRU state")?;
-        for j in 0..n {
-            let z = f.gate(P::add(gi_z[j], gh_z[j]));
+        // Zipped: indexed, the rows kept some bounds checks on the opt-level "s" boards.
+        let (r, z, c) = (
+            gi_r.iter().zip(gh_r),
+            gi_z.iter().zip(gh_z),
+            gi_n.iter().zip(gh_n),
+        );
+        for (h, (((&ir, &hr), (&iz, &hz)), (&ic, &hc))) in hi.iter_mut().zip(r.zip(z).zip(c)) {
+            let z = f.gate(P::add(iz, hz));
             let c = match mode {
                 ResetMode::After => {
-                    let r = f.gate(P::add(gi_r[j], gh_r[j]));
-                    P::add(gi_n[j], P::gate(r, gh_n[j]))
+                    let r = f.gate(P::add(ir, hr));
+                    P::add(ic, P::gate(r, hc))
                 }
-                ResetMode::Before => P::add(gi_n[j], gh_n[j]),
+                ResetMode::Before => P::add(ic, hc),
             };
-            hi[j] = P::blend(z, hi[j], P::tanh(c));
+            *h = P::blend(z, *h, P::tanh(c));
         }
     }
     Ok(())

@@ -120,9 +120,7 @@ impl core::fmt::Display for Error {
 impl core::error::Error for Error {}
 
 /// The first `n` values of `g` and the rest, or a [`ShapeError`] naming `what` when `g`
-/// is shorter. The first part is exactly `n` long, visibly to the optimiser: a cell's
-/// gate rows cut this way, its loops over `0..n` index them without bounds checks (and
-/// with one index for all of them, which the small cores' few registers need).
+/// is shorter: how a cell cuts its stacked gate rows (which its loops then zip).
 #[inline(always)]
 fn split_row<'g, T>(
     g: &'g [T],

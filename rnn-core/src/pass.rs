@@ -292,7 +292,9 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
                     let src = lane.lasts.part(state.clone(), "final states")?;
                     let at = p * d + dir * h;
                     let dst = lane.bufs[l % 2].part_mut(at..at + h, "layer output")?;
-                    dst.copy_from_slice(src);
+                    for (o, &v) in dst.iter_mut().zip(src) {
+                        *o = v;
+                    }
                 }
             }
         }
@@ -362,7 +364,9 @@ pub fn fill_masked<P: Precision>(
     for row in masked.chunks_exact_mut(d.max(1)) {
         row.fill(P::Act::default());
         if let Some(previous) = previous {
-            row.part_mut(..h, "outputs")?.copy_from_slice(previous);
+            for (o, &v) in row.part_mut(..h, "outputs")?.iter_mut().zip(previous) {
+                *o = v;
+            }
         }
     }
     Ok(())
