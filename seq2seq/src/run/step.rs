@@ -97,7 +97,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
         if let Some(a) = &net.attentional {
             let c = a.rows();
-            let parts = part_bufs(d.att_parts(), top_state);
+            let parts = part_bufs(d.att_parts(), top_state)?;
             batch_linear::<P, L>(lanes, a, &parts, b::PROJ, c)?;
             for (lane, o) in lanes
                 .iter_mut()
@@ -116,22 +116,30 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 o.probe(Probe::Attentional, Values::Act(&act[b::ATTENTIONAL][..], f));
             }
         }
-        let parts = part_bufs(d.out_parts(), top_state);
+        let parts = part_bufs(d.out_parts(), top_state)?;
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
     }
     Ok(())
 }
 
 /// Where each of `parts` is: `(buffer, start)`, read to the buffer's end.
-fn part_bufs(parts: impl Iterator<Item = Part>, top_state: usize) -> HVec<(usize, usize), 4> {
-    parts
-        .map(|p| match p {
+fn part_bufs(
+    parts: impl Iterator<Item = Part>,
+    top_state: usize,
+) -> Result<HVec<(usize, usize), 4>, Error> {
+    let mut bufs = HVec::new();
+    for p in parts {
+        let buf = match p {
             Part::State => (b::DEC_STATE, top_state),
             Part::Context => (b::CONTEXT, 0),
             Part::Embedding => (b::DEC_EMB, 0),
             Part::Attentional => (b::ATTENTIONAL, 0),
-        })
-        .collect()
+        };
+        // (Not `collect`, which panics when the parts overflow the vector.)
+        bufs.push(buf)
+            .map_err(|_| Error::Inconsistent("more layer parts than a layer reads"))?;
+    }
+    Ok(bufs)
 }
 
 /// Scores, weights and context of one lane with its top decoder state as the query.
