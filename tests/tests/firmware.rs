@@ -621,38 +621,71 @@ fn panics_and_hardfaults_end_the_run_with_their_status() {
     }
 }
 
-/// `parse-check`, the model-file path alone (`ModelFile::parse`, `Net::bind`) built with
-/// the `no-panic` feature as `cargo xtask test` links it, accepts netra w8a16 and refuses
-/// it truncated or with a flipped byte, on every QEMU board: the binary the link-time
-/// proof is about really parses and binds.
+/// The firmware built with the `no-panic` feature, as `cargo xtask test` links it to
+/// prove that no panic is reachable, gives the normal build's `OUT` and `TXT` lines for
+/// netra w8a16, and refuses the model truncated or with a flipped byte (`ERR model:
+/// ...`, exit status 3), on every QEMU board: the binary the link-time proof is about
+/// is the one that serves.
 #[test]
-fn the_panic_free_model_file_check_accepts_a_model_and_refuses_damaged_ones() {
+fn the_panic_free_build_serves_and_refuses_damaged_models() {
     let model = model_file("netra-w8a16.s2s");
     let bytes = std::fs::read(&model).unwrap();
-    let dir = scratch_dir("firmware-parse-check");
+    let dir = scratch_dir("firmware-no-panic");
     let flipped = dir.join("flipped.s2s");
     let mut damaged = bytes.clone();
     damaged[bytes.len() / 2] ^= 0x10;
     std::fs::write(&flipped, &damaged).unwrap();
     let truncated = dir.join("truncated.s2s");
     std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
+    let mut words = eval_words(12);
+    words.truncate(8);
+    let answers = |run: &qemu::QemuRun| -> Vec<String> {
+        let lines = run.uart_lines.iter();
+        lines
+            .filter(|l| l.starts_with("OUT") || l.starts_with("TXT") || l.starts_with("ERR"))
+            .cloned()
+            .collect()
+    };
+    let firmware = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
     for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
-        let elf = Firmware::locate(None)
-            .and_then(|f| f.build_with(board, "parse-check", true, &["no-panic"]))
+        let name = board.name;
+        let normal = firmware
+            .build(board, "firmware", true)
             .unwrap_or_else(|e| panic!("{e}"));
-        for (file, status) in [
-            (&model, Exit::Success),
-            (&flipped, Exit::ModelError),
-            (&truncated, Exit::ModelError),
-        ] {
-            let run = qemu::run(board, &elf, Some(file), &[], SHORT_TIMEOUT)
-                .unwrap_or_else(|e| panic!("parse-check on {}: {e}", board.name));
+        let proven = firmware
+            .build_with(board, "firmware", true, &["no-panic"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let run = |elf: &Path, file: &Path, input: &[String]| {
+            qemu::run(board, elf, Some(file), input, SHORT_TIMEOUT)
+                .unwrap_or_else(|e| panic!("{} on {name}: {e}", elf.display()))
+        };
+        let (want, got) = (run(&normal, &model, &words), run(&proven, &model, &words));
+        assert_eq!(
+            got.exit(),
+            Some(Exit::Success),
+            "{name}: {:?}",
+            got.uart_lines
+        );
+        assert_eq!(
+            answers(&got).len(),
+            2 * words.len(),
+            "{name}: {:?}",
+            got.uart_lines
+        );
+        assert_eq!(answers(&got), answers(&want), "{name}");
+        for file in [&flipped, &truncated] {
+            let got = run(&proven, file, &[]);
             assert_eq!(
-                run.exit(),
-                Some(status),
-                "parse-check of {} on {}",
+                got.exit(),
+                Some(Exit::ModelError),
+                "{name}: {:?}",
+                got.uart_lines
+            );
+            assert!(
+                got.line_starting_with("ERR model: ").is_some(),
+                "{} on {name}: {:?}",
                 file.display(),
-                board.name
+                got.uart_lines
             );
         }
     }

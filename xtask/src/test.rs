@@ -104,16 +104,17 @@ impl Ctx {
         Ok(())
     }
 
-    /// Links `parse-check` (the model-file path: `ModelFile::parse` and `Net::bind` at
-    /// every precision the board compiles) with the firmware's `no-panic` feature, whose
-    /// panic handler calls a symbol defined nowhere: the link succeeds only if no panic
-    /// is reachable (`firmware/src/fault.rs`). The same target directory and profile as
-    /// `s2s qemu`'s builds, so only the firmware crate is compiled again.
+    /// Links the `firmware` binary (boot, parse and bind at every precision the board
+    /// compiles, the line protocol, greedy and beam decoding, the defmt logger, the
+    /// fault handlers) with the firmware's `no-panic` feature, whose panic handler calls
+    /// a symbol defined nowhere: the link succeeds only if no panic is reachable
+    /// (`firmware/src/fault.rs`). The same target directory and profile as `s2s qemu`'s
+    /// builds, so only the firmware crate is compiled again.
     fn no_panic_check(&self, board: &s2s_device::Board) -> Result {
         let firmware = self.root.join("firmware");
         self.run(
             self.cargo()
-                .args(["build", "--release", "--bin", "parse-check"])
+                .args(["build", "--release", "--bin", "firmware"])
                 .args(["--features", "no-panic", "--target", board.target])
                 .arg("--target-dir")
                 .arg(firmware.join("target"))
@@ -122,10 +123,10 @@ impl Ctx {
         )
         .map_err(|e| {
             format!(
-                "{e}\na panic is reachable from the model-file path on {}: build `parse-check` \
-                 without `--features no-panic` and look for the calls of core::panicking in its \
-                 ELF (llvm-objdump -d -C)",
-                board.name
+                "{e}\na panic is reachable from the firmware on {}: build it without \
+                 `--features no-panic` and list the places with \
+                 scripts/firmware/panic_sites.py firmware/target/{}/release/firmware",
+                board.name, board.target
             )
         })
     }
