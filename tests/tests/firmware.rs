@@ -623,9 +623,10 @@ fn panics_and_hardfaults_end_the_run_with_their_status() {
 
 /// The firmware built with the `no-panic` feature, as `cargo xtask test` links it to
 /// prove that no panic is reachable, gives the normal build's `OUT` and `TXT` lines for
-/// netra w8a16, and refuses the model truncated or with a flipped byte (`ERR model:
-/// ...`, exit status 3), on every QEMU board: the binary the link-time proof is about
-/// is the one that serves.
+/// netra w8a16, and refuses the model truncated, with a flipped byte, or CRC-valid but
+/// inconsistent (its output bias renamed) with `ERR model: ...` and exit status 3, never
+/// a fault, on every QEMU board: the binary the link-time proof is about is the one
+/// that serves.
 #[test]
 fn the_panic_free_build_serves_and_refuses_damaged_models() {
     let model = model_file("netra-w8a16.s2s");
@@ -637,6 +638,8 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
     std::fs::write(&flipped, &damaged).unwrap();
     let truncated = dir.join("truncated.s2s");
     std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
+    let inconsistent = dir.join("bias-renamed.s2s");
+    std::fs::write(&inconsistent, bias_renamed(&bytes)).unwrap();
     let mut words = eval_words(12);
     words.truncate(8);
     let answers = |run: &qemu::QemuRun| -> Vec<String> {
@@ -673,7 +676,7 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
             got.uart_lines
         );
         assert_eq!(answers(&got), answers(&want), "{name}");
-        for file in [&flipped, &truncated] {
+        for file in [&flipped, &truncated, &inconsistent] {
             let got = run(&proven, file, &[]);
             assert_eq!(
                 got.exit(),
@@ -689,6 +692,33 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
             );
         }
     }
+}
+
+/// `bytes` (a model with an output bias) with the bias's table entry renamed to a tensor
+/// the model does not have and the CRC recomputed: a file whose CRC holds and whose
+/// structure does not (issue 10's item 2), which the device must refuse.
+fn bias_renamed(bytes: &[u8]) -> Vec<u8> {
+    use seq2seq::format::{crc32, RawHeader, RawTensor, Role, HEADER_LEN};
+    let mut b = bytes.to_vec();
+    let h: RawHeader = bytemuck::pod_read_unaligned(&b[..HEADER_LEN]);
+    let size = std::mem::size_of::<RawTensor>();
+    let bias = TensorId::new(Role::Out, 0, 0, Slot::Bias).to_u32();
+    let unused = TensorId::new(Role::BridgeC, 3, 0, Slot::Bias).to_u32();
+    let mut renamed = 0;
+    for i in 0..h.table[1] as usize {
+        let at = h.table[0] as usize + i * size;
+        let mut e: RawTensor = bytemuck::pod_read_unaligned(&b[at..at + size]);
+        if e.id == bias {
+            e.id = unused;
+            b[at..at + size].copy_from_slice(bytemuck::bytes_of(&e));
+            renamed += 1;
+        }
+    }
+    assert_eq!(renamed, 1, "the model has one output bias");
+    let len = h.file_len as usize;
+    let crc = crc32(&b[..len - 4]);
+    b[len - 4..len].copy_from_slice(&crc.to_le_bytes());
+    b
 }
 
 // ------------------------------------------------- ONNX-style decoders (issue 12)
