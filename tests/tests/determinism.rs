@@ -301,3 +301,49 @@ fn digest_lines_round_trip() {
     a.bytes(b"a");
     assert_eq!(a.0, 0xaf63_dc4c_8601_ec8c, "FNV-1a 64 of \"a\"");
 }
+
+/// `s2s run` with RAYON_NUM_THREADS set to `threads`: its standard output.
+fn run_with_threads(threads: usize, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<u8> {
+    let out = Command::new(s2s_tests::s2s_bin())
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .current_dir(repo_root())
+        .output()
+        .expect("starting s2s");
+    assert!(
+        out.status.success(),
+        "{threads} threads: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `s2s run` and `s2s eval` spread their lines over the threads (issue 14): the output
+/// is byte for byte the same with 1, 2 and 3 threads, for an f32 and a w8a16 model, in
+/// greedy decoding and in a beam search, and for the error-rate report.
+#[test]
+fn outputs_are_the_same_whatever_the_thread_count() {
+    let words = golden("words-eval.txt");
+    let g2p = model_file("g2p-en.s2s");
+    let netra = model_file("netra-w8a16.s2s");
+    let eval = model_file("g2p-en-eval.tsv");
+    let runs: [Vec<&dyn AsRef<std::ffi::OsStr>>; 4] = [
+        vec![&"run", &g2p, &"--input", &words, &"--tsv"],
+        vec![&"run", &netra, &"--input", &words, &"--tsv"],
+        vec![&"run", &netra, &"--input", &words, &"--beam", &"3"],
+        vec![&"eval", &g2p, &"--data", &eval],
+    ];
+    for args in &runs {
+        let one = run_with_threads(1, args);
+        assert!(!one.is_empty());
+        for threads in [2, 3] {
+            assert!(
+                run_with_threads(threads, args) == one,
+                "{threads} threads differ from 1 for {:?}",
+                args.iter()
+                    .map(|a| a.as_ref().to_os_string())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -267,6 +267,12 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     /// A workspace for sources of up to `positions` positions.
     pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
         crate::model::hostf32::forget_layers();
+        Self::keeping_cache(net, positions)
+    }
+
+    /// [`HostRunner::new`] without forgetting this thread's cached layers: for a net
+    /// whose layers the cache was cleared for when its decoding began.
+    fn keeping_cache(net: &'n Net<'a, P>, positions: usize) -> Self {
         let bytes = Plan::new::<P>(&net.desc, positions).bytes();
         HostRunner {
             net,
@@ -343,6 +349,36 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     }
 }
 
+/// Clears the cached layers (`hostf32`) of every thread that [`decode_spread`] runs
+/// on, before a net's decoding begins.
+fn forget_layers_everywhere() {
+    crate::model::hostf32::forget_layers();
+    rayon::broadcast(|_| crate::model::hostf32::forget_layers());
+}
+
+/// Decodes `lines` with `net` spread over rayon's threads (`RAYON_NUM_THREADS`, all
+/// cores by default): contiguous chunks, each with a runner of its own, the results in
+/// input order. Each line is decoded on its own (the lanes of a batch do not meet), so
+/// the results are the same whatever the thread count.
+fn decode_spread<'a, P: Precision>(
+    net: &Net<'a, P>,
+    positions: usize,
+    lines: &[&str],
+    keep: Keep,
+) -> Vec<Result<Decoded, seq2seq::Error>>
+where
+    Net<'a, P>: Sync,
+{
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let per = lines.len().div_ceil(threads).max(HOST_LANES);
+    let chunks: Vec<Vec<Result<Decoded, seq2seq::Error>>> = lines
+        .par_chunks(per)
+        .map(|chunk| HostRunner::<P>::keeping_cache(net, positions).decode_all(chunk, keep))
+        .collect();
+    chunks.into_iter().flatten().collect()
+}
+
 /// Decodes every line with a model of any precision; stops at the first error, naming
 /// the line (1-based).
 pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result<Vec<Decoded>> {
@@ -368,15 +404,15 @@ pub fn decode_each(
     let positions = model.positions();
     model.with_net(|any| {
         dispatch!(any, |net: P| {
-            let mut r = HostRunner::<P>::new(&net, positions);
             let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-            Ok(r.decode_all(&refs, keep))
+            forget_layers_everywhere();
+            Ok(decode_spread::<P>(&net, positions, &refs, keep))
         })
     })
 }
 
-/// Lines decoded together by [`decode_stream`]: what the input has buffered, up to this
-/// many.
+/// Lines decoded together by [`decode_stream`], per thread: what the input has
+/// buffered, up to this many times the threads.
 pub const STREAM_BATCH: usize = 4 * HOST_LANES;
 
 /// Decodes the lines of `input` as they come, in batches of at most [`STREAM_BATCH`],
@@ -394,9 +430,10 @@ pub fn decode_stream(
     let name = PathBuf::from(input.name());
     model.with_net(|any| {
         dispatch!(any, |net: P| {
-            let mut r = HostRunner::<P>::new(&net, positions);
+            let batch_lines = STREAM_BATCH * rayon::current_num_threads().max(1);
+            forget_layers_everywhere();
             loop {
-                let batch = input.next_batch(STREAM_BATCH)?;
+                let batch = input.next_batch(batch_lines)?;
                 if batch.is_empty() {
                     return Ok(());
                 }
@@ -406,7 +443,7 @@ pub fn decode_stream(
                     .map(String::as_str)
                     .filter(|t| !t.is_empty())
                     .collect();
-                let mut done = r.decode_all(&todo, keep).into_iter();
+                let mut done = decode_spread::<P>(&net, positions, &todo, keep).into_iter();
                 for line in batch {
                     let (text, result) = match line.text {
                         Err(e) => (String::new(), Err(e)),
