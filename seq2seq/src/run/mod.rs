@@ -535,11 +535,7 @@ fn buf<'s, T>(
     i: usize,
     what: &'static str,
 ) -> Result<&'s [T], ShapeError> {
-    bufs.get(i).map(|x| &**x).ok_or(ShapeError {
-        what,
-        expected: i.saturating_add(1),
-        found: BUFS,
-    })
+    bufs.get(i).map(|x| &**x).ok_or(no_buf(i, what))
 }
 
 /// Buffer `i` of a lane's buffers, mutable, or a [`ShapeError`] as for [`buf`].
@@ -548,11 +544,16 @@ fn buf_mut<'s, T>(
     i: usize,
     what: &'static str,
 ) -> Result<&'s mut [T], ShapeError> {
-    bufs.get_mut(i).map(|x| &mut **x).ok_or(ShapeError {
+    bufs.get_mut(i).map(|x| &mut **x).ok_or(no_buf(i, what))
+}
+
+/// The error of a lane buffer `i` that does not exist.
+fn no_buf(i: usize, what: &'static str) -> ShapeError {
+    ShapeError {
         what,
         expected: i.saturating_add(1),
         found: BUFS,
-    })
+    }
 }
 
 /// Two different buffers of a lane, the first mutable (an error if `a` and `b` are the
