@@ -4,7 +4,7 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Job, Linear, Precision, ShapeError};
 
-use crate::{split_row, CellScratch, Error, Recurrent};
+use crate::{CellScratch, Error, Recurrent};
 
 /// Where the reset gate acts in the candidate `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,8 +255,8 @@ fn reset_h<P: Precision, A: GateFn<P>>(
     const W: &str = "GRU scratch";
     for (hi, si) in h.iter().zip(s.iter_mut()) {
         let CellScratch { wide, act } = &mut **si;
-        let (gi, gh) = split_row(wide, 3 * n, W)?;
-        let ((gi_r, _), (gh_r, _)) = (split_row(gi, n, W)?, split_row(gh, n, W)?);
+        let (gi, gh) = wide.cut(3 * n, W)?;
+        let ((gi_r, _), (gh_r, _)) = (gi.cut(n, W)?, gh.cut(n, W)?);
         let rh = act.part_mut(..n, W)?;
         for ((rh, &h), (&gi, &gh)) in rh.iter_mut().zip(hi.iter()).zip(gi_r.iter().zip(gh_r)) {
             let r = f.gate(P::add(gi, gh));
@@ -276,12 +276,12 @@ fn update<P: Precision, A: GateFn<P>>(
 ) -> Result<(), ShapeError> {
     const W: &str = "GRU scratch";
     for (hi, si) in h.iter_mut().zip(s.iter()) {
-        let (gi_r, g) = split_row(si.wide, n, W)?;
-        let (gi_z, g) = split_row(g, n, W)?;
-        let (gi_n, g) = split_row(g, n, W)?;
-        let (gh_r, g) = split_row(g, n, W)?;
-        let (gh_z, g) = split_row(g, n, W)?;
-        let (gh_n, _) = split_row(g, n, W)?;
+        let (gi_r, g) = si.wide.cut(n, W)?;
+        let (gi_z, g) = g.cut(n, W)?;
+        let (gi_n, g) = g.cut(n, W)?;
+        let (gh_r, g) = g.cut(n, W)?;
+        let (gh_z, g) = g.cut(n, W)?;
+        let (gh_n, _) = g.cut(n, W)?;
         // Zipped: indexed, the rows kept some bounds checks on the opt-level "s" boards.
         let (r, z, c) = (
             gi_r.iter().zip(gh_r),

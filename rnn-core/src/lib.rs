@@ -119,21 +119,6 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// The first `n` values of `g` and the rest, or a [`ShapeError`] naming `what` when `g`
-/// is shorter: how a cell cuts its stacked gate rows (which its loops then zip).
-#[inline(always)]
-fn split_row<'g, T>(
-    g: &'g [T],
-    n: usize,
-    what: &'static str,
-) -> Result<(&'g [T], &'g [T]), ShapeError> {
-    g.split_at_checked(n).ok_or(ShapeError {
-        what,
-        expected: n,
-        found: g.len(),
-    })
-}
-
 /// The activation of a cell's gates (GRU `r`, `z`; LSTM `i`, `f`, `o`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

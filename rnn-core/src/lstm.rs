@@ -4,7 +4,7 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Fmt, Job, Linear, Precision, ShapeError};
 
-use crate::{split_row, CellScratch, Error, Recurrent};
+use crate::{CellScratch, Error, Recurrent};
 
 /// One LSTM cell: `W_ih` (`4H x I`, with `b_ih`) and `W_hh` (`4H x H`, with `b_hh`),
 /// rows stacked `[i, f, g, o]` (input, forget, candidate, output), as PyTorch stacks
@@ -174,12 +174,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
                 rows.apply_batch(&mut jobs)?;
             }
             for si in s.iter_mut() {
-                let len = si.wide.len();
-                let (z, gh) = si.wide.split_at_mut_checked(4 * n).ok_or(ShapeError {
-                    what: "LSTM scratch",
-                    expected: 6 * n,
-                    found: len,
-                })?;
+                let (z, gh) = si.wide.cut_mut(4 * n, "LSTM scratch")?;
                 let z = z.part_mut(2 * n * half..2 * n * (half + 1), "LSTM scratch")?;
                 for (zj, &g) in z.iter_mut().zip(gh.part(..2 * n, "LSTM scratch")?) {
                     *zj = P::add(*zj, g);
@@ -189,10 +184,10 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         let (rec, fc) = (self.rec, self.cell_fmt);
         for ((hi, ci), si) in h.iter_mut().zip(c.iter_mut()).zip(s.iter()) {
             const W: &str = "LSTM scratch";
-            let (zi, z) = split_row(si.wide, n, W)?;
-            let (zf, z) = split_row(z, n, W)?;
-            let (zg, z) = split_row(z, n, W)?;
-            let (zo, _) = split_row(z, n, W)?;
+            let (zi, z) = si.wide.cut(n, W)?;
+            let (zf, z) = z.cut(n, W)?;
+            let (zg, z) = z.cut(n, W)?;
+            let (zo, _) = z.cut(n, W)?;
             // Zipped rather than indexed: an index into six rows of `n` kept its bounds
             // checks on the opt-level "s" boards.
             let gates = zi.iter().zip(zf).zip(zg.iter().zip(zo));

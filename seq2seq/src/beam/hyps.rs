@@ -4,6 +4,7 @@
 use core::cmp::Ordering;
 
 use s2s_kernels::logprob::{Alpha, Score};
+use s2s_kernels::part::Part as _;
 use s2s_kernels::ShapeError;
 
 use super::short;
@@ -109,11 +110,7 @@ pub(super) fn put<W: Score>(
     ended: bool,
 ) -> Result<(), ShapeError> {
     let row = chunk_mut(to.tokens, j, to.steps, "beam: token row")?;
-    let (head, free) = row.split_at_mut_checked(from.len()).ok_or(short(
-        "beam: token row",
-        from.len(),
-        to.steps,
-    ))?;
+    let (head, free) = row.cut_mut(from.len(), "beam: token row")?;
     head.copy_from_slice(from);
     let len = match (token, free.first_mut()) {
         (Some(t), Some(slot)) => {

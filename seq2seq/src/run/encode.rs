@@ -83,7 +83,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let [_, enc_a, enc_b, _, _, enc_last, xbuf, cell_act, ..] = &mut **act;
             let scratch = CellScratch::with_hidden(h_max, &mut wide[b::CELL_WIDE][..], cell_act)?;
             // (LSTM) the final cell states, then the final states.
-            let (cells, lasts) = split_mut(enc_last, enc_cells, "encoder final states")?;
+            let (cells, lasts) = enc_last.cut_mut(enc_cells, "encoder final states")?;
             let _ = seq.push(rnn_core::SeqLane {
                 input,
                 len: *len,
@@ -175,7 +175,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
         // Initial decoder states, and cell states of an LSTM decoder.
         init_states(net, lane, false)?;
         init_states(net, lane, true)?;
-        let (c, h) = split(lane.act[b::DEC_STATE], dec_cells, "decoder states")?;
+        let (c, h) = lane.act[b::DEC_STATE].cut(dec_cells, "decoder states")?;
         o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
         if d.cells.dec == CellKind::Lstm {
             o.probe(Probe::DecoderCells, Values::Act(c, d.cells.fmt_dec));
@@ -260,7 +260,7 @@ fn init_states<P: Precision>(
                 let at = (l + skip) * de;
                 let from = last.part(at..at + de, "encoder final states")?;
                 if f_src == f_dst {
-                    copy(to, from, "decoder state from the encoder's")?;
+                    to.fill_from(from, "decoder state from the encoder's")?;
                 } else {
                     for (o, &v) in to.iter_mut().zip(from) {
                         *o = P::narrow(P::widen(v, f_src), f_dst);

@@ -459,7 +459,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             if y == d.tgt_end {
                 lane.done = true;
             } else {
-                *slot(out, lane.n, "output ids")? = y;
+                *out.item_mut(lane.n, "output ids")? = y;
                 lane.n += 1;
             }
         }
@@ -476,57 +476,6 @@ fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
         lstm(d.cells.enc) * d.enc_layers * d.enc_output(),
         lstm(d.cells.dec) * d.dec_layers * d.dec_hidden,
     )
-}
-
-/// Element `i` of `buf`, or a [`ShapeError`] naming `what` if `buf` is shorter.
-fn slot<'s, T>(buf: &'s mut [T], i: usize, what: &'static str) -> Result<&'s mut T, ShapeError> {
-    let found = buf.len();
-    buf.get_mut(i).ok_or(ShapeError {
-        what,
-        expected: i.saturating_add(1),
-        found,
-    })
-}
-
-/// `buf` split at `at`, or a [`ShapeError`] naming `what` if `buf` is shorter.
-fn split<'s, T>(
-    buf: &'s [T],
-    at: usize,
-    what: &'static str,
-) -> Result<(&'s [T], &'s [T]), ShapeError> {
-    let found = buf.len();
-    buf.split_at_checked(at).ok_or(ShapeError {
-        what,
-        expected: at,
-        found,
-    })
-}
-
-/// `buf` split at `at`, mutable, or a [`ShapeError`] as for [`split`].
-fn split_mut<'s, T>(
-    buf: &'s mut [T],
-    at: usize,
-    what: &'static str,
-) -> Result<(&'s mut [T], &'s mut [T]), ShapeError> {
-    let found = buf.len();
-    buf.split_at_mut_checked(at).ok_or(ShapeError {
-        what,
-        expected: at,
-        found,
-    })
-}
-
-/// Copies `src` into `dst`, or a [`ShapeError`] naming `what` if their lengths differ.
-fn copy<T: Copy>(dst: &mut [T], src: &[T], what: &'static str) -> Result<(), ShapeError> {
-    if dst.len() != src.len() {
-        return Err(ShapeError {
-            what,
-            expected: dst.len(),
-            found: src.len(),
-        });
-    }
-    dst.copy_from_slice(src);
-    Ok(())
 }
 
 /// Buffer `i` of a lane's buffers, or a [`ShapeError`] naming `what` if there is none.

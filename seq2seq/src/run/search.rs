@@ -26,7 +26,7 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         if available < needed {
             return Err(Error::ArenaTooSmall { needed, available });
         }
-        let (lanes, beam) = split_mut(arena, plan.bytes() / 4, "arena")?;
+        let (lanes, beam) = arena.cut_mut(plan.bytes() / 4, "arena")?;
         let mut runner = Self::with_lanes(net, lanes, positions)?;
         let mut rest = beam;
         runner.beam = Some(BeamWork::new(bp, &mut rest));
@@ -118,7 +118,8 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         let n = match work.hypothesis(0) {
             Some(h) => {
                 let n = h.tokens.len();
-                copy(out.part_mut(..n, "output ids")?, h.tokens, "output ids")?;
+                out.part_mut(..n, "output ids")?
+                    .fill_from(h.tokens, "output ids")?;
                 n
             }
             None => 0,
@@ -154,19 +155,19 @@ impl<P: Precision, O> LaneStepper<'_, '_, '_, '_, P, O> {
 impl<P: Precision, O: Observer<P>> Stepper<P> for LaneStepper<'_, '_, '_, '_, P, O> {
     fn save(&mut self, to: &mut [P::Act]) -> Result<(), Error> {
         let (n, fed) = self.state_lens(to.len())?;
-        let (state, attentional) = split_mut(to, n, "beam: saved state")?;
+        let (state, attentional) = to.cut_mut(n, "beam: saved state")?;
         let fed_from = self.lane.act[b::ATTENTIONAL].part(..fed, "attentional vector")?;
-        copy(state, &self.lane.act[b::DEC_STATE][..], "beam: saved state")?;
-        copy(attentional, fed_from, "beam: saved state")?;
+        state.fill_from(&self.lane.act[b::DEC_STATE][..], "beam: saved state")?;
+        attentional.fill_from(fed_from, "beam: saved state")?;
         Ok(())
     }
 
     fn restore(&mut self, from: &[P::Act]) -> Result<(), Error> {
         let (n, fed) = self.state_lens(from.len())?;
-        let (state, attentional) = split(from, n, "beam: saved state")?;
-        copy(self.lane.act[b::DEC_STATE], state, "beam: saved state")?;
+        let (state, attentional) = from.cut(n, "beam: saved state")?;
+        self.lane.act[b::DEC_STATE].fill_from(state, "beam: saved state")?;
         let fed_to = self.lane.act[b::ATTENTIONAL].part_mut(..fed, "attentional vector")?;
-        copy(fed_to, attentional, "beam: saved state")?;
+        fed_to.fill_from(attentional, "beam: saved state")?;
         Ok(())
     }
 

@@ -39,8 +39,8 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let [_, _, _, _, _, _, _, cell_act, dec_state, dec_emb, context, _, _, attentional, ..] =
                     act;
                 // (LSTM) the layers' cell states, then their states.
-                let (cells, states) = split_mut(dec_state, dec_cells, "decoder states")?;
-                let (below, here) = split_mut(states, l * hd, "decoder states")?;
+                let (cells, states) = dec_state.cut_mut(dec_cells, "decoder states")?;
+                let (below, here) = states.cut_mut(l * hd, "decoder states")?;
                 let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [below.part((l - 1) * hd.., "decoder states")?, &[]]
