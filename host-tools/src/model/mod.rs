@@ -349,20 +349,25 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     }
 }
 
-/// Clears the cached layers (`hostf32`) of every thread that [`decode_spread`] runs
-/// on, before a net's decoding begins.
-fn forget_layers_everywhere() {
+/// A runner for each of rayon's threads (`RAYON_NUM_THREADS`, all cores by default),
+/// for [`decode_spread`]: made once per net, their workspaces reused batch after batch.
+/// Clears the cached layers (`hostf32`) of every thread first: a net's decoding begins.
+fn runners<'n, 'a, P: Precision>(
+    net: &'n Net<'a, P>,
+    positions: usize,
+) -> Vec<HostRunner<'n, 'a, P>> {
     crate::model::hostf32::forget_layers();
     rayon::broadcast(|_| crate::model::hostf32::forget_layers());
+    (0..rayon::current_num_threads().max(1))
+        .map(|_| HostRunner::keeping_cache(net, positions))
+        .collect()
 }
 
-/// Decodes `lines` with `net` spread over rayon's threads (`RAYON_NUM_THREADS`, all
-/// cores by default): contiguous chunks, each with a runner of its own, the results in
-/// input order. Each line is decoded on its own (the lanes of a batch do not meet), so
-/// the results are the same whatever the thread count.
+/// Decodes `lines` spread over the threads: one contiguous chunk per runner, the
+/// results in input order. Each line is decoded on its own (the lanes of a batch do not
+/// meet), so the results are the same whatever the thread count.
 fn decode_spread<'a, P: Precision>(
-    net: &Net<'a, P>,
-    positions: usize,
+    runners: &mut [HostRunner<'_, 'a, P>],
     lines: &[&str],
     keep: Keep,
 ) -> Vec<Result<Decoded, seq2seq::Error>>
@@ -370,11 +375,11 @@ where
     Net<'a, P>: Sync,
 {
     use rayon::prelude::*;
-    let threads = rayon::current_num_threads().max(1);
-    let per = lines.len().div_ceil(threads).max(HOST_LANES);
-    let chunks: Vec<Vec<Result<Decoded, seq2seq::Error>>> = lines
-        .par_chunks(per)
-        .map(|chunk| HostRunner::<P>::keeping_cache(net, positions).decode_all(chunk, keep))
+    let per = lines.len().div_ceil(runners.len().max(1)).max(HOST_LANES);
+    let chunks: Vec<Vec<Result<Decoded, seq2seq::Error>>> = runners
+        .par_iter_mut()
+        .zip(lines.par_chunks(per))
+        .map(|(runner, chunk)| runner.decode_all(chunk, keep))
         .collect();
     chunks.into_iter().flatten().collect()
 }
@@ -405,8 +410,11 @@ pub fn decode_each(
     model.with_net(|any| {
         dispatch!(any, |net: P| {
             let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-            forget_layers_everywhere();
-            Ok(decode_spread::<P>(&net, positions, &refs, keep))
+            Ok(decode_spread::<P>(
+                &mut runners(&net, positions),
+                &refs,
+                keep,
+            ))
         })
     })
 }
@@ -430,8 +438,8 @@ pub fn decode_stream(
     let name = PathBuf::from(input.name());
     model.with_net(|any| {
         dispatch!(any, |net: P| {
-            let batch_lines = STREAM_BATCH * rayon::current_num_threads().max(1);
-            forget_layers_everywhere();
+            let mut runners = runners::<P>(&net, positions);
+            let batch_lines = STREAM_BATCH * runners.len();
             loop {
                 let batch = input.next_batch(batch_lines)?;
                 if batch.is_empty() {
@@ -443,7 +451,7 @@ pub fn decode_stream(
                     .map(String::as_str)
                     .filter(|t| !t.is_empty())
                     .collect();
-                let mut done = decode_spread::<P>(&net, positions, &todo, keep).into_iter();
+                let mut done = decode_spread(&mut runners, &todo, keep).into_iter();
                 for line in batch {
                     let (text, result) = match line.text {
                         Err(e) => (String::new(), Err(e)),
