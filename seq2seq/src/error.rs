@@ -10,6 +10,7 @@ use s2s_kernels::text::{Describe, Hex32, QuotedChar, Sink};
 use s2s_kernels::{say, PrecisionKind, ShapeError};
 
 use crate::format::{self, DType, TensorId};
+use crate::Feature;
 
 /// Everything that can go wrong reading a model or running it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -226,6 +227,9 @@ pub enum Error {
     Attention(attention_core::Error),
     /// A kernel shape error.
     Shape(ShapeError),
+    /// The model needs a part this build leaves out (a cargo feature; see
+    /// [`ModelDesc::features`](crate::ModelDesc::features)).
+    NotCompiled(Feature),
 }
 
 impl Error {
@@ -271,6 +275,7 @@ impl Error {
             Error::Misaligned(_) => "model not loaded at an 8-byte aligned address",
             Error::PrecisionMismatch { .. } => "model bound at another precision",
             Error::UnsupportedPrecision(_) => "precision not supported by this build",
+            Error::NotCompiled(_) => "model part not compiled in this build",
             Error::ArenaTooSmall { .. } => "arena too small for the workspace",
             Error::InputTooLong { .. } => "input too long",
             Error::EmptyInput => "empty input",
@@ -297,6 +302,7 @@ impl Error {
             | Error::VocabOrder { vocab: s }
             | Error::EmptyToken { vocab: s, .. }
             | Error::DuplicateToken { vocab: s, .. } => Some(s),
+            Error::NotCompiled(f) => Some(f.name()),
             _ => None,
         }
     }
@@ -451,6 +457,9 @@ impl Describe for Error {
             Error::UnsupportedPrecision(p) => {
                 say!(out; "precision ", p.name(), " is not supported by this build")
             }
+            Error::NotCompiled(f) => say!(out;
+                "the model needs the ", f.name(), " feature, which this build leaves out"
+            ),
             Error::ArenaTooSmall { needed, available } => say!(out;
                 "workspace needs ", needed, " bytes, the arena has ", available
             ),

@@ -110,7 +110,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 Fmt::Q15,
             ),
         );
-        if d.init == Init::Mean {
+        if cfg!(feature = "bridge") && d.init == Init::Mean {
             mean_outputs(lane, top_buf, de, enc_cells + d.enc_layers * de)?;
         }
     }
@@ -269,6 +269,10 @@ fn init_states<P: Precision>(
             }
         }
         Init::Dense | Init::Mean => {
+            // Without the feature, bound models have no bridge (`ModelDesc::features`).
+            if !cfg!(feature = "bridge") {
+                return Err(Error::NotCompiled(Feature::Bridge));
+            }
             // The bridges' requantizers take their input's format (`part_fmts`). The
             // mean follows the final states in the buffer (`mean_outputs`).
             let at = match init {

@@ -12,7 +12,7 @@ use crate::desc::{Activation, CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
-use crate::Error;
+use crate::{Error, Feature};
 
 mod encode;
 mod search;
