@@ -169,6 +169,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_minimal_build_is_on_the_smallest_board_of_the_precision() {
+        let w8a16 = smallest_board(PrecisionKind::W8A16).unwrap();
+        assert_eq!(w8a16.name, "microbit");
+        assert_eq!(
+            minimal_command(w8a16, &["w8a16", "gru", "additive"]),
+            "cd firmware && S2S_BOARD=microbit cargo build --release --target thumbv6m-none-eabi \
+             --no-default-features --features w8a16,gru,additive"
+        );
+        assert_eq!(
+            smallest_board(PrecisionKind::F32).unwrap().name,
+            "mps2-an386"
+        );
+    }
+
+    #[test]
     fn a_directory_without_the_firmware_is_refused_in_one_line() {
         let e = Firmware::locate(Some(Path::new("/nonexistent"))).unwrap_err();
         assert_eq!(
