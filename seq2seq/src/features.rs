@@ -106,6 +106,12 @@ impl Features {
 }
 
 impl CellKind {
+    /// True for an LSTM in a build that compiles LSTMs (a build without them binds
+    /// none, and so leaves out their cell states).
+    pub fn is_lstm(self) -> bool {
+        cfg!(feature = "lstm") && self == CellKind::Lstm
+    }
+
     /// The feature that compiles this cell.
     pub fn feature(self) -> Feature {
         match self {
