@@ -7,6 +7,3 @@ s2s_model:
     .incbin S2S_MODEL
     .global s2s_model_end
 s2s_model_end:
-
-/* No executable stack needed (silences GNU ld). */
-    .section .note.GNU-stack, "", %progbits
