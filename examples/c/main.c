@@ -1,7 +1,7 @@
 /* The C example: decodes one source with the s2s C API (s2s-capi's include/s2s.h,
  * libs2s_capi.a) and prints "source<TAB>output" over semihosting, as `s2s run --tsv`
- * prints it. The model is linked into flash (model.S); the workspace is the RAM between
- * .bss and the stack (link.ld). */
+ * prints it. The model is linked into flash (model.S); the workspace is the RAM after
+ * .bss (link.ld). */
 
 #include <stdint.h>
 

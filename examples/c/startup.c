@@ -50,6 +50,53 @@ void sh_exit(int status) {
     }
 }
 
+#ifdef S2S_STACK_REPORT
+/* With -DS2S_STACK_REPORT (make STACK_REPORT=1): the stack below the reset handler's
+ * frame is painted before main and the untouched words counted after it; the peak goes
+ * to the host's standard error. */
+#define PAINT 0x5A5A5A5Au
+extern uint32_t __stack_bottom[];
+
+static void paint_stack(void) {
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (uint32_t *p = __stack_bottom; p < sp - 16;) {
+        *p++ = PAINT;
+    }
+}
+
+static void report_stack(void) {
+    const uint32_t *p = __stack_bottom;
+    while (p < __stack_top && *p == PAINT) {
+        p++;
+    }
+    size_t peak = (size_t)((uintptr_t)__stack_top - (uintptr_t)p);
+    size_t size = (size_t)((uintptr_t)__stack_top - (uintptr_t)__stack_bottom);
+    char text[64] = "stack peak ";
+    size_t n = 11;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t v = pass == 0 ? peak : size;
+        char digits[12];
+        size_t k = 0;
+        do {
+            digits[k++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        while (k > 0) {
+            text[n++] = digits[--k];
+        }
+        const char *tail = pass == 0 ? " of " : " bytes\n";
+        while (*tail != '\0') {
+            text[n++] = *tail++;
+        }
+    }
+    /* ":tt" opened for appending (mode 8) is the host's standard error. */
+    const uintptr_t open[3] = {(uintptr_t)":tt", 8, 3};
+    const uintptr_t write[3] = {semihost(SYS_OPEN, open), (uintptr_t)text, n};
+    semihost(SYS_WRITE, write);
+}
+#endif
+
 void reset_handler(void) {
 #if defined(__ARM_FP)
     /* CP10 and CP11 full access: the hard-float library uses the FPU. */
@@ -62,7 +109,14 @@ void reset_handler(void) {
     for (uint32_t *dst = __bss_start; dst < __bss_end;) {
         *dst++ = 0;
     }
+#ifdef S2S_STACK_REPORT
+    paint_stack();
+    int status = main();
+    report_stack();
+    sh_exit(status);
+#else
     sh_exit(main());
+#endif
 }
 
 static void fault_handler(void) {

@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 // Output tokens a decode can hold: models with more decoder steps are refused with
-// `S2S_STATUS_TOO_MANY_STEPS` (each step takes 2 bytes of stack in `s2s_translate`).
-#define S2S_MAX_STEPS 256
+// `S2S_STATUS_TOO_MANY_STEPS` (each step takes 2 bytes of stack in `s2s_translate`;
+// netra decodes at most 31, g2p-en 20).
+#define S2S_MAX_STEPS 64
 
 // What a call did: `S2S_STATUS_OK` or why it failed.
 typedef enum S2sStatus {

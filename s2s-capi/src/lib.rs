@@ -30,8 +30,9 @@ use core::ffi::c_char;
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, PrecisionKind, Runner};
 
 /// Output tokens a decode can hold: models with more decoder steps are refused with
-/// `S2S_STATUS_TOO_MANY_STEPS` (each step takes 2 bytes of stack in `s2s_translate`).
-pub const S2S_MAX_STEPS: usize = 256;
+/// `S2S_STATUS_TOO_MANY_STEPS` (each step takes 2 bytes of stack in `s2s_translate`;
+/// netra decodes at most 31, g2p-en 20).
+pub const S2S_MAX_STEPS: usize = 64;
 
 /// What a call did: `S2S_STATUS_OK` or why it failed.
 #[repr(C)]
@@ -334,6 +335,13 @@ fn dispatch<T: Task>(file: &ModelFile<'_>, task: T) -> Result<T::Out, S2sStatus>
     }
 }
 
+/// `Net::bind_into`, out of line: binding's temporaries leave the stack before decoding
+/// starts, and the `Net` (kilobytes; a small board's stack is a few) is held once.
+#[inline(never)]
+fn bind<'a, P: ModelPrecision>(file: &ModelFile<'a>, slot: &mut Result<Net<'a, P>, Error>) {
+    Net::<P>::bind_into(file, slot)
+}
+
 /// Source positions to plan for: `positions`, at least the model's fixed length.
 fn planned(file: &ModelFile<'_>, positions: usize) -> usize {
     positions.max(file.desc().src_pad_to)
@@ -346,7 +354,7 @@ impl Task for Bind {
     type Out = ();
     fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<(), S2sStatus> {
         let mut bound = Err(Error::EmptyInput);
-        Net::<P>::bind_into(file, &mut bound);
+        bind::<P>(file, &mut bound);
         bound.map(|_| ()).map_err(S2sStatus::from)
     }
 }
@@ -372,9 +380,8 @@ struct Translate<'w, 'l, 'o> {
 impl Task for Translate<'_, '_, '_> {
     type Out = usize;
     fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<usize, S2sStatus> {
-        // Bound in place: a `Net` is kilobytes, and a small board's stack is a few.
         let mut bound = Err(Error::EmptyInput);
-        Net::<P>::bind_into(file, &mut bound);
+        bind::<P>(file, &mut bound);
         let net = bound.as_ref().map_err(|e| S2sStatus::from(*e))?;
         if net.desc.max_steps > S2S_MAX_STEPS {
             return Err(S2sStatus::TooManySteps);

@@ -27,6 +27,11 @@ fn board(name: &str) -> &'static Board {
 
 /// Runs `cmd`; panics with its output unless it succeeds.
 fn run(cmd: &mut Command) -> String {
+    run_both(cmd).0
+}
+
+/// Runs `cmd`; panics with its output unless it succeeds; its standard output and error.
+fn run_both(cmd: &mut Command) -> (String, String) {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
@@ -37,23 +42,29 @@ fn run(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    (
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        String::from_utf8(out.stderr).expect("UTF-8 errors"),
+    )
 }
 
-/// Runs `elf` on `board` under QEMU and requires its output to be the host's.
-fn prints_the_hosts_output(board: &Board, elf: &Path) {
+/// Runs `elf` on `board` under QEMU and requires its output to be the host's; returns
+/// its standard error.
+fn prints_the_hosts_output(board: &Board, elf: &Path) -> String {
     let q = board.qemu.expect("a QEMU board");
-    let stdout = run(Command::new("timeout")
-        .args([
-            TIMEOUT_SECS,
-            "qemu-system-arm",
-            "-machine",
-            q.machine,
-            "-cpu",
-            q.cpu,
-        ])
-        .args(COMMON_ARGS)
-        .arg(elf));
+    let (stdout, stderr) = run_both(
+        Command::new("timeout")
+            .args([
+                TIMEOUT_SECS,
+                "qemu-system-arm",
+                "-machine",
+                q.machine,
+                "-cpu",
+                q.cpu,
+            ])
+            .args(COMMON_ARGS)
+            .arg(elf),
+    );
     let (source, output) = stdout
         .strip_suffix('\n')
         .and_then(|l| l.split_once('\t'))
@@ -69,6 +80,7 @@ fn prints_the_hosts_output(board: &Board, elf: &Path) {
         &format!("{source}\n"),
     );
     assert_eq!(stdout, host, "{} on {}", elf.display(), board.name);
+    stderr
 }
 
 /// Builds the Rust example for `board` (its own workspace, like the firmware).
@@ -85,19 +97,22 @@ fn rust_example(board: &Board) -> PathBuf {
         .join("release/s2s-embed-example")
 }
 
-/// Builds the C example for `board` with its Makefile.
-fn c_example(board: &Board) -> PathBuf {
+/// Builds the C example for `board` with its Makefile (with `STACK_REPORT=1`, the
+/// build that reports its stack peak).
+fn c_example(board: &Board, stack_report: bool) -> PathBuf {
     let target = target_dir();
     run(Command::new("make")
         .arg("-C")
         .arg(repo_root().join("examples/c"))
         .arg(format!("BOARD={}", board.name))
         .arg(format!("TARGET_DIR={}", target.display()))
-        .arg(format!("S2S_MODEL={}", model_file(MODEL).display())));
-    target
-        .join("embed-c")
-        .join(board.name)
-        .join("s2s-c-example")
+        .arg(format!("S2S_MODEL={}", model_file(MODEL).display()))
+        .arg(format!("STACK_REPORT={}", u8::from(stack_report))));
+    let dir = match stack_report {
+        true => format!("{}-stack", board.name),
+        false => board.name.to_string(),
+    };
+    target.join("embed-c").join(dir).join("s2s-c-example")
 }
 
 #[test]
@@ -115,13 +130,33 @@ fn rust_example_on_mps2_an386_prints_the_hosts_output() {
 #[test]
 fn c_example_on_microbit_prints_the_hosts_output() {
     let b = board("microbit");
-    prints_the_hosts_output(b, &c_example(b));
+    prints_the_hosts_output(b, &c_example(b, false));
 }
 
 #[test]
 fn c_example_on_mps2_an386_prints_the_hosts_output() {
     let b = board("mps2-an386");
-    prints_the_hosts_output(b, &c_example(b));
+    prints_the_hosts_output(b, &c_example(b, false));
+}
+
+/// The C example's stack (at the bottom of RAM, so that an overflow faults) holds its
+/// peak on the micro:bit, where it is all the RAM the workspace leaves.
+#[test]
+fn c_example_on_microbit_reports_a_stack_peak_within_its_stack() {
+    let b = board("microbit");
+    let stderr = prints_the_hosts_output(b, &c_example(b, true));
+    let numbers: Vec<usize> = stderr
+        .strip_prefix("stack peak ")
+        .and_then(|r| r.strip_suffix(" bytes\n"))
+        .and_then(|r| r.split_once(" of "))
+        .and_then(|(peak, size)| Some(vec![peak.parse().ok()?, size.parse().ok()?]))
+        .unwrap_or_else(|| panic!("no `stack peak N of M bytes` line: {stderr:?}"));
+    assert!(
+        numbers[0] > 0 && numbers[0] < numbers[1],
+        "stack peak {} of {} bytes",
+        numbers[0],
+        numbers[1]
+    );
 }
 
 /// `examples/c/boards/B/memory.x` is `Board::write_app_memory_x` of the board table
