@@ -45,7 +45,7 @@ pub use pass::{
 };
 
 use s2s_kernels::text::{Describe, Sink};
-use s2s_kernels::{say, Precision, ShapeError};
+use s2s_kernels::{say, Marks, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,17 +254,18 @@ impl<'a, P: Precision> Cell<'a, P> {
 
     /// One step of up to `N` lanes (see [`GruCell::step_batch`],
     /// [`LstmCell::step_batch`]); `c` holds the lanes' cell states for an LSTM and is
-    /// not read for a GRU.
+    /// not read for a GRU. The phases go to `marks`.
     pub fn step_batch<const N: usize>(
         &self,
         x: &[&[&[P::Act]]],
         h: &mut [&mut [P::Act]],
         c: &mut [&mut [P::Act]],
         s: &mut [&mut CellScratch<'_, P>],
+        marks: &mut impl Marks,
     ) -> Result<(), Error> {
         match self {
-            Cell::Gru(cell) => cell.step_batch::<N>(x, h, s),
-            Cell::Lstm(cell) => cell.step_batch::<N>(x, h, c, s),
+            Cell::Gru(cell) => cell.step_batch::<N>(x, h, s, marks),
+            Cell::Lstm(cell) => cell.step_batch::<N>(x, h, c, s, marks),
         }
     }
 }
