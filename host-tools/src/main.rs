@@ -234,6 +234,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             attention,
             beam,
             debug,
+            profile,
             firmware_dir,
         } => {
             if let Some(k) = beam {
@@ -245,6 +246,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,
+                profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
             let (report, unsent) = device::qemu_command(&model, input.as_deref(), &options)?;

@@ -5,8 +5,10 @@
 //! region and answers each input line on the UART (the protocol of
 //! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
 //! [`mod@compare`] checks them against the host (at the device's number of positions, so
-//! capacity errors agree too) and [`report`] sums them up.
+//! capacity errors agree too) and [`report`] sums them up. [`bench`] runs the kernel
+//! benchmark.
 
+pub mod bench;
 pub mod compare;
 pub mod firmware;
 pub mod qemu;
@@ -45,6 +47,9 @@ pub struct QemuOptions {
     pub release: bool,
     /// The firmware sources (see [`Firmware::locate`]).
     pub firmware_dir: Option<PathBuf>,
+    /// Build the firmware with its `profile` feature: the counts come by phase too
+    /// ([`QemuReport::per_phase`]), and each includes the phase marks' counter reads.
+    pub profile: bool,
 }
 
 impl QemuOptions {
@@ -57,6 +62,7 @@ impl QemuOptions {
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             release: true,
             firmware_dir: None,
+            profile: false,
         }
     }
 }
@@ -101,7 +107,8 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         None => None,
     };
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let elf = firmware.build(o.board, "firmware", o.release)?;
+    let features: &[&str] = if o.profile { &["profile"] } else { &[] };
+    let elf = firmware.build_with(o.board, "firmware", o.release, features)?;
     let mut sent = Vec::with_capacity(inputs.len() + 2);
     let commands = [
         o.attention.then_some(Command::Attention(true)),
