@@ -10,6 +10,8 @@
 //! OUT <id> <id> ...              output ids, end token excluded
 //! TXT <text>                     the output tokens joined by the model's separator
 //! CNT enc=<n> tok=<n>,<n>,...    instructions of the encoder pass and of each decoder step
+//!     [enc_phases=.. tok_phases=.. marks=..]   with the `profile` feature: the same by
+//!                                 phase (`s2s_kernels::Phase`), and the marks counted
 //! ATT <step> <w0> ... <wT-1>     with attention output on: one line per decoder step
 //! ```
 //!
@@ -28,7 +30,11 @@ use core::fmt;
 use s2s_device::exit::Exit;
 use s2s_device::protocol::{self, AttWeight, Command};
 
+#[cfg(feature = "profile")]
+use s2s_device::protocol::PHASES;
 use s2s_kernels::text::{Describe, Sink};
+#[cfg(feature = "profile")]
+use s2s_kernels::Phase;
 use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
@@ -328,17 +334,22 @@ struct ModelHandler<'n, 'w, P: Precision> {
     counter: board::Counter,
 }
 
-/// Times the encoder pass and each decoder step with the board counter.
+/// Times the encoder pass and each decoder step with the board counter (and, with the
+/// `profile` feature, their phases).
 struct Meter<'c> {
     counter: &'c mut board::Counter,
     enc: u32,
     ticks: &'c mut [u32],
     steps: usize,
+    #[cfg(feature = "profile")]
+    profile: Profile,
 }
 
 impl<P: Precision> Observer<P> for Meter<'_> {
     fn encoded(&mut self, _positions: usize) {
         self.enc = self.counter.read();
+        #[cfg(feature = "profile")]
+        self.profile.end(self.enc, true);
         self.counter.start();
     }
 
@@ -349,17 +360,95 @@ impl<P: Precision> Observer<P> for Meter<'_> {
     fn searched(&mut self, index: usize, _expanded: usize) {
         self.tick(index);
     }
+
+    #[cfg(feature = "profile")]
+    const PHASES: bool = true;
+
+    #[cfg(feature = "profile")]
+    fn phase(&mut self, phase: Phase) {
+        self.profile.switch(self.counter.read(), phase);
+    }
 }
 
 impl Meter<'_> {
     /// Step `index` has ended.
     fn tick(&mut self, index: usize) {
         let ticks = self.counter.read();
+        #[cfg(feature = "profile")]
+        self.profile.end(ticks, false);
         if let Some(slot) = self.ticks.get_mut(index) {
             *slot = ticks;
         }
         self.steps = index + 1;
         self.counter.start();
+    }
+}
+
+/// Counter ticks of one line by phase (`profile` feature): the encoder pass's, and all
+/// decoder steps' together, with the phase marks counted. Readings are ticks since the
+/// counter's start (that of the encoder pass or of the step), as for `CNT`, so that the
+/// phases of a pass or step add up to its count exactly.
+#[cfg(feature = "profile")]
+#[derive(Default)]
+struct Profile {
+    /// The phase running since `since`.
+    current: usize,
+    since: u32,
+    enc: [u64; PHASES],
+    tok: [u64; PHASES],
+    marks: [u64; 2],
+    /// Whether the encoder pass has ended.
+    decoding: bool,
+}
+
+#[cfg(feature = "profile")]
+impl Profile {
+    /// A line starts: the encoder pass, in [`Phase::Rest`].
+    fn new() -> Self {
+        Profile {
+            current: Phase::Rest as usize,
+            ..Profile::default()
+        }
+    }
+
+    /// Adds the ticks from `since` to `now` to the current phase.
+    fn close(&mut self, now: u32) {
+        let part = if self.decoding {
+            &mut self.tok
+        } else {
+            &mut self.enc
+        };
+        if let Some(t) = part.get_mut(self.current) {
+            *t += u64::from(now.wrapping_sub(self.since));
+        }
+        self.since = now;
+    }
+
+    /// The run is in `phase` from the reading `now` on.
+    fn switch(&mut self, now: u32, phase: Phase) {
+        self.close(now);
+        self.current = phase as usize;
+        self.marks[usize::from(self.decoding)] += 1;
+    }
+
+    /// The encoder pass (`encoder`) or a decoder step ended at the reading `now`; the
+    /// counter restarts and the next step starts in [`Phase::Rest`].
+    fn end(&mut self, now: u32, encoder: bool) {
+        self.close(now);
+        if encoder {
+            self.decoding = true;
+        }
+        (self.current, self.since) = (Phase::Rest as usize, 0);
+    }
+
+    /// The counts in instructions.
+    fn counts(&self) -> protocol::PhaseCounts {
+        let insns = |t: [u64; PHASES]| t.map(measure::ticks_to_insns);
+        protocol::PhaseCounts {
+            enc: insns(self.enc),
+            tok: insns(self.tok),
+            marks: self.marks,
+        }
     }
 }
 
@@ -458,6 +547,8 @@ where
             enc: 0,
             ticks: &mut self.ticks,
             steps: 0,
+            #[cfg(feature = "profile")]
+            profile: Profile::new(),
         };
         meter.counter.start();
         let n = if MAX_BEAM != 0 && self.beam > 1 {
@@ -469,6 +560,8 @@ where
                 .translate_line::<Error>(text, &mut self.ids, &mut meter, |_| Ok(()))?
         };
         let (enc, steps) = (meter.enc, meter.steps);
+        #[cfg(feature = "profile")]
+        let phases = meter.profile.counts();
 
         let ids = self.ids.get(..n).unwrap_or(&[]);
         protocol::write_out(out, ids)?;
@@ -477,7 +570,16 @@ where
             decode_target(vocab, separator, ids, |s| fmt::Write::write_str(text, s))
         })?;
         let insns = |ticks: &u32| measure::ticks_to_insns(u64::from(*ticks));
-        protocol::write_cnt(out, insns(&enc), self.ticks.iter().take(steps).map(insns))?;
+        #[cfg(feature = "profile")]
+        let phases = Some(&phases);
+        #[cfg(not(feature = "profile"))]
+        let phases = None;
+        protocol::write_cnt(
+            out,
+            insns(&enc),
+            self.ticks.iter().take(steps).map(insns),
+            phases,
+        )?;
 
         // The attention rows come from a second run of the same line: the decoder is
         // deterministic, the counts above stay those of an unobserved run, and no RAM
