@@ -64,9 +64,12 @@ of at most 25 letters), each run twice under QEMU, with the firmware's `profile`
 for token. Phases (`s2s_kernels::Phase`): the recurrent cells' matrix products; the
 attention scores (in the encoder: the precomputed keys); the softmax; the context; the
 output layer; the rest (embeddings, gates and state updates, the attentional layer and
-bridges, the memory projection, the token's choice, the step's bookkeeping). The
-profiled counts include the phase marks' own instructions (a counter read each): their
-sum exceeds the unprofiled count by \"overhead\", that many instructions per mark.
+bridges, the memory projection, the token's choice, the step's bookkeeping). Each phase
+includes its marks' own instructions (a counter read and the bookkeeping; \"marks x
+instructions\": marks per token or position, and the instructions of one, which the
+firmware counts over 16 marks in a row). The profiled build's code is not quite the
+plain one's (the marks change what the compiler inlines): \"sum\" and \"not profiled\"
+differ by more or less than the marks, on some boards either way.
 ";
 
 /// A model measured on a board, profiled and not.
@@ -209,35 +212,49 @@ fn board_part(board: &Board, kernels: &[BenchLine], runs: &[ModelRun]) -> Result
     let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
     let _ = writeln!(
         s,
-        "| model, instructions per | {} | profiled | marks | not profiled | overhead per mark |",
+        "| model, instructions per | {} | sum | marks x instructions | not profiled |",
         names.join(" | ")
     );
-    let _ = writeln!(s, "|---|{}---|---|---|---|", "---|".repeat(PHASES));
+    let _ = writeln!(s, "|---|{}---|---|---|", "---|".repeat(PHASES));
     for r in runs {
-        let (enc, tok, marks) = r
+        let p = r
             .profiled
             .per_phase()
             .ok_or_else(|| format!("{}: the profile build gave no phases", r.model))?;
         let rows = [
-            ("decoded token", tok, marks[1], r.plain.step.mean),
+            ("decoded token", p.step, p.marks[1], r.plain.step.mean),
             (
                 "encoder position",
-                enc,
-                marks[0],
+                p.position,
+                p.marks[0],
                 r.plain.insns_per_position(),
             ),
         ];
+        // A profile build whose stack reached the statics may have overwritten its counts.
+        let st = &r.profiled.stats;
+        let overflowed = st.stack_peak >= st.stack_size;
         for (what, phases, marks, plain) in rows {
             let sum: f64 = phases.iter().sum();
-            let cells: Vec<String> = phases.iter().map(|&v| thousands(v)).collect();
+            let mut cells: Vec<String> = phases.iter().map(|&v| thousands(v)).collect();
+            let mut sum = thousands(sum);
+            if overflowed {
+                cells = vec!["-".into(); PHASES];
+                sum = "-".into();
+            }
             let model = r.model.trim_end_matches(".s2s");
             let _ = writeln!(
                 s,
-                "| {model}, {what} | {} | {} | {marks:.1} | {} | {:.1} |",
+                "| {model}, {what} | {} | {sum} | {marks:.1} x {} | {} |",
                 cells.join(" | "),
-                thousands(sum),
+                p.mark_insns,
                 thousands(plain),
-                (sum - plain) / marks.max(1.0)
+            );
+        }
+        if overflowed {
+            let _ = writeln!(
+                s,
+                "\n{}: the profile build's stack reached the statics ({} of {} bytes): no phases.",
+                r.model, st.stack_peak, st.stack_size
             );
         }
     }

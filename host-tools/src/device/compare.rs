@@ -189,6 +189,7 @@ fn add_phases(sum: &mut PhaseCounts, p: &PhaseCounts) {
     for (s, v) in pairs.chain(sum.marks.iter_mut().zip(&p.marks)) {
         *s += v;
     }
+    sum.mark_insns = sum.mark_insns.max(p.mark_insns);
 }
 
 /// The first difference between the device's and the host's attention rows.

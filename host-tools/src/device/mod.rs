@@ -23,7 +23,7 @@ use s2s_device::Board;
 
 pub use compare::compare;
 pub use firmware::Firmware;
-pub use report::QemuReport;
+pub use report::{PerPhase, QemuReport};
 pub use session::{parse_session, DeviceSession};
 
 use crate::error::{Error, Result};

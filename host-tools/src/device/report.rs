@@ -59,6 +59,20 @@ impl Spread {
     }
 }
 
+/// Mean instructions by phase ([`Phase::ALL`]), from a `profile` firmware build; each
+/// includes the phase marks' own instructions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerPhase {
+    /// Per encoder source position.
+    pub position: [f64; PHASES],
+    /// Per decoder step.
+    pub step: [f64; PHASES],
+    /// Phase marks per source position and per step.
+    pub marks: [f64; 2],
+    /// Instructions of one mark.
+    pub mark_insns: u64,
+}
+
 /// A device session compared with the host.
 #[derive(Clone, Debug)]
 pub struct QemuReport {
@@ -130,17 +144,17 @@ impl QemuReport {
         self.step.mean * self.step.n as f64 / (self.dec_macs as f64).max(1.0)
     }
 
-    /// Mean instructions by phase ([`s2s_kernels::Phase::ALL`]) per encoder source
-    /// position and per decoder step, and the phase marks per position and per step,
+    /// Mean instructions by phase per encoder source position and per decoder step,
     /// from a `profile` firmware build.
-    pub fn per_phase(&self) -> Option<([f64; PHASES], [f64; PHASES], [f64; 2])> {
+    pub fn per_phase(&self) -> Option<PerPhase> {
         let p = self.phases.as_ref()?;
         let (positions, steps) = (self.positions.max(1) as f64, self.step.n.max(1) as f64);
-        Some((
-            p.enc.map(|v| v as f64 / positions),
-            p.tok.map(|v| v as f64 / steps),
-            [p.marks[0] as f64 / positions, p.marks[1] as f64 / steps],
-        ))
+        Some(PerPhase {
+            position: p.enc.map(|v| v as f64 / positions),
+            step: p.tok.map(|v| v as f64 / steps),
+            marks: [p.marks[0] as f64 / positions, p.marks[1] as f64 / steps],
+            mark_insns: p.mark_insns,
+        })
     }
 
     /// The summary `s2s qemu` prints.
@@ -220,7 +234,13 @@ impl QemuReport {
                 self.dec_insns_per_mac()
             );
         }
-        if let Some((enc, step, marks)) = self.per_phase() {
+        if let Some(PerPhase {
+            position: enc,
+            step,
+            marks,
+            mark_insns,
+        }) = self.per_phase()
+        {
             let split = |v: [f64; PHASES]| {
                 let parts: Vec<String> = Phase::ALL
                     .iter()
@@ -231,7 +251,7 @@ impl QemuReport {
             };
             let _ = writeln!(
                 s,
-                "by phase        per source position: {}; {:.1} marks\n                per step: {}; {:.1} marks (each count includes the marks' counter reads)",
+                "by phase        per source position: {}; {:.1} marks\n                per step: {}; {:.1} marks (each count includes its marks, {mark_insns} instructions each)",
                 split(enc),
                 marks[0],
                 split(step),

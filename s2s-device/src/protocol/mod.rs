@@ -8,8 +8,9 @@
 //! device: OUT <id> <id> ...        output ids, end token excluded
 //! device: TXT <text>               the output text; `\`, newline, CR escaped
 //! device: CNT enc=<n> tok=<n>,...  instructions of the encoder pass and of each step
-//!         [enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n>]   (a `profile` build:
-//!         the same by phase, `s2s_kernels::Phase::ALL`, and the phase marks counted)
+//!         [enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>]  (a
+//!         `profile` build: the same by phase, `s2s_kernels::Phase::ALL`, the phase
+//!         marks counted, and the instructions of one)
 //! device: ATT <step> <w0> ...      with attention on: the step's weights, as stored
 //!         (or `ERR <reason>` for this line alone; the session goes on)
 //! host:   \x01attention on|off     a command (byte 0x01 first, so no source is one)

@@ -36,8 +36,8 @@ pub struct Cnt<'a> {
     pub phases: Option<PhaseCounts>,
 }
 
-/// Instructions of one line by phase (the `enc_phases=`, `tok_phases=` and `marks=`
-/// fields of a `CNT` line), each array in the order of [`Phase::ALL`]. The counts
+/// Instructions of one line by phase (the `enc_phases=`, `tok_phases=`, `marks=` and
+/// `mark_insns=` fields of a `CNT` line), each array in the order of [`Phase::ALL`]. The counts
 /// include the phase marks' own instructions (the counter reads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PhaseCounts {
@@ -47,6 +47,8 @@ pub struct PhaseCounts {
     pub tok: [u64; PHASES],
     /// Phase marks in the encoder pass and in the decoder steps.
     pub marks: [u64; 2],
+    /// Instructions of one mark (the firmware counts a few in a row), in the counts.
+    pub mark_insns: u64,
 }
 
 /// The number of phases, [`Phase::ALL`]'s length.
@@ -247,7 +249,7 @@ pub fn write_txt(
 }
 
 /// `CNT enc=<n> tok=<n>,<n>,...`, and with `phases`
-/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n>`.
+/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>`.
 pub fn write_cnt(
     out: &mut dyn Sink,
     enc: u64,
@@ -269,7 +271,7 @@ pub fn write_cnt(
     out.put("\n")
 }
 
-/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n>`. (Out of line: a build
+/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>`. (Out of line: a build
 /// without phases keeps `write_cnt` as it was without them.)
 #[inline(never)]
 fn put_phases(out: &mut dyn Sink, p: &PhaseCounts) -> fmt::Result {
@@ -277,6 +279,7 @@ fn put_phases(out: &mut dyn Sink, p: &PhaseCounts) -> fmt::Result {
         (" enc_phases=", &p.enc[..]),
         (" tok_phases=", &p.tok[..]),
         (" marks=", &p.marks[..]),
+        (" mark_insns=", &[p.mark_insns][..]),
     ] {
         out.put(key)?;
         for (i, &v) in values.iter().enumerate() {
@@ -420,6 +423,7 @@ pub fn parse_reply(line: &str) -> Result<Reply<'_>, ParseError> {
                     enc: list(enc).ok_or(bad("CNT"))?,
                     tok: list(field(rest, "tok_phases").ok_or(bad("CNT"))?).ok_or(bad("CNT"))?,
                     marks: list(field(rest, "marks").ok_or(bad("CNT"))?).ok_or(bad("CNT"))?,
+                    mark_insns: num(rest, "mark_insns").ok_or(bad("CNT"))?,
                 }),
             };
             let cnt = Cnt { enc, tok, phases };
@@ -547,11 +551,12 @@ mod tests {
             enc: [60, 30, 0, 0, 0, 10],
             tok: [20, 4, 3, 2, 1, 3],
             marks: [9, 12],
+            mark_insns: 21,
         };
         let (line, r) = round_trip(|s| write_cnt(s, 100, [16, 17], Some(&phases)));
         assert_eq!(
             line,
-            "CNT enc=100 tok=16,17 enc_phases=60,30,0,0,0,10 tok_phases=20,4,3,2,1,3 marks=9,12"
+            "CNT enc=100 tok=16,17 enc_phases=60,30,0,0,0,10 tok_phases=20,4,3,2,1,3 marks=9,12 mark_insns=21"
         );
         let Reply::Cnt(c) = r else { panic!() };
         assert_eq!((c.enc, c.phases), (100, Some(phases)));
