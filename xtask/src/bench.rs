@@ -230,9 +230,10 @@ fn board_part(board: &Board, kernels: &[BenchLine], runs: &[ModelRun]) -> Result
                 r.plain.insns_per_position(),
             ),
         ];
-        // A profile build whose stack reached the statics may have overwritten its counts.
+        // A profile build whose stack reached the statics may have overwritten its counts
+        // (a peak of 0: it overwrote the flag that says the stack was painted).
         let st = &r.profiled.stats;
-        let overflowed = st.stack_peak >= st.stack_size;
+        let overflowed = st.stack_peak == 0 || st.stack_peak >= st.stack_size;
         for (what, phases, marks, plain) in rows {
             let sum: f64 = phases.iter().sum();
             let mut cells: Vec<String> = phases.iter().map(|&v| thousands(v)).collect();

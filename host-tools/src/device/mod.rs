@@ -5,7 +5,7 @@
 //! region and answers each input line on the UART (the protocol of
 //! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
 //! [`mod@compare`] checks them against the host (at the device's number of positions, so
-//! capacity errors agree too) and [`report`] sums them up. [`bench`] runs the kernel
+//! capacity errors agree too) and [`report`] sums them up. [`mod@bench`] runs the kernel
 //! benchmark.
 
 pub mod bench;
