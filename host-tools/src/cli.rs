@@ -245,6 +245,10 @@ pub enum Cmd {
         /// the mps2 boards' runtime flash).
         #[arg(long)]
         debug: bool,
+        /// Build the minimal firmware for the model: only its precision and the model
+        /// parts it needs (`features` of `s2s inspect`), no defmt logging.
+        #[arg(long)]
+        minimal: bool,
         /// Build the firmware with its `profile` feature and print the instructions by
         /// phase (the counts then include the counter reads at the phase boundaries).
         #[arg(long)]

@@ -234,6 +234,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             attention,
             beam,
             debug,
+            minimal,
             profile,
             firmware_dir,
         } => {
@@ -246,6 +247,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,
+                minimal,
                 profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };

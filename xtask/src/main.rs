@@ -67,6 +67,16 @@ const FEATURE_BUILDS: [(&str, &[&str]); 2] = [
     ("fast-math", &["s2s-kernels"]),
 ];
 
+/// Reduced builds of seq2seq's model parts (its cargo features, which reach rnn-core and
+/// attention-core): each is built for the M0 target and its bind-time refusals tested on
+/// the host (`seq2seq/tests/features.rs`), so that every part is compiled both in and
+/// out. The first is the micro:bit's minimal netra build (see `MINIMAL_FIRMWARE`).
+const PART_BUILDS: [&str; 3] = ["gru,additive", "lstm,multiplicative,beam", "bridge"];
+
+/// The minimal firmware checked by clippy and the no-panic link (with the default
+/// builds): the micro:bit serving netra w8a16 (`s2s inspect` gives its features).
+const MINIMAL_FIRMWARE: (&str, &str) = ("microbit", "w8a16,gru,additive");
+
 /// The wheels `scripts/golden/packages.txt` pins, as pip names the downloaded files.
 const WHEELS: [&str; 3] = [
     "g2p_en-2.1.0-py3-none-any.whl",

@@ -43,6 +43,23 @@ impl Ctx {
                 self.run(self.cargo_for(crates, "test").args(["--features", feature]))
             })?;
         }
+        for parts in PART_BUILDS {
+            let only = ["--no-default-features", "--features", parts];
+            steps.step(&format!("build seq2seq with only {parts}"), || {
+                self.run(
+                    self.cargo_for(&["seq2seq"], "build")
+                        .args(only)
+                        .args(["--target", "thumbv6m-none-eabi"]),
+                )
+            })?;
+            steps.step(&format!("test seq2seq's parts with only {parts}"), || {
+                self.run(
+                    self.cargo_for(&["seq2seq"], "test")
+                        .args(only)
+                        .args(["--test", "features"]),
+                )
+            })?;
+        }
         steps.step("firmware rust-version", || self.check_rust_versions())?;
         steps.step("publish dry-run of the core crates", || {
             // Cargo treats registry packages as immutable: both the sources it extracted
@@ -95,11 +112,27 @@ impl Ctx {
                 )
             })?;
         }
+        let (name, features) = MINIMAL_FIRMWARE;
+        steps.step(&format!("firmware clippy for {name}, minimal"), || {
+            let board = s2s_device::board::find(name).ok_or("no such board")?;
+            self.run(
+                self.cargo()
+                    .args(["clippy", "--release", "--target", board.target])
+                    .args(["--no-default-features", "--features", features])
+                    .args(["--", "-D", "warnings"])
+                    .env("S2S_BOARD", board.name)
+                    .current_dir(self.root.join("firmware")),
+            )
+        })?;
         for board in s2s_device::BOARDS {
             steps.step(&format!("no-panic link check for {}", board.name), || {
-                self.no_panic_check(board)
+                self.no_panic_check(board, None)
             })?;
         }
+        steps.step(&format!("no-panic link check for {name}, minimal"), || {
+            let board = s2s_device::board::find(name).ok_or("no such board")?;
+            self.no_panic_check(board, Some(features))
+        })?;
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
         Ok(())
@@ -110,19 +143,27 @@ impl Ctx {
     /// fault handlers) with the firmware's `no-panic` feature, whose panic handler calls
     /// a symbol defined nowhere: the link succeeds only if no panic is reachable
     /// (`firmware/src/fault.rs`). The same target directory and profile as `s2s qemu`'s
-    /// builds, so only the firmware crate is compiled again.
-    fn no_panic_check(&self, board: &s2s_device::Board) -> Result {
+    /// builds, so only the firmware crate is compiled again. With `minimal`, the build
+    /// with only those features (`s2s qemu --minimal`'s, in its target directory).
+    fn no_panic_check(&self, board: &s2s_device::Board, minimal: Option<&str>) -> Result {
         let firmware = self.root.join("firmware");
-        self.run(
-            self.cargo()
-                .args(["build", "--release", "--bin", "firmware"])
-                .args(["--features", "no-panic", "--target", board.target])
+        let mut cargo = self.cargo();
+        cargo
+            .args(["build", "--release", "--bin", "firmware"])
+            .args(["--target", board.target])
+            .env("S2S_BOARD", board.name)
+            .current_dir(&firmware);
+        match minimal {
+            Some(features) => cargo
+                .args(["--no-default-features", "--features"])
+                .arg(format!("no-panic,{features}"))
                 .arg("--target-dir")
-                .arg(firmware.join("target"))
-                .env("S2S_BOARD", board.name)
-                .current_dir(&firmware),
-        )
-        .map_err(|e| {
+                .arg(firmware.join("target/minimal")),
+            None => cargo
+                .args(["--features", "no-panic", "--target-dir"])
+                .arg(firmware.join("target")),
+        };
+        self.run(&mut cargo).map_err(|e| {
             format!(
                 "{e}\na panic is reachable from the firmware on {}: build it without \
                  `--features no-panic` and list the places with \

@@ -47,6 +47,9 @@ pub struct QemuOptions {
     pub release: bool,
     /// The firmware sources (see [`Firmware::locate`]).
     pub firmware_dir: Option<PathBuf>,
+    /// Build the minimal firmware for the model ([`Firmware::build_minimal`] with
+    /// [`firmware::minimal_features`]) instead of the default one.
+    pub minimal: bool,
     /// Build the firmware with its `profile` feature: the counts come by phase too
     /// ([`QemuReport::per_phase`]), and each includes the phase marks' counter reads.
     pub profile: bool,
@@ -62,6 +65,7 @@ impl QemuOptions {
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             release: true,
             firmware_dir: None,
+            minimal: false,
             profile: false,
         }
     }
@@ -107,8 +111,17 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         None => None,
     };
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let features: &[&str] = if o.profile { &["profile"] } else { &[] };
-    let elf = firmware.build_with(o.board, "firmware", o.release, features)?;
+    let elf = if o.minimal {
+        let m = LoadedModel::load(model)?;
+        let mut features = firmware::minimal_features(m.file().precision(), m.file().desc());
+        if o.profile {
+            features.push("profile");
+        }
+        firmware.build_minimal(o.board, "firmware", o.release, &features)?
+    } else {
+        let features: &[&str] = if o.profile { &["profile"] } else { &[] };
+        firmware.build_with(o.board, "firmware", o.release, features)?
+    };
     let mut sent = Vec::with_capacity(inputs.len() + 2);
     let commands = [
         o.attention.then_some(Command::Attention(true)),
