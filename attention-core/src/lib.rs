@@ -40,7 +40,7 @@
 
 use s2s_kernels::part::Part;
 use s2s_kernels::text::{Describe, Sink};
-use s2s_kernels::{float, say, Fmt, Linear, Precision, ShapeError};
+use s2s_kernels::{float, say, Fmt, Linear, Marks, Phase, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -418,6 +418,24 @@ impl<'a, P: Precision> Attention<'a, P> {
         weights: &mut [P::Act],
         context: &mut [P::Act],
     ) -> Result<(), Error> {
+        self.attend_marked(query, keys, memory, t, mask, s, weights, context, &mut ())
+    }
+
+    /// [`Attention::attend`], marking its phases ([`Phase::Scores`],
+    /// [`Phase::Softmax`], [`Phase::Context`], then [`Phase::Rest`]) on `marks`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attend_marked(
+        &self,
+        query: &[P::Act],
+        keys: &[P::Act],
+        memory: &[P::Act],
+        t: usize,
+        mask: Mask,
+        s: &mut AttnScratch<'_, P>,
+        weights: &mut [P::Act],
+        context: &mut [P::Act],
+        marks: &mut impl Marks,
+    ) -> Result<(), Error> {
         let n = match mask {
             Mask::None => t,
             Mask::Valid(n) => n,
@@ -436,16 +454,20 @@ impl<'a, P: Precision> Attention<'a, P> {
                 found: weights.len(),
             }));
         }
+        marks.mark(Phase::Scores);
         self.scores(query, keys, n, s)?;
         let weights = weights.part_mut(..t, "attention weights")?;
         let (attended, masked) = weights.split_at_mut_checked(n).ok_or(Error::BadMask {
             valid: n,
             positions: t,
         })?;
+        marks.mark(Phase::Softmax);
         P::softmax(s.scores.part(..n, "attention scores")?, attended);
         masked.fill(P::Act::default());
         let rows = memory.part(..n * self.memory_dim, "memory")?;
+        marks.mark(Phase::Context);
         P::weighted_sum(attended, rows, context);
+        marks.mark(Phase::Rest);
         Ok(())
     }
 }

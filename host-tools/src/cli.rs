@@ -249,6 +249,10 @@ pub enum Cmd {
         /// parts it needs (`features` of `s2s inspect`), no defmt logging.
         #[arg(long)]
         minimal: bool,
+        /// Build the firmware with its `profile` feature and print the instructions by
+        /// phase (the counts then include the counter reads at the phase boundaries).
+        #[arg(long)]
+        profile: bool,
         /// The firmware sources (`firmware/` of the s2s repository; default: the
         /// checkout s2s was built from, or S2S_FIRMWARE_DIR).
         #[arg(long)]

@@ -235,6 +235,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             beam,
             debug,
             minimal,
+            profile,
             firmware_dir,
         } => {
             if let Some(k) = beam {
@@ -247,6 +248,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 release: !debug,
                 firmware_dir,
                 minimal,
+                profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
             let (report, unsent) = device::qemu_command(&model, input.as_deref(), &options)?;

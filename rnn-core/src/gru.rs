@@ -2,7 +2,7 @@
 
 use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
-use s2s_kernels::{Job, Linear, Precision, ShapeError};
+use s2s_kernels::{Job, Linear, Marks, Phase, Precision, ShapeError};
 
 use crate::{CellScratch, Error, Recurrent};
 
@@ -146,7 +146,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
         h: &mut [P::Act],
         s: &mut CellScratch<'_, P>,
     ) -> Result<(), Error> {
-        self.step_batch::<1>(&[x], &mut [h], &mut [s])
+        self.step_batch::<1>(&[x], &mut [h], &mut [s], &mut ())
     }
 
     /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `s[i]` are
@@ -154,12 +154,15 @@ impl<'a, P: Precision> GruCell<'a, P> {
     /// precision can share the weight traffic between lanes; every lane gets exactly
     /// what [`GruCell::step`] would give it. (Kept out of line, as the LSTM's: a step
     /// through [`crate::Cell`] needs the stack of one cell's locals, not of both.)
+    /// The matrix products are marked [`Phase::Recurrent`] on `marks`, the rest
+    /// [`Phase::Rest`].
     #[inline(never)]
     pub fn step_batch<const N: usize>(
         &self,
         x: &[&[&[P::Act]]],
         h: &mut [&mut [P::Act]],
         s: &mut [&mut CellScratch<'_, P>],
+        marks: &mut impl Marks,
     ) -> Result<(), Error> {
         let n = self.hidden();
         let lanes = x.len();
@@ -180,6 +183,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
             }
         }
         // gi = W_ih x + b_ih for every lane.
+        marks.mark(Phase::Recurrent);
         {
             let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
             for (xi, si) in x.iter().zip(s.iter_mut()) {
@@ -197,6 +201,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
         };
         let rows = self.w_hh.row_range(0..direct)?;
         self.recurrent_rows::<N>(&rows, h, s, direct, false)?;
+        marks.mark(Phase::Rest);
         if self.mode == ResetMode::Before {
             // rh = r * h, then the candidate rows read it.
             match self.rec {
@@ -204,7 +209,9 @@ impl<'a, P: Precision> GruCell<'a, P> {
                 rec => reset_h(rec, n, h, s)?,
             }
             let rows = self.w_hh.row_range(2 * n..3 * n)?;
+            marks.mark(Phase::Recurrent);
             self.recurrent_rows::<N>(&rows, h, s, n, true)?;
+            marks.mark(Phase::Rest);
         }
         match self.rec {
             Recurrent::Sigmoid => update(Sigmoid, self.mode, n, h, s)?,

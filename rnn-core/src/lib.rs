@@ -50,7 +50,7 @@ pub use pass::{
 };
 
 use s2s_kernels::text::{Describe, Sink};
-use s2s_kernels::{say, Precision, ShapeError};
+use s2s_kernels::{say, Marks, Precision, ShapeError};
 
 /// Errors of this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,7 +289,7 @@ impl<'a, P: Precision> Cell<'a, P> {
 
     /// One step of up to `N` lanes (see [`GruCell::step_batch`],
     /// [`LstmCell::step_batch`]); `c` holds the lanes' cell states for an LSTM and is
-    /// not read for a GRU.
+    /// not read for a GRU. The phases go to `marks`.
     #[cfg_attr(not(all(feature = "gru", feature = "lstm")), allow(unused_variables))]
     pub fn step_batch<const N: usize>(
         &self,
@@ -297,12 +297,13 @@ impl<'a, P: Precision> Cell<'a, P> {
         h: &mut [&mut [P::Act]],
         c: &mut [&mut [P::Act]],
         s: &mut [&mut CellScratch<'_, P>],
+        marks: &mut impl Marks,
     ) -> Result<(), Error> {
         match self {
             #[cfg(feature = "gru")]
-            Cell::Gru(cell) => cell.step_batch::<N>(x, h, s),
+            Cell::Gru(cell) => cell.step_batch::<N>(x, h, s, marks),
             #[cfg(feature = "lstm")]
-            Cell::Lstm(cell) => cell.step_batch::<N>(x, h, c, s),
+            Cell::Lstm(cell) => cell.step_batch::<N>(x, h, c, s, marks),
             #[cfg(not(any(feature = "gru", feature = "lstm")))]
             Cell::None(never, _) => match *never {},
         }

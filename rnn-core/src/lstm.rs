@@ -2,7 +2,7 @@
 
 use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
-use s2s_kernels::{Fmt, Job, Linear, Precision, ShapeError};
+use s2s_kernels::{Fmt, Job, Linear, Marks, Phase, Precision, ShapeError};
 
 use crate::{CellScratch, Error, Recurrent};
 
@@ -112,7 +112,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         c: &mut [P::Act],
         s: &mut CellScratch<'_, P>,
     ) -> Result<(), Error> {
-        self.step_batch::<1>(&[x], &mut [h], &mut [c], &mut [s])
+        self.step_batch::<1>(&[x], &mut [h], &mut [c], &mut [s], &mut ())
     }
 
     /// One step of up to `N` independent sequences at once (`x[i]`, `h[i]`, `c[i]`,
@@ -120,6 +120,8 @@ impl<'a, P: Precision> LstmCell<'a, P> {
     /// give it. The scratch holds `6H` wide values: `W_ih x + b_ih` for all four gates,
     /// then the recurrent products of two gates at a time, added in. (Kept out of line:
     /// a GRU's step through [`crate::Cell`] then needs no stack for this one's locals.)
+    /// The matrix products are marked [`Phase::Recurrent`] on `marks`, the rest
+    /// [`Phase::Rest`].
     #[inline(never)]
     pub fn step_batch<const N: usize>(
         &self,
@@ -127,6 +129,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         h: &mut [&mut [P::Act]],
         c: &mut [&mut [P::Act]],
         s: &mut [&mut CellScratch<'_, P>],
+        marks: &mut impl Marks,
     ) -> Result<(), Error> {
         let n = self.hidden();
         let lanes = x.len();
@@ -147,6 +150,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
             }
         }
         // z = W_ih x + b_ih for every lane, all four gates.
+        marks.mark(Phase::Recurrent);
         {
             let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
             for (xi, si) in x.iter().zip(s.iter_mut()) {
@@ -160,6 +164,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         // z += W_hh h + b_hh, two gates at a time.
         for half in 0..2 {
             let rows = self.w_hh.row_range(2 * n * half..2 * n * (half + 1))?;
+            marks.mark(Phase::Recurrent);
             {
                 let mut inputs: HVec<[&[P::Act]; 1], N> = HVec::new();
                 let mut outs: HVec<&mut [P::Wide], N> = HVec::new();
@@ -173,6 +178,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
                 }
                 rows.apply_batch(&mut jobs)?;
             }
+            marks.mark(Phase::Rest);
             for si in s.iter_mut() {
                 let (z, gh) = si.wide.cut_mut(4 * n, "LSTM scratch")?;
                 let z = z.part_mut(2 * n * half..2 * n * (half + 1), "LSTM scratch")?;

@@ -3,7 +3,7 @@
 
 use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
-use s2s_kernels::{Precision, ShapeError};
+use s2s_kernels::{Marks, Precision, ShapeError};
 
 use crate::{Cell, CellScratch, Error};
 
@@ -132,7 +132,7 @@ impl<'a, P: Precision> RnnLayer<'a, P> {
             xbuf,
             scratch: s.reborrow(),
         }];
-        run_stack_batch::<P, 1>(core::slice::from_ref(self), &mut lane).map(|_| ())
+        run_stack_batch::<P, 1>(core::slice::from_ref(self), &mut lane, &mut ()).map(|_| ())
     }
 }
 
@@ -185,15 +185,17 @@ pub fn run_stack<P: Precision>(
         xbuf,
         scratch: s.reborrow(),
     }];
-    run_stack_batch::<P, 1>(layers, &mut lane)
+    run_stack_batch::<P, 1>(layers, &mut lane, &mut ())
 }
 
 /// [`run_stack`] for up to `N` sequences at once, each of its own length: at every
 /// position the lanes still running take one batched step ([`Cell::step_batch`]).
-/// Every lane gets exactly what [`run_stack`] would give it alone.
+/// Every lane gets exactly what [`run_stack`] would give it alone. The cells' phases go
+/// to `marks`.
 pub fn run_stack_batch<P: Precision, const N: usize>(
     layers: &[RnnLayer<'_, P>],
     lanes: &mut [SeqLane<'_, P>],
+    marks: &mut impl Marks,
 ) -> Result<usize, Error> {
     let total: usize = layers.iter().map(|l| l.output()).sum();
     let lstm = layers.iter().any(|l| l.has_cell_state());
@@ -285,7 +287,7 @@ pub fn run_stack_batch<P: Precision, const N: usize>(
                     for x in parts.iter() {
                         let _ = xs.push(&x[..]);
                     }
-                    cell.step_batch::<N>(&xs, &mut hs, &mut cs, &mut ss)?;
+                    cell.step_batch::<N>(&xs, &mut hs, &mut cs, &mut ss, marks)?;
                 }
                 for lane in lanes.iter_mut().filter(|lane| lane.len > k) {
                     let p = at(lane.len);

@@ -233,7 +233,10 @@ fn batched_lanes_of_different_lengths_equal_single_runs() {
             scratch: CellScratch::with_hidden(1, wide, act).unwrap(),
         })
         .collect();
-    assert_eq!(run_stack_batch::<F32, 4>(&layers, &mut lanes).unwrap(), 1);
+    assert_eq!(
+        run_stack_batch::<F32, 4>(&layers, &mut lanes, &mut ()).unwrap(),
+        1
+    );
     drop(lanes);
     for ((_, b, lasts, ..), (out, l)) in store.iter().zip(&single) {
         assert_eq!(&b[..out.len()], &out[..]);
@@ -253,7 +256,7 @@ fn batched_lanes_of_different_lengths_equal_single_runs() {
             scratch: CellScratch::with_hidden(1, wide, act).unwrap(),
         })
         .collect();
-    assert!(run_stack_batch::<F32, 2>(&layers, &mut lanes).is_err());
+    assert!(run_stack_batch::<F32, 2>(&layers, &mut lanes, &mut ()).is_err());
 }
 
 // ------------------------------------------------------------------------- LSTM
@@ -655,7 +658,7 @@ fn bidirectional_lstm_pass_and_lanes() {
             scratch: CellScratch::with_hidden(n, &mut w1, &mut v1).unwrap(),
         },
     ];
-    run_stack_batch::<F32, 2>(core::slice::from_ref(&layer), &mut lanes).unwrap();
+    run_stack_batch::<F32, 2>(core::slice::from_ref(&layer), &mut lanes, &mut ()).unwrap();
     for (x, (last, cells, out)) in seqs.iter().zip([(l0, c0, a0), (l1, c1, a1)]) {
         let (hl, cl, o) = by_hand(x);
         assert_eq!(&out[..o.len()], &o[..]);

@@ -15,6 +15,7 @@
 //!   [`Linear`].
 //! * [`text`]: messages and numbers written without `core::fmt` formatting.
 //! * [`part`]: sub-slices that are a [`ShapeError`] instead of a panic when out of range.
+//! * [`phase`]: the phases of a model run and the [`Marks`] that profiling receives.
 //!
 //! On Cortex-M targets the hot kernels (int8 x int16 and f32 matrix-vector products,
 //! the nonlinearities, the softmax, the attention's weighted sum) run in code written
@@ -52,6 +53,7 @@ pub mod logprob;
 pub mod lut;
 mod native;
 pub mod part;
+pub mod phase;
 mod portable;
 pub mod precision;
 mod tables;
@@ -66,6 +68,7 @@ mod extremes;
 pub mod suite;
 
 pub use fixed::Requant;
+pub use phase::{Marks, Phase};
 pub use precision::{
     additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,
     Job, Kernels, Linear, Native, Portable, Precision, PrecisionKind, ShapeError, W8A16Portable,

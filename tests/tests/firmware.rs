@@ -13,7 +13,8 @@ use host_tools::device::{self, qemu, Firmware, QemuOptions, QemuReport};
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_device::board::{find, Board, BOARDS};
 use s2s_device::exit::Exit;
-use s2s_kernels::{Fmt, PrecisionKind, Requant};
+use s2s_device::protocol::PHASES;
+use s2s_kernels::{Fmt, Phase, PrecisionKind, Requant};
 use s2s_tests::{golden, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::Cells;
@@ -212,6 +213,67 @@ fn netra_w8a16_beam_2_on_lm3s6965evb_matches_the_host() {
 #[test]
 fn g2p_en_f32_beam_2_on_mps2_an386_matches_the_host() {
     beam_matches_host("g2p-en.s2s", board("mps2-an386"), 2, usize::MAX);
+}
+
+/// The `profile` build: netra w8a16's phases (`s2s_kernels::Phase`) add up to the
+/// counts of every line, exactly but for the rounding of ticks to instructions; the
+/// phases that the model has in each part take instructions, the others none; the
+/// outputs are the host's.
+#[test]
+fn netra_w8a16_profile_phases_add_up_on_mps2_an386() {
+    let path = model_file("netra-w8a16.s2s");
+    let words: Vec<String> = eval_words(NETRA_MAX_LEN).into_iter().take(20).collect();
+    let options = QemuOptions {
+        profile: true,
+        timeout: SHORT_TIMEOUT,
+        ..QemuOptions::new(board("mps2-an386"))
+    };
+    let session = device::run_on_board(&path, &words, &options).unwrap_or_else(|e| panic!("{e}"));
+    let host = host_tools::model::LoadedModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let report = device::compare(&host, &session, &words, false, None).unwrap();
+    println!("{}", report.render());
+    assert!(
+        report.agrees() && report.rejected == 0,
+        "{}",
+        report.render()
+    );
+    for (word, out) in words.iter().zip(&session.outputs) {
+        let out = out.as_ref().unwrap();
+        let p = out.phases.unwrap_or_else(|| panic!("{word}: no phases"));
+        // Each phase's ticks are converted to instructions alone: up to half an
+        // instruction off each, and each step's count too.
+        let near = |a: u64, b: u64, slack: usize| a.abs_diff(b) <= (slack / 2 + 1) as u64;
+        let enc: u64 = p.enc.iter().sum();
+        assert!(
+            near(enc, out.enc_insns, PHASES),
+            "{word}: encoder {p:?} against {}",
+            out.enc_insns
+        );
+        let tok: u64 = p.tok.iter().sum();
+        let steps: u64 = out.step_insns.iter().sum();
+        let slack = PHASES + out.step_insns.len();
+        assert!(
+            near(tok, steps, slack),
+            "{word}: steps {p:?} against {steps}"
+        );
+        // The encoder: cells and the rest (netra's keys are its memory: none to
+        // precompute); no softmax, context or logits.
+        for ph in [Phase::Recurrent, Phase::Rest] {
+            assert!(
+                p.enc[ph as usize] > 0,
+                "{word}: no {ph:?} in the encoder: {p:?}"
+            );
+        }
+        for ph in [Phase::Scores, Phase::Softmax, Phase::Context, Phase::Output] {
+            assert_eq!(
+                p.enc[ph as usize], 0,
+                "{word}: {ph:?} in the encoder: {p:?}"
+            );
+        }
+        // Every decoder step has all six.
+        assert!(p.tok.iter().all(|&v| v > 0), "{word}: {p:?}");
+        assert!(p.marks.iter().all(|&m| m > 0), "{word}: {p:?}");
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use host_tools::device::bench::{self, has_fpu};
 use host_tools::device::{qemu, Firmware};
 use s2s_device::board::{find, Board, BOARDS};
 use s2s_tests::scratch_dir;
@@ -18,11 +19,6 @@ use s2s_tests::scratch_dir;
 /// A whole suite run takes about 20 s of QEMU on the slowest board.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(900);
 const BENCH_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Boards with an FPU (those that compile f32 models) also run the f32 suite.
-fn has_fpu(board: &Board) -> bool {
-    board.precisions.contains(&"f32")
-}
 
 /// The board table's entry for `name`.
 fn board(name: &str) -> &'static Board {
@@ -165,34 +161,11 @@ fn every_qemu_board_runs_the_suite() {
     }
 }
 
-/// Pseudo-random weights for `kernel-bench` (see its documentation): int8 in
-/// `[-127, 127]` at the start of the model region, and on the FPU boards f32 in
-/// `[-0.1, 0.1)` from 256 KiB on; cut to the region (the smaller regions of
-/// lm3s6965evb and microbit do not hold the 768x256 int8 matrix).
+/// [`bench::weights`] of `board` in a file.
 fn bench_weights(board: &Board) -> PathBuf {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
-    // As many int8 weights as the region holds, up to 768 x 256 (kernel-bench runs
-    // fewer rows where the region is smaller).
-    let int8 = (768 * 256).min(board.memory.model.length as usize);
-    let mut bytes: Vec<u8> = (0..int8)
-        .map(|_| ((next() % 255) as i32 - 127) as i8 as u8)
-        .collect();
-    if has_fpu(board) {
-        bytes.resize(256 * 1024, 0);
-        for _ in 0..768 * 256 {
-            let v = (next() >> 40) as f32 / (1u64 << 24) as f32 * 0.2 - 0.1;
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    bytes.truncate(board.memory.model.length as usize);
     let path = scratch_dir("kernel-bench").join(format!("weights-{}.bin", board.name));
-    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::fs::write(&path, bench::weights(board))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     path
 }
 

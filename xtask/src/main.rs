@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask setup | models | test | demo`.
+//! Project automation: `cargo xtask setup | models | test | demo | bench-device`.
 //!
 //! * `setup`: the Rust thumb targets, rustfmt, clippy and llvm-tools, `qemu-system-arm` and
 //!   `defmt-print`, each only when missing;
@@ -16,6 +16,8 @@
 //!   resumable);
 //! * `demo`: `setup`, `models`, then both models on the QEMU boards, with their
 //!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
+//! * `bench-device [--board B]...`: the kernels' and the real models' instruction counts
+//!   on the QEMU boards, the models' by phase, into `BENCHMARKS.md` (see `bench.rs`);
 //! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
 //!
 //! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
@@ -29,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime};
 
+mod bench;
 mod experiment;
 mod fuzz;
 mod test;
@@ -121,6 +124,10 @@ commands:
           the f32, w8a16 and w8f32 model files and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
+  bench-device [--board B]...
+          models, then per QEMU board (all, or each B) the kernels' instructions per MAC
+          or element and the models' per decoded token by phase (the firmware's
+          `profile` feature); prints them and writes them into BENCHMARKS.md
   fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
   train-check
@@ -137,6 +144,10 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["bench-device", ref rest @ ..] => Ctx::new().and_then(|c| {
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            c.bench_device(&rest)
+        }),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
         ["train-check"] => Ctx::new().and_then(|c| {
             c.models()?;

@@ -105,8 +105,9 @@ impl Ctx {
                 self.run(
                     self.cargo()
                         .args(["clippy", "--release", "--target", board.target])
-                        // kernel-suite: the one binary that needs its own feature.
-                        .args(["--features", "kernel-suite"])
+                        // kernel-suite: the one binary that needs its own feature;
+                        // profile: the model runner's phase counts.
+                        .args(["--features", "kernel-suite,profile"])
                         .args(["--", "-D", "warnings"])
                         .env("S2S_BOARD", board.name)
                         .current_dir(self.root.join("firmware")),

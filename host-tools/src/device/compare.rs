@@ -1,5 +1,7 @@
 //! The device's outputs against the host running the same core on the same inputs.
 
+use s2s_device::protocol::PhaseCounts;
+
 use super::report::{Mismatch, QemuReport, Spread};
 use super::session::DeviceSession;
 use crate::error::{Error, Result};
@@ -92,6 +94,7 @@ pub fn compare(
     let (mut enc_macs, mut dec_macs) = (0u128, 0u128);
     let mut enc = Vec::new();
     let mut steps = Vec::new();
+    let mut phases: Option<PhaseCounts> = None;
     for (i, ((input, dev), hst)) in inputs
         .iter()
         .zip(&session.outputs)
@@ -112,6 +115,9 @@ pub fn compare(
                 positions += enc_steps;
                 enc_macs += macs as u128;
                 steps.extend_from_slice(&d.step_insns);
+                if let Some(p) = &d.phases {
+                    add_phases(phases.get_or_insert_with(PhaseCounts::default), p);
+                }
                 if beam.is_none() {
                     dec_macs += h.macs_per_step[i] as u128 * d.step_insns.len() as u128;
                 }
@@ -168,8 +174,22 @@ pub fn compare(
         step: Spread::of(steps),
         enc_macs,
         dec_macs,
+        phases,
         elapsed: session.elapsed,
     })
+}
+
+/// Adds one line's phase counts to `sum`.
+fn add_phases(sum: &mut PhaseCounts, p: &PhaseCounts) {
+    let pairs = sum
+        .enc
+        .iter_mut()
+        .zip(&p.enc)
+        .chain(sum.tok.iter_mut().zip(&p.tok));
+    for (s, v) in pairs.chain(sum.marks.iter_mut().zip(&p.marks)) {
+        *s += v;
+    }
+    sum.mark_insns = sum.mark_insns.max(p.mark_insns);
 }
 
 /// The first difference between the device's and the host's attention rows.

@@ -5,8 +5,10 @@
 //! region and answers each input line on the UART (the protocol of
 //! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
 //! [`mod@compare`] checks them against the host (at the device's number of positions, so
-//! capacity errors agree too) and [`report`] sums them up.
+//! capacity errors agree too) and [`report`] sums them up. [`mod@bench`] runs the kernel
+//! benchmark.
 
+pub mod bench;
 pub mod compare;
 pub mod firmware;
 pub mod qemu;
@@ -21,7 +23,7 @@ use s2s_device::Board;
 
 pub use compare::compare;
 pub use firmware::Firmware;
-pub use report::QemuReport;
+pub use report::{PerPhase, QemuReport};
 pub use session::{parse_session, DeviceSession};
 
 use crate::error::{Error, Result};
@@ -48,6 +50,9 @@ pub struct QemuOptions {
     /// Build the minimal firmware for the model ([`Firmware::build_minimal`] with
     /// [`firmware::minimal_features`]) instead of the default one.
     pub minimal: bool,
+    /// Build the firmware with its `profile` feature: the counts come by phase too
+    /// ([`QemuReport::per_phase`]), and each includes the phase marks' counter reads.
+    pub profile: bool,
 }
 
 impl QemuOptions {
@@ -61,6 +66,7 @@ impl QemuOptions {
             release: true,
             firmware_dir: None,
             minimal: false,
+            profile: false,
         }
     }
 }
@@ -107,10 +113,14 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
     let elf = if o.minimal {
         let m = LoadedModel::load(model)?;
-        let features = firmware::minimal_features(m.file().precision(), m.file().desc());
+        let mut features = firmware::minimal_features(m.file().precision(), m.file().desc());
+        if o.profile {
+            features.push("profile");
+        }
         firmware.build_minimal(o.board, "firmware", o.release, &features)?
     } else {
-        firmware.build(o.board, "firmware", o.release)?
+        let features: &[&str] = if o.profile { &["profile"] } else { &[] };
+        firmware.build_with(o.board, "firmware", o.release, features)?
     };
     let mut sent = Vec::with_capacity(inputs.len() + 2);
     let commands = [

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use s2s_device::protocol::{PhaseCounts, PHASES};
 use s2s_device::Board;
+use s2s_kernels::Phase;
 
 use super::session::{DeviceStats, ModelInfo};
 use crate::model::inspect::thousands;
@@ -57,6 +59,20 @@ impl Spread {
     }
 }
 
+/// Mean instructions by phase ([`Phase::ALL`]), from a `profile` firmware build; each
+/// includes the phase marks' own instructions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PerPhase {
+    /// Per encoder source position.
+    pub position: [f64; PHASES],
+    /// Per decoder step.
+    pub step: [f64; PHASES],
+    /// Phase marks per source position and per step.
+    pub marks: [f64; 2],
+    /// Instructions of one mark.
+    pub mark_insns: u64,
+}
+
 /// A device session compared with the host.
 #[derive(Clone, Debug)]
 pub struct QemuReport {
@@ -90,6 +106,9 @@ pub struct QemuReport {
     pub enc_macs: u128,
     /// Decoder MACs over all steps.
     pub dec_macs: u128,
+    /// From a `profile` firmware build: the instructions by phase, all decoded inputs
+    /// together (see [`QemuReport::per_phase`]).
+    pub phases: Option<PhaseCounts>,
     /// Wall-clock time of the QEMU run.
     pub elapsed: Duration,
 }
@@ -123,6 +142,19 @@ impl QemuReport {
     /// Decoder instructions per MAC.
     pub fn dec_insns_per_mac(&self) -> f64 {
         self.step.mean * self.step.n as f64 / (self.dec_macs as f64).max(1.0)
+    }
+
+    /// Mean instructions by phase per encoder source position and per decoder step,
+    /// from a `profile` firmware build.
+    pub fn per_phase(&self) -> Option<PerPhase> {
+        let p = self.phases.as_ref()?;
+        let (positions, steps) = (self.positions.max(1) as f64, self.step.n.max(1) as f64);
+        Some(PerPhase {
+            position: p.enc.map(|v| v as f64 / positions),
+            step: p.tok.map(|v| v as f64 / steps),
+            marks: [p.marks[0] as f64 / positions, p.marks[1] as f64 / steps],
+            mark_insns: p.mark_insns,
+        })
     }
 
     /// The summary `s2s qemu` prints.
@@ -200,6 +232,30 @@ impl QemuReport {
                 f(self.macs_per_step()),
                 self.enc_insns_per_mac(),
                 self.dec_insns_per_mac()
+            );
+        }
+        if let Some(PerPhase {
+            position: enc,
+            step,
+            marks,
+            mark_insns,
+        }) = self.per_phase()
+        {
+            let split = |v: [f64; PHASES]| {
+                let parts: Vec<String> = Phase::ALL
+                    .iter()
+                    .zip(v)
+                    .map(|(p, x)| format!("{} {}", p.name(), f(x)))
+                    .collect();
+                parts.join(", ")
+            };
+            let _ = writeln!(
+                s,
+                "by phase        per source position: {}; {:.1} marks\n                per step: {}; {:.1} marks (each count includes its marks, {mark_insns} instructions each)",
+                split(enc),
+                marks[0],
+                split(step),
+                marks[1]
             );
         }
         let _ = writeln!(

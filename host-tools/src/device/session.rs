@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use s2s_device::exit::Exit;
-use s2s_device::protocol::{parse_reply, unescape, AttWeight, Reply};
+use s2s_device::protocol::{parse_reply, unescape, AttWeight, PhaseCounts, Reply};
 use s2s_device::Board;
 
 use super::qemu::QemuRun;
@@ -40,6 +40,8 @@ pub struct DeviceOutput {
     pub step_insns: Vec<u64>,
     /// Attention rows as stored (f32 bits or Q0.15 values, zero-extended), when asked.
     pub attention: Vec<Vec<i64>>,
+    /// The same instructions by phase, from a `profile` firmware build.
+    pub phases: Option<PhaseCounts>,
 }
 
 /// The `STATS` line.
@@ -208,10 +210,11 @@ fn read_output(lines: &mut Lines<'_>, n: usize, float: bool) -> Result<DeviceOut
         Reply::Txt(t) => unescape(t).collect::<Option<String>>(),
         _ => None,
     })?;
-    let (enc_insns, step_insns) = lines.next(&format!("input {n}: expected CNT"), |r| match r {
-        Reply::Cnt(c) => Some((c.enc, c.steps().collect::<Option<Vec<u64>>>()?)),
-        _ => None,
-    })?;
+    let (enc_insns, step_insns, phases) =
+        lines.next(&format!("input {n}: expected CNT"), |r| match r {
+            Reply::Cnt(c) => Some((c.enc, c.steps().collect::<Option<Vec<u64>>>()?, c.phases)),
+            _ => None,
+        })?;
     let mut attention = Vec::new();
     while let Some(Reply::Att(a)) = lines.peek() {
         let row = (a.step == attention.len() as u64)
@@ -231,6 +234,7 @@ fn read_output(lines: &mut Lines<'_>, n: usize, float: bool) -> Result<DeviceOut
         enc_insns,
         step_insns,
         attention,
+        phases,
     })
 }
 
@@ -292,6 +296,7 @@ mod tests {
         assert_eq!(first.text, "a\nb");
         assert_eq!(first.step_insns, [10, 11, 12]);
         assert_eq!(first.attention[1], [0xffff, 5]);
+        assert_eq!(first.phases, None);
         assert!(s.outputs[1].as_ref().unwrap_err().starts_with("symbol"));
         let last = s.outputs[2].as_ref().unwrap();
         assert!(last.ids.is_empty() && last.text.is_empty());

@@ -8,6 +8,9 @@
 //! device: OUT <id> <id> ...        output ids, end token excluded
 //! device: TXT <text>               the output text; `\`, newline, CR escaped
 //! device: CNT enc=<n> tok=<n>,...  instructions of the encoder pass and of each step
+//!         [enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>]  (a
+//!         `profile` build: the same by phase, `s2s_kernels::Phase::ALL`, the phase
+//!         marks counted, and the instructions of one)
 //! device: ATT <step> <w0> ...      with attention on: the step's weights, as stored
 //!         (or `ERR <reason>` for this line alone; the session goes on)
 //! host:   \x01attention on|off     a command (byte 0x01 first, so no source is one)
@@ -40,6 +43,6 @@ pub use fields::{unescape, Escape};
 pub use reply::{
     parse_reply, write_att, write_cnt, write_done, write_err, write_hardfault, write_model,
     write_model_error, write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att,
-    AttWeight, Cnt, Done, Fault, ModelInfo, ParseError, Reply, Stats,
+    AttWeight, Cnt, Done, Fault, ModelInfo, ParseError, PhaseCounts, Reply, Stats, PHASES,
 };
 pub use request::{check_source, parse_request, write_request, Command, Request, END};

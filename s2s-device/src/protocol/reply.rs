@@ -3,6 +3,7 @@
 use core::fmt::{self, Display, Write};
 
 use s2s_kernels::text::{Describe, Sink};
+use s2s_kernels::Phase;
 
 use super::fields::{field, hex, num, put_field, put_hex32, put_i64, put_u64, Escape};
 use super::request::Command;
@@ -31,7 +32,27 @@ pub struct Cnt<'a> {
     pub enc: u64,
     /// The `tok=` list: instructions of each decoder step (see [`Cnt::steps`]).
     pub tok: &'a str,
+    /// From a `profile` firmware build: the same instructions split by phase.
+    pub phases: Option<PhaseCounts>,
 }
+
+/// Instructions of one line by phase (the `enc_phases=`, `tok_phases=`, `marks=` and
+/// `mark_insns=` fields of a `CNT` line), each array in the order of [`Phase::ALL`]. The counts
+/// include the phase marks' own instructions (the counter reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PhaseCounts {
+    /// The encoder pass's instructions by phase (they add up to `enc`).
+    pub enc: [u64; PHASES],
+    /// All decoder steps' instructions by phase (they add up to the sum of `tok`).
+    pub tok: [u64; PHASES],
+    /// Phase marks in the encoder pass and in the decoder steps.
+    pub marks: [u64; 2],
+    /// Instructions of one mark (the firmware counts a few in a row), in the counts.
+    pub mark_insns: u64,
+}
+
+/// The number of phases, [`Phase::ALL`]'s length.
+pub const PHASES: usize = Phase::ALL.len();
 
 impl Cnt<'_> {
     /// Each step's count; `None` for a malformed one.
@@ -227,11 +248,13 @@ pub fn write_txt(
     out.put("\n")
 }
 
-/// `CNT enc=<n> tok=<n>,<n>,...`.
+/// `CNT enc=<n> tok=<n>,<n>,...`, and with `phases`
+/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>`.
 pub fn write_cnt(
     out: &mut dyn Sink,
     enc: u64,
     steps: impl IntoIterator<Item = u64>,
+    phases: Option<&PhaseCounts>,
 ) -> fmt::Result {
     out.put("CNT")?;
     put_field(out, "enc", enc)?;
@@ -242,7 +265,41 @@ pub fn write_cnt(
         }
         put_u64(out, t)?;
     }
+    if let Some(p) = phases {
+        put_phases(out, p)?;
+    }
     out.put("\n")
+}
+
+/// ` enc_phases=<n>,... tok_phases=<n>,... marks=<n>,<n> mark_insns=<n>`. (Out of line: a build
+/// without phases keeps `write_cnt` as it was without them.)
+#[inline(never)]
+fn put_phases(out: &mut dyn Sink, p: &PhaseCounts) -> fmt::Result {
+    for (key, values) in [
+        (" enc_phases=", &p.enc[..]),
+        (" tok_phases=", &p.tok[..]),
+        (" marks=", &p.marks[..]),
+        (" mark_insns=", &[p.mark_insns][..]),
+    ] {
+        out.put(key)?;
+        for (i, &v) in values.iter().enumerate() {
+            if i > 0 {
+                out.put(",")?;
+            }
+            put_u64(out, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Exactly `N` comma-separated numbers.
+fn list<const N: usize>(s: &str) -> Option<[u64; N]> {
+    let mut v = [0; N];
+    let mut words = s.split(',');
+    for slot in v.iter_mut() {
+        *slot = words.next()?.parse().ok()?;
+    }
+    words.next().is_none().then_some(v)
 }
 
 /// `ATT <step> <w0> <w1> ...`.
@@ -360,7 +417,16 @@ pub fn parse_reply(line: &str) -> Result<Reply<'_>, ParseError> {
         "CNT" => {
             let enc = num(rest, "enc").ok_or(bad("CNT"))?;
             let tok = field(rest, "tok").ok_or(bad("CNT"))?;
-            let cnt = Cnt { enc, tok };
+            let phases = match field(rest, "enc_phases") {
+                None => None,
+                Some(enc) => Some(PhaseCounts {
+                    enc: list(enc).ok_or(bad("CNT"))?,
+                    tok: list(field(rest, "tok_phases").ok_or(bad("CNT"))?).ok_or(bad("CNT"))?,
+                    marks: list(field(rest, "marks").ok_or(bad("CNT"))?).ok_or(bad("CNT"))?,
+                    mark_insns: num(rest, "mark_insns").ok_or(bad("CNT"))?,
+                }),
+            };
+            let cnt = Cnt { enc, tok, phases };
             if cnt.steps().any(|s| s.is_none()) {
                 return Err(bad("CNT"));
             }
@@ -469,17 +535,31 @@ mod tests {
             (line.as_str(), r),
             ("TXT a\\nb\\\\", Reply::Txt("a\\nb\\\\"))
         );
-        let (line, r) = round_trip(|s| write_cnt(s, 100, [10, 11, 12]));
+        let (line, r) = round_trip(|s| write_cnt(s, 100, [10, 11, 12], None));
         assert_eq!(line, "CNT enc=100 tok=10,11,12");
         let Reply::Cnt(c) = r else { panic!() };
         assert_eq!(
             (c.enc, c.steps().map(Option::unwrap).collect::<Vec<_>>()),
             (100, vec![10, 11, 12])
         );
-        let Reply::Cnt(c) = round_trip(|s| write_cnt(s, 7, [])).1 else {
+        assert_eq!(c.phases, None);
+        let Reply::Cnt(c) = round_trip(|s| write_cnt(s, 7, [], None)).1 else {
             panic!()
         };
         assert_eq!(c.steps().count(), 0);
+        let phases = PhaseCounts {
+            enc: [60, 30, 0, 0, 0, 10],
+            tok: [20, 4, 3, 2, 1, 3],
+            marks: [9, 12],
+            mark_insns: 21,
+        };
+        let (line, r) = round_trip(|s| write_cnt(s, 100, [16, 17], Some(&phases)));
+        assert_eq!(
+            line,
+            "CNT enc=100 tok=16,17 enc_phases=60,30,0,0,0,10 tok_phases=20,4,3,2,1,3 marks=9,12 mark_insns=21"
+        );
+        let Reply::Cnt(c) = r else { panic!() };
+        assert_eq!((c.enc, c.phases), (100, Some(phases)));
         let q = [AttWeight::Q15(32767), AttWeight::Q15(-1), AttWeight::Q15(0)];
         let (line, r) = round_trip(|s| write_att(s, 2, q));
         assert_eq!(line, "ATT 2 32767 -1 0");
@@ -550,6 +630,15 @@ mod tests {
             ("OUT 1 x", "OUT"),
             ("CNT enc=1", "CNT"),
             ("CNT enc=1 tok=1,,x", "CNT"),
+            ("CNT enc=1 tok=1 enc_phases=1,0,0,0,0,0", "CNT"),
+            (
+                "CNT enc=1 tok=1 enc_phases=1,0,0,0,0 tok_phases=1,0,0,0,0,0 marks=1,1",
+                "CNT",
+            ),
+            (
+                "CNT enc=1 tok=1 enc_phases=1,0,0,0,0,0 tok_phases=1,0,0,0,0,0 marks=1",
+                "CNT",
+            ),
             ("ATT x 1", "ATT"),
             ("OK beam", "OK"),
             ("DONE lines=1", "DONE"),

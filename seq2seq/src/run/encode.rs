@@ -94,7 +94,11 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 scratch,
             });
         }
-        rnn_core::run_stack_batch::<P, L>(&net.encoder, &mut seq)?
+        with_marks!(P, O, obs, |m| rnn_core::run_stack_batch::<P, L>(
+            &net.encoder,
+            &mut seq,
+            m
+        )?)
     };
     let top_buf = if top == 0 { b::ENC_A } else { b::ENC_B };
     if let (Some(rule), Some(layer)) = (d.cells.enc_mask, net.encoder.last()) {
@@ -167,7 +171,9 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
             if !att.keys_are_memory() {
                 let (keys, mem) = two_bufs(&mut lane.act, b::KEYS, mem_buf)?;
                 let mem = mem.part(..t * m, "memory")?;
+                o.phase(Phase::Scores);
                 att.precompute_keys(mem, t, keys, &mut lane.wide[b::PROJ][..])?;
+                o.phase(Phase::Rest);
                 let keys = lane.act[b::KEYS].part(..t * att.key_dim(), "attention keys")?;
                 o.probe(Probe::Keys, Values::Act(keys, d.fmt_keys));
             }

@@ -1,11 +1,13 @@
 //! Running a model: encoder, bridge, attention and greedy decoding over a caller-owned
 //! arena, with an observer that sees every step.
 
+use core::marker::PhantomData;
+
 use attention_core::{AttnScratch, Mask};
 use heapless::Vec as HVec;
 use rnn_core::{fill_masked, CellScratch, SeqInput};
 use s2s_kernels::part::Part as _;
-use s2s_kernels::{float::argmax, Fmt, Job, Linear, Precision, ShapeError};
+use s2s_kernels::{float::argmax, Fmt, Job, Linear, Marks, Phase, Precision, ShapeError};
 
 use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::desc::{Activation, CellKind, Init, Ordering, Part};
@@ -80,6 +82,51 @@ pub trait Observer<P: Precision> {
     /// A beam search has run step `index`, expanding `expanded` hypotheses (each
     /// expansion is a decoder step of its own, with its probes, but no [`Observer::step`]).
     fn searched(&mut self, _index: usize, _expanded: usize) {}
+    /// Whether the observer wants [`Observer::phase`] calls. Left `false`, the run marks
+    /// no phases and compiles to the same code whatever the observer (the cells and the
+    /// attention are shared by every such observer rather than copied for each).
+    const PHASES: bool = false;
+    /// From here on, the run is in `phase` (profiling, when [`Observer::PHASES`]):
+    /// called at the boundaries of the cells' matrix products, the attention's scores
+    /// (and the encoder's keys), softmax and context, and the output layer, each
+    /// followed by [`Phase::Rest`]; every encoder pass and decoder step starts in
+    /// [`Phase::Rest`].
+    fn phase(&mut self, _phase: Phase) {}
+}
+
+/// Evaluates `$body` with `$m` the [`Marks`] of the observers `$obs` (of type `[$O]`)
+/// when they want phases ([`Observer::PHASES`]), else `()`, which marks nothing: runs
+/// whose observers want none share one copy of the marked code.
+macro_rules! with_marks {
+    ($P:ty, $O:ty, $obs:expr, |$m:ident| $body:expr) => {
+        if <$O as Observer<$P>>::PHASES {
+            let $m = &mut Phases::<$P, $O>::new($obs);
+            $body
+        } else {
+            let $m = &mut ();
+            $body
+        }
+    };
+}
+use with_marks;
+
+/// The observers of a run's lanes as the [`Marks`] of the core crates: a mark goes to
+/// every observer's [`Observer::phase`].
+struct Phases<'o, P, O>(&'o mut [O], PhantomData<fn() -> P>);
+
+impl<'o, P: Precision, O: Observer<P>> Phases<'o, P, O> {
+    fn new(obs: &'o mut [O]) -> Self {
+        Phases(obs, PhantomData)
+    }
+}
+
+impl<P: Precision, O: Observer<P>> Marks for Phases<'_, P, O> {
+    #[inline(always)]
+    fn mark(&mut self, phase: Phase) {
+        for o in self.0.iter_mut() {
+            o.phase(phase);
+        }
+    }
 }
 
 /// The observer that observes nothing.
@@ -387,6 +434,10 @@ impl<P: Precision, O: Observer<P>> Observer<P> for ObsRef<'_, O> {
     }
     fn searched(&mut self, index: usize, expanded: usize) {
         self.0.searched(index, expanded)
+    }
+    const PHASES: bool = O::PHASES;
+    fn phase(&mut self, phase: Phase) {
+        self.0.phase(phase)
     }
 }
 

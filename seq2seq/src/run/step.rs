@@ -20,11 +20,14 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
     let fmt_memory = d.memory_fmt();
     let feed = d.extras.input_feed;
     {
+        // (The lanes run in lockstep: every observer sees each lane's attention.)
         for lane in lanes.iter_mut().filter(|l| !l.done) {
             let y = lane.y as usize;
             net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
             if d.ordering == Ordering::Bahdanau {
-                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
+                with_marks!(P, O, obs, |m| attend_lane(
+                    net, lane, mem_buf, keys_buf, top_state, m
+                )?);
             }
         }
         // The decoder stack: layer 0 reads the embedding (and the context), each
@@ -69,7 +72,8 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let _ = xs.push(&x[..nparts]);
             }
             let mut sr: HVec<&mut CellScratch<'_, P>, L> = ss.iter_mut().collect();
-            cell.step_batch::<L>(&xs, &mut hs, &mut cs, &mut sr)?;
+            with_marks!(P, O, obs, |m| cell
+                .step_batch::<L>(&xs, &mut hs, &mut cs, &mut sr, m)?);
         }
         for (lane, o) in lanes
             .iter_mut()
@@ -77,7 +81,9 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             .filter(|(l, _)| !l.done)
         {
             if d.ordering == Ordering::Luong {
-                attend_lane(net, lane, mem_buf, keys_buf, top_state)?;
+                with_marks!(P, O, core::slice::from_mut(o), |m| attend_lane(
+                    net, lane, mem_buf, keys_buf, top_state, m
+                )?);
             }
             let state = &lane.act[b::DEC_STATE];
             let top = state.part(top_state.., "decoder states")?;
@@ -117,7 +123,9 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             }
         }
         let parts = part_bufs(d.out_parts(), top_state)?;
+        with_marks!(P, O, obs, |m| m.mark(Phase::Output));
         batch_linear::<P, L>(lanes, &net.out, &parts, b::LOGITS, d.tgt_vocab)?;
+        with_marks!(P, O, obs, |m| m.mark(Phase::Rest));
     }
     Ok(())
 }
@@ -142,13 +150,15 @@ fn part_bufs(
     Ok(bufs)
 }
 
-/// Scores, weights and context of one lane with its top decoder state as the query.
+/// Scores, weights and context of one lane with its top decoder state as the query;
+/// their phases go to `marks`.
 fn attend_lane<P: Precision>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
     mem_buf: usize,
     keys_buf: usize,
     top_state: usize,
+    marks: &mut impl Marks,
 ) -> Result<(), Error> {
     let Some(att) = &net.attention else {
         return Ok(());
@@ -184,7 +194,7 @@ fn attend_lane<P: Precision>(
         query,
         tanh,
     };
-    att.attend(
+    att.attend_marked(
         dec_state.part(top_state.., "decoder states")?,
         key,
         mem,
@@ -193,6 +203,7 @@ fn attend_lane<P: Precision>(
         &mut s,
         weights,
         context,
+        marks,
     )?;
     Ok(())
 }
