@@ -4,15 +4,18 @@
 pub mod beam;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostf32;
+#[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
+pub mod hostw8a16;
 pub mod inspect;
 pub mod run;
 
 use std::path::{Path, PathBuf};
 
-use s2s_kernels::{Precision, PrecisionKind, W8A16, W8F32};
+use s2s_kernels::{Precision, PrecisionKind, W8F32};
 
 use crate::error::{Error, Result};
 use crate::model::hostf32::HostF32;
+use crate::model::hostw8a16::HostW8A16;
 use std::collections::BTreeMap;
 
 use seq2seq::run::{Observer, Probe, Step, Values};
@@ -126,8 +129,9 @@ pub enum AnyNet<'a> {
     F32(Net<'a, HostF32>),
     /// int8 weights, f32 math.
     W8F32(Net<'a, W8F32>),
-    /// int8 weights, int16 activations.
-    W8A16(Net<'a, W8A16>),
+    /// int8 weights, int16 activations (computed by the host's fast batched layers, to
+    /// the same integers as the core's W8A16).
+    W8A16(Net<'a, HostW8A16>),
 }
 
 /// Runs `$body` with `$net` bound to the concrete `Net<P>` (and `$p` to `P`).
@@ -144,7 +148,7 @@ macro_rules! dispatch {
                 $body
             }
             $crate::model::AnyNet::W8A16($net) => {
-                type $p = s2s_kernels::W8A16;
+                type $p = $crate::model::hostw8a16::HostW8A16;
                 $body
             }
         }
@@ -266,7 +270,7 @@ pub struct HostRunner<'n, 'a, P: Precision> {
 impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     /// A workspace for sources of up to `positions` positions.
     pub fn new(net: &'n Net<'a, P>, positions: usize) -> Self {
-        crate::model::hostf32::forget_layers();
+        forget_layers();
         Self::keeping_cache(net, positions)
     }
 
@@ -349,15 +353,22 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
     }
 }
 
+/// Drops this thread's cached layers (`hostf32`, `hostw8a16`): a net's decoding
+/// begins.
+fn forget_layers() {
+    crate::model::hostf32::forget_layers();
+    crate::model::hostw8a16::forget_layers();
+}
+
 /// A runner for each of rayon's threads (`RAYON_NUM_THREADS`, all cores by default),
 /// for [`decode_spread`]: made once per net, their workspaces reused batch after batch.
-/// Clears the cached layers (`hostf32`) of every thread first: a net's decoding begins.
+/// Clears the cached layers of every thread first: a net's decoding begins.
 fn runners<'n, 'a, P: Precision>(
     net: &'n Net<'a, P>,
     positions: usize,
 ) -> Vec<HostRunner<'n, 'a, P>> {
-    crate::model::hostf32::forget_layers();
-    rayon::broadcast(|_| crate::model::hostf32::forget_layers());
+    forget_layers();
+    rayon::broadcast(|_| forget_layers());
     (0..rayon::current_num_threads().max(1))
         .map(|_| HostRunner::keeping_cache(net, positions))
         .collect()
