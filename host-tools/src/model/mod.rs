@@ -510,8 +510,9 @@ struct InFlight {
 /// and line. Stops at a reading error (or a line beyond the length bound), after the
 /// lines before it, or at `each`'s error.
 ///
-/// The batches overlap: while the threads decode one (group by group, see
-/// [`decode_spread`]), this thread reads the next when the input has it at hand (a
+/// The batches overlap: while the threads decode one (in groups of lines of similar
+/// length, the longest first, each thread taking the next as it frees up), this
+/// thread reads the next when the input has it at hand (a
 /// file; an interactive input is answered before it is read further) and writes the
 /// previous one, so that no thread waits for the others at the end of each batch.
 pub fn decode_stream(

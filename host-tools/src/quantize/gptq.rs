@@ -163,8 +163,8 @@ const LINES_PER_THREAD: usize = 32;
 /// each having seen some of the lines. `progress` gets the number of lines done.
 ///
 /// The lines are run on all threads, each its own runner; the statistics are then
-/// added in line order (see [`Hessians::add_all`]), so they are the same bits whatever
-/// the number of threads.
+/// added in line order, the threads sharing out the entries of each sum, never the
+/// inputs, so they are the same bits whatever the number of threads.
 pub fn collect<O: Observer<Recording> + Send>(
     m: &LoadedModel,
     lines: &[String],
