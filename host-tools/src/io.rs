@@ -215,6 +215,13 @@ impl LineReader {
         }))
     }
 
+    /// Whether a whole line (or the end of the input) can be read without waiting:
+    /// it is in the buffer already. False for an interactive input the user has not
+    /// typed further yet, and for a file whose buffer needs refilling.
+    pub fn has_line_at_hand(&self) -> bool {
+        self.ended || self.pending.is_some() || self.reader.buffer().contains(&b'\n')
+    }
+
     /// Up to `max` lines: the next one (waiting for it), then those already in the
     /// buffer, so that an interactive input is answered line by line and a file is
     /// read in batches. Empty at the end of the input.

@@ -347,3 +347,27 @@ fn outputs_are_the_same_whatever_the_thread_count() {
         }
     }
 }
+
+/// `s2s quantize` calibrates on all threads (issue 14): quantizing netra to w8a16 as
+/// `cargo xtask models` does gives the same file byte for byte with 1 and 2 threads.
+#[test]
+fn quantized_files_are_the_same_whatever_the_thread_count() {
+    let dir = s2s_tests::scratch_dir("quantize-threads");
+    let netra = model_file("netra.s2s");
+    let calib = golden("words-calib.txt");
+    let files: Vec<Vec<u8>> = [1, 2]
+        .into_iter()
+        .map(|threads| {
+            let out = dir.join(format!("netra-w8a16-{threads}.s2s"));
+            #[rustfmt::skip]
+            run_with_threads(threads, &[&"quantize", &netra, &"--scheme", &"w8a16", &"--calib", &calib, &"-o", &out]);
+            std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+        })
+        .collect();
+    assert!(!files[0].is_empty());
+    assert!(
+        files[0] == files[1],
+        "netra w8a16 quantized with 2 threads differs from 1 thread (in {})",
+        dir.display()
+    );
+}

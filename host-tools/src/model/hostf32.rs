@@ -40,8 +40,13 @@ pub trait LinearImpl: 'static {
 /// `F32` with dense layers computed by `I`.
 pub struct F32Like<I>(PhantomData<I>);
 
-/// The same layer viewed as an `F32` layer.
-pub fn as_f32<'a, I: LinearImpl>(l: &Linear<'a, F32Like<I>>) -> Linear<'a, F32> {
+/// The same layer seen at another precision that stores it alike (an `F32Like` layer
+/// as `F32`'s, a `HostW8A16` one as `W8A16`'s, ...).
+pub fn same_layer<'a, A, B>(l: &Linear<'a, A>) -> Linear<'a, B>
+where
+    A: Precision,
+    B: Precision<Weight = A::Weight, RowQ = A::RowQ, Bias = A::Bias>,
+{
     Linear::new(
         l.rows(),
         l.cols(),
@@ -50,7 +55,7 @@ pub fn as_f32<'a, I: LinearImpl>(l: &Linear<'a, F32Like<I>>) -> Linear<'a, F32> 
         l.row_q(),
         l.bias(),
     )
-    .expect("same shapes as an F32 layer")
+    .expect("the same shapes, at a precision that stores them alike")
 }
 
 impl<I: LinearImpl> Precision for F32Like<I> {
@@ -76,7 +81,7 @@ impl<I: LinearImpl> Precision for F32Like<I> {
         I::linear_batch(l, jobs)
     }
     fn embed(t: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
-        F32::embed(&as_f32(t), row, out)
+        F32::embed(&same_layer(t), row, out)
     }
     fn sigmoid(x: f32) -> f32 {
         F32::sigmoid(x)
@@ -142,9 +147,9 @@ pub type HostF32 = F32Like<Fast>;
 /// Lanes processed together by the kernel.
 pub const LANES: usize = 8;
 
-/// A fast hasher for input bit patterns (the cache is keyed by whole inputs).
+/// A fast hasher for input bit patterns (the caches are keyed by whole inputs).
 #[derive(Default)]
-struct WordHasher(u64);
+pub(crate) struct WordHasher(u64);
 
 impl std::hash::Hasher for WordHasher {
     fn finish(&self) -> u64 {
@@ -179,28 +184,34 @@ struct LayerCache {
 
 /// Inputs remembered per layer at most (a GRU input matrix fed with embeddings sees
 /// only as many distinct inputs as the vocabulary has tokens).
-const MAX_REMEMBERED: usize = 4096;
+pub(crate) const MAX_REMEMBERED: usize = 4096;
+
+/// Whether a layer that has found `hits` inputs among those remembered and missed
+/// `misses` keeps remembering: while it finds one in five at least, or is young.
+pub(crate) fn remembers(hits: usize, misses: usize) -> bool {
+    hits * 4 >= misses || misses < 256
+}
 
 /// A layer's identity in the cache: its weights' address and shape, and a fingerprint
 /// of their values (so that a model loaded where a dropped one lived is not mistaken
 /// for it; [`forget_layers`] is also called whenever a host runner starts).
-type LayerKey = (usize, usize, usize, u64);
+pub(crate) type LayerKey = (usize, usize, usize, u64);
 
 thread_local! {
     static CACHE: RefCell<HashMap<LayerKey, LayerCache>> = RefCell::new(HashMap::new());
 }
 
-/// Drops every cached layer (their transposed weights and products).
+/// Drops every cached layer of this thread (their transposed weights and products).
 pub fn forget_layers() {
     CACHE.with(|c| c.borrow_mut().clear());
 }
 
 /// The cache key of a layer.
-fn layer_key(w: &[f32], rows: usize, cols: usize) -> LayerKey {
+pub(crate) fn layer_key<T: bytemuck::Pod>(w: &[T], rows: usize, cols: usize) -> LayerKey {
     let mut h = WordHasher::default();
     let step = (w.len() / 61).max(1);
     for v in w.iter().step_by(step) {
-        std::hash::Hasher::write_u32(&mut h, v.to_bits());
+        std::hash::Hasher::write(&mut h, bytemuck::bytes_of(v));
     }
     (
         w.as_ptr() as usize,
@@ -228,7 +239,7 @@ impl LinearImpl for Fast {
                 misses: 0,
             });
             // Reuse the products of inputs seen before; collect the others.
-            let remember = entry.hits * 4 >= entry.misses || entry.misses < 256;
+            let remember = remembers(entry.hits, entry.misses);
             let mut todo: Vec<usize> = vec![];
             let mut inputs: Vec<Vec<f32>> = vec![];
             for (i, j) in jobs.iter_mut().enumerate() {

@@ -28,7 +28,8 @@ pub struct Calibration {
     pub lines: Vec<String>,
 }
 
-/// Largest magnitudes seen by a calibration run.
+/// Largest magnitudes seen by a calibration run (one per thread).
+#[derive(Default)]
 struct Ranges {
     max: BTreeMap<Probe, f32>,
     logits_max: f32,
@@ -113,15 +114,18 @@ pub fn calibrate(
         }));
     }
     // One pass of the float model gives both the ranges and the layers' input
-    // statistics.
-    let mut ranges = Ranges {
-        max: BTreeMap::new(),
-        logits_max: 0.0,
-        sequences: 0,
-    };
-    let rec = crate::quantize::gptq::collect(m, &usable, &mut ranges, progress)?;
+    // statistics; each thread's ranges are merged (largest values and counts, so the
+    // same whatever the thread count).
+    let (rec, ranges) = crate::quantize::gptq::collect(m, &usable, Ranges::default, progress)?;
     (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
-    (c.max, c.logits_max, c.sequences) = (ranges.max, ranges.logits_max, ranges.sequences);
+    for r in ranges {
+        for (probe, v) in r.max {
+            let e = c.max.entry(probe).or_insert(0.0);
+            *e = e.max(v);
+        }
+        c.logits_max = c.logits_max.max(r.logits_max);
+        c.sequences += r.sequences;
+    }
     c.lines = usable;
     Ok(c)
 }

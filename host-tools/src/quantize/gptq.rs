@@ -9,16 +9,19 @@
 //! are chosen changes, so the device kernels are untouched.
 //!
 //! The inputs are collected by running the f32 model through the core with
-//! [`Recording`], a precision identical to `F32` that also accumulates `H` for every
-//! dense layer it applies (host-only state in a thread-local; the core has none).
+//! [`Recording`], a precision identical to `F32` that also records the input of every
+//! dense layer it applies (host-only state in a thread-local; the core has none). The
+//! lines run on all of rayon's threads, and `H` is summed in line order whatever their
+//! number ([`collect`]); the rows of a layer are then rounded on all threads too, each
+//! on its own. So the quantized file is the same bits with any number of threads.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use s2s_kernels::{Linear, Precision, F32};
+use s2s_kernels::Linear;
 
-use crate::model::hostf32::{as_f32, F32Like, LinearImpl};
+use crate::model::hostf32::{same_layer, F32Like, Fast, HostF32, LinearImpl};
 use seq2seq::format::{Role, Slot, TensorId};
 use seq2seq::{Net, Observer, Runner};
 
@@ -35,15 +38,26 @@ pub struct Hessians {
     pub map: HashMap<Key, (usize, Vec<f64>)>,
 }
 
+/// A calibration thread's recording state (in a thread-local: the core calls the
+/// dense layers without context).
 struct State {
     /// Weight address ranges of every layer of the bound model.
     layers: Vec<(Range<usize>, Role, usize, usize, usize)>,
-    h: Hessians,
+    /// The inputs of the line being run, in the order the layers saw them.
+    line: LineInputs,
     /// The role of the last layer applied: an LSTM step applies its recurrent matrix
     /// right before it updates its cell states, so this says whose cell states follow.
     last: Option<Role>,
     /// Largest `|c|` of the encoder's and the decoder's LSTM cell states.
     cell_max: [f32; 2],
+}
+
+/// What the dense layers saw during one line: each input (its parts concatenated, as
+/// f32) with the key of the layer (and row range) it went to, in call order.
+#[derive(Default)]
+struct LineInputs {
+    keys: Vec<(Key, Range<usize>)>,
+    values: Vec<f32>,
 }
 
 /// What a calibration pass records: the dense layers' input statistics and the largest
@@ -56,24 +70,41 @@ pub struct Recorded {
     pub cell_max: [f32; 2],
 }
 
-impl State {
-    fn add(&mut self, key: Key, v: &[f64]) {
-        let n = v.len();
-        let (_, h) = self
-            .h
-            .map
-            .entry(key)
-            .or_insert_with(|| (n, vec![0.0; n * n]));
-        for i in 0..n {
-            let vi = v[i];
-            if vi == 0.0 {
-                continue;
-            }
-            let row = &mut h[i * n..(i + 1) * n];
-            for j in i..n {
-                row[j] += vi * v[j];
-            }
+impl Hessians {
+    /// Adds `x x^T` of every input of `inputs`, in their order, to the layers' sums.
+    ///
+    /// Every entry of a sum receives its terms in the order of the inputs, whatever the
+    /// number of threads: the threads share out the rows of each `H` (disjoint entries),
+    /// never the inputs, so the sums are the same bits as one thread adding them one
+    /// input after the other.
+    fn add_all<'i>(&mut self, inputs: impl IntoIterator<Item = (Key, &'i [f32])>) {
+        use rayon::prelude::*;
+        let mut by_key: HashMap<Key, Vec<&[f32]>> = HashMap::new();
+        for (key, v) in inputs {
+            self.map
+                .entry(key)
+                .or_insert_with(|| (v.len(), vec![0.0; v.len() * v.len()]));
+            by_key.entry(key).or_default().push(v);
         }
+        let mut work: Vec<_> = self
+            .map
+            .iter_mut()
+            .filter_map(|(k, h)| Some((h, by_key.remove(k)?)))
+            .collect();
+        work.par_iter_mut().for_each(|((n, h), vs)| {
+            let n = *n;
+            h.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
+                for v in vs.iter().filter(|v| v.len() == n) {
+                    let vi = v[i] as f64;
+                    if vi == 0.0 {
+                        continue;
+                    }
+                    for (h, &vj) in row[i..].iter_mut().zip(&v[i..]) {
+                        *h += vi * vj as f64;
+                    }
+                }
+            });
+        });
     }
 }
 
@@ -81,7 +112,8 @@ thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
 
-/// Dense layers computed as `F32` computes them, after recording their inputs.
+/// Dense layers computed as `F32` computes them (by `HostF32`'s kernel, which gives the
+/// same bits), after recording their inputs.
 pub struct Record;
 
 /// `F32` that records the inputs of every dense layer (see the module docs).
@@ -97,12 +129,15 @@ impl LinearImpl for Record {
                 {
                     st.last = Some(role);
                     let row0 = (addr - r.start) / 4 / l.cols();
-                    let v: Vec<f64> = x.iter().flat_map(|p| p.iter().map(|&a| a as f64)).collect();
-                    st.add((role, layer, dir, row0), &v);
+                    let line = &mut st.line;
+                    let start = line.values.len();
+                    line.values.extend(x.iter().flat_map(|p| p.iter().copied()));
+                    line.keys
+                        .push(((role, layer, dir, row0), start..line.values.len()));
                 }
             }
         });
-        F32::linear(&as_f32(l), x, out)
+        Fast::linear(&same_layer::<_, HostF32>(l), x, out)
     }
 
     fn cell_state(c: f32) {
@@ -119,15 +154,24 @@ impl LinearImpl for Record {
     }
 }
 
+/// Lines run by each calibration thread between two additions to the sums.
+const LINES_PER_THREAD: usize = 32;
+
 /// Runs the f32 model over `lines` and returns the input statistics of every layer and
-/// the largest LSTM cell states; `obs` sees every run too (the calibration's ranges
-/// come from the same pass) and `progress` the number of lines done.
-pub fn collect(
+/// the largest LSTM cell states, with the observers that saw the runs (the calibration's
+/// ranges come from the same pass): one made by `observer` for each of rayon's threads,
+/// each having seen some of the lines. `progress` gets the number of lines done.
+///
+/// The lines are run on all threads, each its own runner; the statistics are then
+/// added in line order, the threads sharing out the entries of each sum, never the
+/// inputs, so they are the same bits whatever the number of threads.
+pub fn collect<O: Observer<Recording> + Send>(
     m: &LoadedModel,
     lines: &[String],
-    obs: &mut impl Observer<Recording>,
+    observer: impl Fn() -> O,
     mut progress: impl FnMut(usize),
-) -> Result<Recorded> {
+) -> Result<(Recorded, Vec<O>)> {
+    use rayon::prelude::*;
     let file = m.file();
     let mut layers = vec![];
     for s in file.desc().layer_specs() {
@@ -138,38 +182,63 @@ pub fn collect(
             layers.push((a..a + w.len() * 4, s.role, s.layer, s.dir, s.cols));
         }
     }
-    STATE.with(|st| {
-        *st.borrow_mut() = Some(State {
-            layers,
-            h: Hessians::default(),
-            last: None,
-            cell_max: [0.0; 2],
-        })
-    });
-    let result = (|| {
-        let net = Net::<Recording>::bind(&file).map_err(Error::model(&m.path))?;
-        let positions = m.positions();
-        let bytes = seq2seq::Plan::new::<Recording>(&net.desc, positions).bytes();
-        let mut arena = vec![0u32; bytes.div_ceil(4)];
-        let mut runner = Runner::new(&net, &mut arena, positions).map_err(Error::model(&m.path))?;
-        let mut out = vec![0u16; net.desc.max_steps];
-        for (i, l) in lines.iter().enumerate() {
-            // Lines the model cannot read are simply not calibration data.
-            let _ = runner.translate_line::<seq2seq::Error>(l, &mut out, obs, |_| Ok(()));
-            progress(i + 1);
-        }
-        Ok(())
-    })();
-    let rec = STATE.with(|st| {
-        st.borrow_mut()
-            .take()
-            .map(|s| Recorded {
-                hessians: s.h,
-                cell_max: s.cell_max,
+    let net = Net::<Recording>::bind(&file).map_err(Error::model(&m.path))?;
+    let positions = m.positions();
+    let bytes = seq2seq::Plan::new::<Recording>(&net.desc, positions).bytes();
+    // One worker per thread: its workspace and its observer.
+    let mut workers: Vec<(Vec<u32>, O)> = (0..rayon::current_num_threads().max(1))
+        .map(|_| (vec![0u32; bytes.div_ceil(4)], observer()))
+        .collect();
+    let mut rec = Recorded::default();
+    let block = LINES_PER_THREAD * workers.len();
+    for (b, block_lines) in lines.chunks(block).enumerate() {
+        let per = block_lines.len().div_ceil(workers.len());
+        let runs: Vec<Result<(Vec<LineInputs>, [f32; 2])>> = workers
+            .par_iter_mut()
+            .zip(block_lines.par_chunks(per))
+            .map(|((arena, obs), chunk)| {
+                let mut runner =
+                    Runner::new(&net, arena, positions).map_err(Error::model(&m.path))?;
+                STATE.with(|st| {
+                    *st.borrow_mut() = Some(State {
+                        layers: layers.clone(),
+                        line: LineInputs::default(),
+                        last: None,
+                        cell_max: [0.0; 2],
+                    })
+                });
+                let mut out = vec![0u16; net.desc.max_steps];
+                let mut inputs = Vec::with_capacity(chunk.len());
+                for l in chunk {
+                    // Lines the model cannot read are simply not calibration data.
+                    let _ = runner.translate_line::<seq2seq::Error>(l, &mut out, obs, |_| Ok(()));
+                    inputs.push(STATE.with(|st| {
+                        st.borrow_mut()
+                            .as_mut()
+                            .map(|s| std::mem::take(&mut s.line))
+                            .unwrap_or_default()
+                    }));
+                }
+                let cells = STATE.with(|st| st.borrow_mut().take().map(|s| s.cell_max));
+                Ok((inputs, cells.unwrap_or_default()))
             })
-            .unwrap_or_default()
-    });
-    result.map(|()| rec)
+            .collect();
+        let mut block_inputs = vec![];
+        for run in runs {
+            let (inputs, cells) = run?;
+            for (max, c) in rec.cell_max.iter_mut().zip(cells) {
+                *max = max.max(c);
+            }
+            block_inputs.extend(inputs);
+        }
+        rec.hessians.add_all(
+            block_inputs
+                .iter()
+                .flat_map(|l| l.keys.iter().map(|(k, r)| (*k, &l.values[r.clone()]))),
+        );
+        progress((b * block + block_lines.len()).min(lines.len()));
+    }
+    Ok((rec, workers.into_iter().map(|(_, o)| o).collect()))
 }
 
 /// Cholesky factor `L` (lower) of a symmetric positive definite `n x n` matrix given
@@ -276,9 +345,8 @@ pub fn quantize_rows(w: &[f32], cols: usize, h: &[f64]) -> (Vec<i8>, Vec<f32>) {
         }
         e
     };
-    let mut codes = vec![0i8; w.len()];
-    let mut scales = Vec::with_capacity(w.len() / n.max(1));
-    for (r, row) in w.chunks(n).enumerate() {
+    // Each row on its own (rows spread over the threads, results in row order).
+    let row = |row: &[f32]| -> (Vec<i8>, f32) {
         let orig: Vec<f64> = order.iter().map(|&j| row[j] as f64).collect();
         let max = orig.iter().fold(0.0f64, |m, v| m.max(v.abs())) / 127.0;
         let mut best: Option<(f64, f64, Vec<i8>)> = None;
@@ -312,12 +380,18 @@ pub fn quantize_rows(w: &[f32], cols: usize, h: &[f64]) -> (Vec<i8>, Vec<f32>) {
             }
         }
         let (_, s, q) = best.expect("one candidate at least");
+        let mut codes = vec![0i8; n];
         for (j, &oj) in order.iter().enumerate() {
-            codes[r * n + oj] = q[j];
+            codes[oj] = q[j];
         }
-        scales.push(s as f32);
-    }
-    (codes, scales)
+        (codes, s as f32)
+    };
+    let rows: Vec<(Vec<i8>, f32)> = {
+        use rayon::prelude::*;
+        w.par_chunks(n.max(1)).map(row).collect()
+    };
+    let scales = rows.iter().map(|r| r.1).collect();
+    (rows.into_iter().flat_map(|r| r.0).collect(), scales)
 }
 
 #[cfg(test)]
