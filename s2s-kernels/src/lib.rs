@@ -13,6 +13,7 @@
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
+//! * [`layout`]: how a [`W8A16`] layer stores its int8 weights ([`Layout`]).
 //! * [`text`]: messages and numbers written without `core::fmt` formatting.
 //! * [`part`]: sub-slices that are a [`ShapeError`] instead of a panic when out of range.
 //!
@@ -45,6 +46,7 @@
 mod arm;
 pub mod cell;
 pub mod fixed;
+pub mod layout;
 pub mod float;
 #[cfg(any(test, s2s_isa = "dsp"))]
 mod fulltable;
@@ -66,6 +68,7 @@ mod extremes;
 pub mod suite;
 
 pub use fixed::Requant;
+pub use layout::Layout;
 pub use precision::{
     additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,
     Job, Kernels, Linear, Native, Portable, Precision, PrecisionKind, ShapeError, W8A16Portable,

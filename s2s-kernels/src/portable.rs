@@ -6,6 +6,7 @@
 //! `precision.rs` picks one module or the other and nothing else changes.
 
 use crate::fixed::{sat_i16, shift_round_i64, Requant};
+use crate::layout::Layout;
 use crate::precision::{Linear, Precision, I32_EXACT_RUN};
 
 /// `w . x` for `w.len() == x.len() <= I32_EXACT_RUN`: exact in an `i32` accumulator
@@ -19,13 +20,35 @@ pub(crate) fn dot_run(w: &[i8], x: &[i16]) -> i32 {
     acc
 }
 
+/// [`dot_run`] of weights stored in `layout`: the same integer (each weight decoded
+/// before its product).
+#[inline]
+fn dot_run_as(layout: Layout, w: &[i8], x: &[i16]) -> i32 {
+    match layout {
+        Layout::Row => dot_run(w, x),
+        Layout::V6m => {
+            let mut acc = 0i32;
+            for (&a, &b) in w.iter().zip(x) {
+                acc = acc.wrapping_add(Layout::V6m.load(a) as i32 * b as i32);
+            }
+            acc
+        }
+    }
+}
+
 /// `w . x` of int8 weights and int16 activations, exact for any length: `i32` runs of
 /// at most [`I32_EXACT_RUN`] products, added in `i64`.
 #[inline]
 pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
+    dot_i8_i16_as(Layout::Row, w, x)
+}
+
+/// [`dot_i8_i16`] of weights stored in `layout`.
+#[inline]
+fn dot_i8_i16_as(layout: Layout, w: &[i8], x: &[i16]) -> i64 {
     let mut total = 0i64;
     for (wc, xc) in w.chunks(I32_EXACT_RUN).zip(x.chunks(I32_EXACT_RUN)) {
-        total += dot_run(wc, xc) as i64;
+        total += dot_run_as(layout, wc, xc) as i64;
     }
     total
 }
@@ -57,8 +80,22 @@ pub(crate) fn requant_i64(d: i64, q: Requant) -> i32 {
 }
 
 /// `out = W [x_0; x_1; ...] + b`: per row, the bias, then for each plane and each part
-/// in that order the requantized dot product, added with saturation.
+/// in that order the requantized dot product, added with saturation. Reads every
+/// [`Layout`].
 pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    match l.layout() {
+        Layout::Row => linear_as(Layout::Row, l, x, out),
+        Layout::V6m => linear_as(Layout::V6m, l, x, out),
+    }
+}
+
+/// [`linear`] for weights in `layout` (a constant in each call above: one copy per
+/// layout, the layout's decoding inlined into its loop).
+#[inline(always)]
+fn linear_as<P>(layout: Layout, l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
 where
     P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
 {
@@ -87,9 +124,9 @@ where
                 };
                 rest = tail;
                 let y = if n <= I32_EXACT_RUN {
-                    rq.apply(dot_run(wp, part))
+                    rq.apply(dot_run_as(layout, wp, part))
                 } else {
-                    term(dot_i8_i16(wp, part), rq)
+                    term(dot_i8_i16_as(layout, wp, part), rq)
                 };
                 acc = acc.saturating_add(y);
             }

@@ -19,6 +19,7 @@ use core::ops::Range;
 use bytemuck::Pod;
 
 use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
+use crate::layout::Layout;
 use crate::part::Part;
 use crate::{cell, float, lut, native, portable};
 
@@ -279,11 +280,16 @@ pub struct Job<'j, P: Precision> {
 /// layers that need them, at twice their cost, with the same int8 kernels. Each row
 /// stores its planes one after the other, `[plane 0 | plane 1]`, and so do its
 /// quantization entries.
+///
+/// The int8 weights of a [`W8A16`] layer may be stored in another [`Layout`] (a
+/// re-encoding of the same values, [`Linear::with_layout`]); every kernel reads every
+/// layout with the same results.
 pub struct Linear<'a, P: Precision> {
     rows: usize,
     cols: usize,
     parts: usize,
     planes: usize,
+    layout: Layout,
     w: &'a [P::Weight],
     q: &'a [P::RowQ],
     bias: Option<&'a [P::Bias]>,
@@ -347,10 +353,24 @@ impl<'a, P: Precision> Linear<'a, P> {
             cols,
             parts,
             planes,
+            layout: Layout::Row,
             w,
             q,
             bias,
         })
+    }
+
+    /// The same layer with its weights stored in `layout` ([`Layout::Row`] for any
+    /// precision, the others for [`W8A16`] only).
+    pub fn with_layout(self, layout: Layout) -> Result<Self, ShapeError> {
+        if layout != Layout::Row && P::KIND != PrecisionKind::W8A16 {
+            return Err(ShapeError {
+                what: "weight layout",
+                expected: Layout::Row as usize,
+                found: layout as usize,
+            });
+        }
+        Ok(Linear { layout, ..self })
     }
 
     /// Output size.
@@ -369,11 +389,15 @@ impl<'a, P: Precision> Linear<'a, P> {
     pub fn planes(&self) -> usize {
         self.planes
     }
+    /// How the weights are stored.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
     /// Multiply-accumulates of one application.
     pub fn macs(&self) -> usize {
         self.rows * self.cols * self.planes
     }
-    /// The weights, row-major.
+    /// The weights, row-major, as stored (see [`Linear::layout`]).
     pub fn weights(&self) -> &'a [P::Weight] {
         self.w
     }
@@ -402,6 +426,7 @@ impl<'a, P: Precision> Linear<'a, P> {
             cols: self.cols,
             parts: self.parts,
             planes: self.planes,
+            layout: self.layout,
             w: self.w.part(r.start * row_w..r.end * row_w, "weights")?,
             q: self
                 .q
@@ -763,10 +788,11 @@ impl<K: Kernels> Precision for Int<K> {
             out.fill(0);
             return;
         };
+        let layout = table.layout;
         for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
             for (wp, rq) in w.chunks_exact(cols).zip(q) {
-                acc = acc.saturating_add(rq.apply_cold(wp[j] as i32));
+                acc = acc.saturating_add(rq.apply_cold(layout.load(wp[j]) as i32));
             }
             *o = sat_i16(acc);
         }

@@ -114,6 +114,9 @@ fn suite_passes_on(name: &str) {
             assert!(lines.contains(&want), "{name}: no `{want}` in {lines:?}");
         }
     }
+    // Every weight layout read by the native kernels as the row layout.
+    let want = "SUITE w8a16 layouts ok".to_string();
+    assert!(lines.contains(&want), "{name}: no `{want}` in {lines:?}");
     assert_eq!(
         lines.last().map(String::as_str),
         Some("SUITE PASS"),
