@@ -46,10 +46,10 @@
 mod arm;
 pub mod cell;
 pub mod fixed;
-pub mod layout;
 pub mod float;
 #[cfg(any(test, s2s_isa = "dsp"))]
 mod fulltable;
+pub mod layout;
 pub mod logprob;
 pub mod lut;
 mod native;

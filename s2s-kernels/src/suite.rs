@@ -1181,16 +1181,9 @@ pub fn layouts<P: IntPrecision, R: IntPrecision>(_: &Tolerances, _: bool, scale:
         layer.linear().apply(&x, &mut want).expect("shapes");
         for layout in Layout::ALL {
             let stored: Vec<i8> = layer.w.iter().map(|&c| layout.store(c)).collect();
-            let l = Linear::<P>::new(
-                rows,
-                cols,
-                nparts,
-                &stored,
-                &layer.q,
-                layer.bias.as_deref(),
-            )
-            .and_then(|l| l.with_layout(layout))
-            .expect("shapes");
+            let l = Linear::<P>::new(rows, cols, nparts, &stored, &layer.q, layer.bias.as_deref())
+                .and_then(|l| l.with_layout(layout))
+                .expect("shapes");
             let mut got = vec![0i32; rows];
             l.apply(&x, &mut got).expect("shapes");
             assert!(
@@ -1240,7 +1233,9 @@ pub fn layouts<P: IntPrecision, R: IntPrecision>(_: &Tolerances, _: bool, scale:
         let vw: Vec<f64> = (0..a).map(|_| rng.uniform(-2.0, 2.0)).collect();
         let bias: Option<Vec<f64>> = (case % 2 == 0).then(|| vec![rng.uniform(-1.0, 1.0)]);
         let v = IntFixture::<R>::layer(1, &[(a, Fmt::Q15)], planes, &vw, bias.as_deref(), false);
-        let q: Vec<i32> = (0..a).map(|_| IntFixture::<R>::wide(rng.uniform(-6.0, 6.0))).collect();
+        let q: Vec<i32> = (0..a)
+            .map(|_| IntFixture::<R>::wide(rng.uniform(-6.0, 6.0)))
+            .collect();
         let kf = KEY_FMTS[case % KEY_FMTS.len()];
         let r = input_range(kf);
         let keys: Vec<i16> = (0..n * a)

@@ -113,12 +113,22 @@ fn netra_w8a16_on_mps2_an386_matches_the_host() {
 /// offset-binary kernel) and on a board that reads it through the portable kernels.
 #[test]
 fn netra_w8a16_v6m_on_microbit_matches_the_host() {
-    device_matches_host("netra-w8a16-v6m.s2s", board("microbit"), NETRA_MAX_LEN, true);
+    device_matches_host(
+        "netra-w8a16-v6m.s2s",
+        board("microbit"),
+        NETRA_MAX_LEN,
+        true,
+    );
 }
 
 #[test]
 fn netra_w8a16_v6m_on_mps2_an386_matches_the_host() {
-    device_matches_host("netra-w8a16-v6m.s2s", board("mps2-an386"), NETRA_MAX_LEN, true);
+    device_matches_host(
+        "netra-w8a16-v6m.s2s",
+        board("mps2-an386"),
+        NETRA_MAX_LEN,
+        true,
+    );
 }
 
 #[test]

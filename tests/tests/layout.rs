@@ -55,5 +55,8 @@ fn netra_w8a16_v6m_decodes_as_the_row_layout_on_every_eval_word() {
     assert_eq!(row.lines().count(), 2000, "one output per word");
     assert!(row == v6m, "the v6m layout decodes otherwise");
     let inspect = s2s_ok(&[&"inspect", &model_file("netra-w8a16-v6m.s2s")], "");
-    assert!(inspect.contains("(w8a16, v6m layout, format v"), "{inspect}");
+    assert!(
+        inspect.contains("(w8a16, v6m layout, format v"),
+        "{inspect}"
+    );
 }

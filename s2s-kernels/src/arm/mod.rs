@@ -611,9 +611,8 @@ fn fused_scores<P, const OFFSET: bool>(
         for (wp, rq) in v.weights().chunks_exact(a).zip(v.row_q()) {
             // SAFETY: `wp` holds `a` weights, `tanh` `a` activations, and `buf` their
             // `words(a)` prepared words, all written by `prepare`.
-            let d = unsafe {
-                dot1::<OFFSET>(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a, corr)
-            };
+            let d =
+                unsafe { dot1::<OFFSET>(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a, corr) };
             acc = acc.saturating_add(rq.apply(d));
         }
         *e = acc;

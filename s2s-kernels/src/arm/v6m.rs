@@ -145,6 +145,7 @@ unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32
 /// offsets `$k0` and `$k1` from `r0`: the next two widened inputs from `r1`
 /// (post-incremented), the products of the stored bytes (read unsigned) added to `r8`;
 /// `r2`-`r5` scratch.
+#[rustfmt::skip]
 macro_rules! two_cols_offset {
     ($k0:literal, $k1:literal) => {
         concat!(
