@@ -287,8 +287,10 @@ pub struct Job<'j, P: Precision> {
 pub struct Linear<'a, P: Precision> {
     rows: usize,
     cols: usize,
-    parts: usize,
-    planes: usize,
+    // Small fields in one word: a `Linear` is one of many that a small device's `Net`
+    // holds on its stack.
+    parts: u16,
+    planes: u8,
     layout: Layout,
     w: &'a [P::Weight],
     q: &'a [P::RowQ],
@@ -310,8 +312,8 @@ impl<P: Precision> Debug for Linear<'_, P> {
             P::KIND.name(),
             self.rows,
             self.cols,
-            self.parts,
-            self.planes,
+            self.parts(),
+            self.planes(),
             self.bias.is_some()
         )
     }
@@ -341,6 +343,13 @@ impl<'a, P: Precision> Linear<'a, P> {
         if let Some(b) = bias {
             check("bias", rows, b.len())?;
         }
+        let Ok(parts) = u16::try_from(parts) else {
+            return Err(ShapeError {
+                what: "parts",
+                expected: u16::MAX as usize,
+                found: parts,
+            });
+        };
         if parts == 0 {
             return Err(ShapeError {
                 what: "parts",
@@ -352,7 +361,8 @@ impl<'a, P: Precision> Linear<'a, P> {
             rows,
             cols,
             parts,
-            planes,
+            // At most `P::MAX_PLANES` (2), checked above.
+            planes: planes as u8,
             layout: Layout::Row,
             w,
             q,
@@ -383,11 +393,11 @@ impl<'a, P: Precision> Linear<'a, P> {
     }
     /// Number of input parts.
     pub fn parts(&self) -> usize {
-        self.parts
+        self.parts as usize
     }
     /// Number of weight planes.
     pub fn planes(&self) -> usize {
-        self.planes
+        self.planes as usize
     }
     /// How the weights are stored.
     pub fn layout(&self) -> Layout {
@@ -395,7 +405,7 @@ impl<'a, P: Precision> Linear<'a, P> {
     }
     /// Multiply-accumulates of one application.
     pub fn macs(&self) -> usize {
-        self.rows * self.cols * self.planes
+        self.rows * self.cols * self.planes()
     }
     /// The weights, row-major, as stored (see [`Linear::layout`]).
     pub fn weights(&self) -> &'a [P::Weight] {
@@ -419,8 +429,8 @@ impl<'a, P: Precision> Linear<'a, P> {
                 found: r.end,
             });
         }
-        let per_row = P::row_q_len(1, self.parts) * self.planes;
-        let row_w = self.cols * self.planes;
+        let per_row = P::row_q_len(1, self.parts()) * self.planes();
+        let row_w = self.cols * self.planes();
         Ok(Linear {
             rows: r.len(),
             cols: self.cols,
@@ -441,7 +451,7 @@ impl<'a, P: Precision> Linear<'a, P> {
     /// `out = W [x_0; x_1; ...] + b`: checks that the parts are as many as declared,
     /// that their lengths add up to the input size and that `out` has one element per row.
     pub fn apply(&self, x: &[&[P::Act]], out: &mut [P::Wide]) -> Result<(), ShapeError> {
-        check("input parts", self.parts, x.len())?;
+        check("input parts", self.parts(), x.len())?;
         check("input", self.cols, x.iter().map(|p| p.len()).sum())?;
         check("output", self.rows, out.len())?;
         P::linear(self, x, out);
@@ -451,7 +461,7 @@ impl<'a, P: Precision> Linear<'a, P> {
     /// [`Linear::apply`] to several inputs at once, checking every one.
     pub fn apply_batch(&self, jobs: &mut [Job<'_, P>]) -> Result<(), ShapeError> {
         for j in jobs.iter() {
-            check("input parts", self.parts, j.x.len())?;
+            check("input parts", self.parts(), j.x.len())?;
             check("input", self.cols, j.x.iter().map(|p| p.len()).sum())?;
             check("output", self.rows, j.out.len())?;
         }
@@ -588,7 +598,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
             Some(&b) => y + b,
             None => y,
         };
-        let (cols, planes) = (l.cols, l.planes);
+        let (cols, planes) = (l.cols, l.planes());
         if cols == 0 {
             // No weights: every sum is empty.
             for (r, o) in out.iter_mut().enumerate() {
@@ -624,7 +634,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
-        let row_w = table.cols * table.planes;
+        let row_w = table.cols * table.planes();
         out.fill(0.0);
         // In range: `Linear::embed` checked `row < rows`.
         let Some(w) = table.w.get(row * row_w..(row + 1) * row_w) else {
@@ -633,7 +643,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
         // `max(1)`: a table without columns has no planes to add (and `out` is empty).
         let planes = w.chunks_exact(table.cols.max(1));
         for (p, w) in planes.enumerate() {
-            let s = W::row_scale(table.q, row * table.planes + p);
+            let s = W::row_scale(table.q, row * table.planes() + p);
             for (o, &v) in out.iter_mut().zip(w) {
                 *o += v.to_f32() * s;
             }
@@ -779,7 +789,7 @@ impl<K: Kernels> Precision for Int<K> {
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
-        let (cols, planes) = (table.cols, table.planes);
+        let (cols, planes) = (table.cols, table.planes());
         // In range: `Linear::embed` checked `row < rows` (`rows * planes` requantizers,
         // one per row and plane, an embedding table having one part).
         let w = table.w.get(row * cols * planes..(row + 1) * cols * planes);
