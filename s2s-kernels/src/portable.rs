@@ -112,10 +112,19 @@ where
     }
     // `Linear::new` made `q` `planes * np` requantizers per row, `Linear::apply` the
     // parts' lengths add up to `cols`: the loops below never stop short.
-    let rows = w.chunks_exact(row_w).zip(q.chunks_exact(row_q));
-    for (r, (o, (row, row_q))) in out.iter_mut().zip(rows).enumerate() {
+    // Rows, planes and parts by `get` (always there), which the firmware's no-panic link
+    // check sees through where the foreign layouts run this.
+    for (r, o) in out.iter_mut().enumerate() {
+        let row = w.get(r * row_w..(r + 1) * row_w);
+        let (Some(row), Some(row_q)) = (row, q.get(r * row_q..(r + 1) * row_q)) else {
+            break;
+        };
         let mut acc: i32 = bias(r);
-        for (plane, q) in row.chunks_exact(cols).zip(row_q.chunks_exact(np)) {
+        for p in 0..planes {
+            let plane = row.get(p * cols..(p + 1) * cols);
+            let (Some(plane), Some(q)) = (plane, row_q.get(p * np..(p + 1) * np)) else {
+                break;
+            };
             let mut rest = plane;
             for (part, &rq) in x.iter().zip(q) {
                 let n = part.len();
