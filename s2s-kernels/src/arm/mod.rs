@@ -340,7 +340,7 @@ where
     P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
 {
     if !reads(l.layout()) {
-        return portable::linear(l, x, out);
+        return foreign(l, x, out);
     }
     let (rows, cols, planes, np) = (l.rows(), l.cols(), l.planes(), l.parts());
     let (w, q, bias) = (l.weights(), l.row_q(), l.bias());
@@ -390,6 +390,17 @@ where
             rows_general::<false>(x, w, q, out, dims);
         }
     }
+}
+
+/// A layer in a layout this instruction set does not read: `portable::linear`, out of
+/// line (inlined, it would add its registers and frame to every native call).
+#[cold]
+#[inline(never)]
+fn foreign<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    portable::linear(l, x, out)
 }
 
 /// Prepares every part (at most [`MAX_PARTS`], each at most [`RUN`] columns, `W` words
