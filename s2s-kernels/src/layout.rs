@@ -63,10 +63,16 @@ impl Layout {
     /// The stored byte of weight `w`.
     #[inline]
     pub fn store(self, w: i8) -> i8 {
+        w ^ self.flip()
+    }
+
+    /// The bits that [`Layout::store`] flips: none, or the sign bit (`w + 128` as a
+    /// byte). A loop over the bytes of one layout computes it once.
+    #[inline]
+    fn flip(self) -> i8 {
         match self {
-            Layout::Row => w,
-            // `w + 128` as a byte: the sign bit flipped.
-            Layout::V6m => w ^ i8::MIN,
+            Layout::Row => 0,
+            Layout::V6m => i8::MIN,
         }
     }
 
