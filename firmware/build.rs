@@ -3,7 +3,8 @@
 //! (where `cortex-m-rt`'s `link.x` finds it) from the board table, writes `board.rs`
 //! (the board's table entry and its driver module, `src/boards/<name>.rs`), and sets
 //! `cfg(precision = "...")` for each model precision the firmware compiles: the board's
-//! own plus any asked for with the `f32` / `w8f32` / `w8a16` features.
+//! own (feature `board-precisions`, a default) plus any asked for with the `f32` /
+//! `w8f32` / `w8a16` features; links defmt's linker script with the `defmt` feature.
 
 use std::fmt::Write as _;
 use std::{env, fs, path::PathBuf};
@@ -53,10 +54,18 @@ fn main() {
     .expect("formatting board.rs");
     fs::write(out.join("board.rs"), rs).expect("writing board.rs");
 
+    let feature = |name: &str| {
+        let var = format!("CARGO_FEATURE_{}", name.to_uppercase().replace('-', "_"));
+        env::var_os(var).is_some()
+    };
     for precision in ["f32", "w8f32", "w8a16"] {
-        let feature = format!("CARGO_FEATURE_{}", precision.to_uppercase());
-        if b.precisions.contains(&precision) || env::var_os(feature).is_some() {
+        if (feature("board-precisions") && b.precisions.contains(&precision)) || feature(precision)
+        {
             println!("cargo:rustc-cfg=precision=\"{precision}\"");
         }
+    }
+    // defmt's script names the logger's symbols: only a build that logs links it.
+    if feature("defmt") {
+        println!("cargo:rustc-link-arg=-Tdefmt.x");
     }
 }

@@ -31,6 +31,12 @@
 //! ```
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
+// A build without any score (for models without attention): every score path is
+// unreachable, and what only the scores read is unused.
+#![cfg_attr(
+    not(any(feature = "additive", feature = "multiplicative")),
+    allow(unused_imports, unused_variables, unreachable_code, dead_code)
+)]
 
 use s2s_kernels::part::Part;
 use s2s_kernels::text::{Describe, Sink};
@@ -89,11 +95,14 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// How the score of a query against one key is computed.
+/// How the score of a query against one key is computed. `Additive` exists with the
+/// crate feature `additive`, `Dot` and `General` with `multiplicative` (both by
+/// default): a build without one leaves those scores' code out.
 pub enum Score<'a, P: Precision> {
     /// `v^T tanh(W q + U k_i)`, each matrix optional (absent = identity), biases inside
     /// the layers. Without matrices and with `v` = Keras' `scale` this is Keras'
     /// `AdditiveAttention` (`v` all ones when `use_scale=False`).
+    #[cfg(feature = "additive")]
     Additive {
         /// `W` (attention size x query size), or `None` when the query is used as is.
         query: Option<Linear<'a, P>>,
@@ -103,17 +112,23 @@ pub enum Score<'a, P: Precision> {
         v: Linear<'a, P>,
     },
     /// `scale * q . k_i` (`scale` 1 for dot, `1/sqrt(d)` for scaled dot).
+    #[cfg(feature = "multiplicative")]
     Dot {
         /// The factor applied to every score.
         scale: P::Scale,
     },
     /// `scale * q^T W k_i` with `W` (query size x memory size).
+    #[cfg(feature = "multiplicative")]
     General {
         /// `W`.
         w: Linear<'a, P>,
         /// The factor applied to every score.
         scale: P::Scale,
     },
+    /// A build without any score (a model without attention needs none): never made.
+    #[cfg(not(any(feature = "additive", feature = "multiplicative")))]
+    #[doc(hidden)]
+    None(core::convert::Infallible, core::marker::PhantomData<&'a P>),
 }
 
 impl<P: Precision> Clone for Score<'_, P> {
@@ -187,15 +202,20 @@ impl<'a, P: Precision> Attention<'a, P> {
             query: query_dim,
             memory: memory_dim,
         };
-        let ok = match &score {
+        let ok: bool = match &score {
+            #[cfg(feature = "additive")]
             Score::Additive { query, key, v } => {
                 let a = v.cols();
                 v.rows() == 1
                     && query.map_or(query_dim == a, |w| w.rows() == a && w.cols() == query_dim)
                     && key.map_or(memory_dim == a, |u| u.rows() == a && u.cols() == memory_dim)
             }
+            #[cfg(feature = "multiplicative")]
             Score::Dot { .. } => query_dim == memory_dim,
+            #[cfg(feature = "multiplicative")]
             Score::General { w, .. } => w.rows() == query_dim && w.cols() == memory_dim,
+            #[cfg(not(any(feature = "additive", feature = "multiplicative")))]
+            Score::None(never, _) => match *never {},
         };
         if !ok || query_dim == 0 || memory_dim == 0 {
             return Err(bad);
@@ -225,24 +245,37 @@ impl<'a, P: Precision> Attention<'a, P> {
     /// Size of a key per position; when [`Attention::keys_are_memory`], the memory's.
     pub fn key_dim(&self) -> usize {
         match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { key: Some(u), .. } => u.rows(),
-            Score::Additive { key: None, .. } | Score::Dot { .. } => self.memory_dim,
+            #[cfg(feature = "additive")]
+            Score::Additive { key: None, .. } => self.memory_dim,
+            #[cfg(feature = "multiplicative")]
+            Score::Dot { .. } => self.memory_dim,
+            #[cfg(feature = "multiplicative")]
             Score::General { .. } => self.query_dim,
+            #[cfg(not(any(feature = "additive", feature = "multiplicative")))]
+            Score::None(never, _) => match *never {},
         }
     }
 
     /// True when the keys are the memory itself (nothing to precompute or store).
     pub fn keys_are_memory(&self) -> bool {
-        matches!(
-            self.score,
-            Score::Additive { key: None, .. } | Score::Dot { .. }
-        )
+        match self.score {
+            #[cfg(feature = "additive")]
+            Score::Additive { key, .. } => key.is_none(),
+            #[cfg(feature = "multiplicative")]
+            Score::Dot { .. } => true,
+            #[allow(unreachable_patterns)] // with both features
+            _ => false,
+        }
     }
 
     /// Sizes of the `query` (wide) and `tanh` (activation) scratch buffers.
     pub fn query_scratch_len(&self) -> (usize, usize) {
         match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { v, .. } => (v.cols(), v.cols()),
+            #[allow(unreachable_patterns)] // without `multiplicative`
             _ => (0, 0),
         }
     }
@@ -250,7 +283,9 @@ impl<'a, P: Precision> Attention<'a, P> {
     /// Multiply-accumulates of the keys of one source position (done once per source).
     pub fn key_macs(&self) -> usize {
         match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { key: Some(u), .. } => u.macs(),
+            #[cfg(feature = "multiplicative")]
             Score::General { w, .. } => w.macs(),
             _ => 0,
         }
@@ -260,10 +295,13 @@ impl<'a, P: Precision> Attention<'a, P> {
     /// included.
     pub fn step_macs(&self, t: usize) -> usize {
         let per_pos = match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { v, .. } => v.macs(),
+            #[allow(unreachable_patterns)] // without `multiplicative`
             _ => self.key_dim(),
         };
         let query = match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { query: Some(w), .. } => w.macs(),
             _ => 0,
         };
@@ -279,8 +317,10 @@ impl<'a, P: Precision> Attention<'a, P> {
         keys: &mut [P::Act],
         wide: &mut [P::Wide],
     ) -> Result<(), Error> {
-        let layer = match &self.score {
+        let layer: &Linear<'a, P> = match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { key: Some(u), .. } => u,
+            #[cfg(feature = "multiplicative")]
             Score::General { w, .. } => w,
             _ => return Ok(()),
         };
@@ -327,6 +367,7 @@ impl<'a, P: Precision> Attention<'a, P> {
         let keys = keys.part(..n * k, "keys")?;
         let scores = s.scores.part_mut(..n, "attention scores")?;
         match &self.score {
+            #[cfg(feature = "additive")]
             Score::Additive { query: w, v, .. } => {
                 let a = v.cols();
                 if s.query.len() < a || s.tanh.len() < a {
@@ -349,12 +390,15 @@ impl<'a, P: Precision> Attention<'a, P> {
                 // fuse it: see `Precision::additive_scores`).
                 P::additive_scores(qw, keys, self.key_fmt, v, tv, scores)?;
             }
+            #[cfg(feature = "multiplicative")]
             Score::Dot { scale } | Score::General { scale, .. } => {
                 // `max(1)`: `new` refused queries and memories of size 0.
                 for (e, key) in scores.iter_mut().zip(keys.chunks_exact(k.max(1))) {
                     *e = P::dot(query, self.query_fmt, key, self.key_fmt, *scale);
                 }
             }
+            #[cfg(not(any(feature = "additive", feature = "multiplicative")))]
+            Score::None(never, _) => match *never {},
         }
         Ok(())
     }

@@ -128,10 +128,10 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
                     };
                     let ticks = counter.read();
                     summary.handler_ticks += u64::from(ticks);
-                    defmt::debug!("line {=u32}: {=u32} ticks", summary.lines, ticks);
+                    log!(debug, "line {=u32}: {=u32} ticks", summary.lines, ticks);
                     if let Err(e) = result {
                         summary.errors += 1;
-                        defmt::warn!("line {=u32}: ERR {}", summary.lines, e);
+                        log!(warn, "line {=u32}: ERR {}", summary.lines, e);
                         if out.failed.is_none() {
                             let _ = protocol::write_err(&mut out, &e);
                         }
@@ -165,7 +165,7 @@ pub fn start() -> board::Uart {
 
 /// Prints (and logs) `READY <board>`; exits with [`Exit::LinkFailed`] if the UART fails.
 pub fn ready(uart: &mut board::Uart) {
-    defmt::info!("READY {=str}", BOARD.name);
+    log!(info, "READY {=str}", BOARD.name);
     if protocol::write_ready(&mut FmtOut::new(uart), BOARD.name).is_err() {
         fault::exit(Exit::LinkFailed);
     }
@@ -202,8 +202,9 @@ pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
     let insns = measure::ticks_to_insns(summary.handler_ticks);
     let mem = measure::memory_stats();
     let stack_peak = measure::stack_peak_bytes();
-    defmt::info!("DONE {} handler_insns={=u64}", summary, insns);
-    defmt::info!(
+    log!(info, "DONE {} handler_insns={=u64}", summary, insns);
+    log!(
+        info,
         "STATS {} stack_peak={=usize} model_bytes={=usize}",
         mem,
         stack_peak,

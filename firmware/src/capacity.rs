@@ -16,8 +16,13 @@ pub const MAX_POSITIONS: usize = BOARD.capacities.max_positions;
 pub const MAX_STEPS: usize = BOARD.capacities.max_steps;
 /// Longest input line in bytes (the protocol's line buffer, on the stack).
 pub const MAX_LINE: usize = BOARD.capacities.max_line;
-/// Widest beam search (0: greedy only; the beam code is then left out of the image).
-pub const MAX_BEAM: usize = BOARD.capacities.max_beam;
+/// Widest beam search: the board's, or 0 (greedy only) without the `beam` feature; the
+/// beam code is then left out of the image.
+pub const MAX_BEAM: usize = if cfg!(feature = "beam") {
+    BOARD.capacities.max_beam
+} else {
+    0
+};
 
 /// The arena in 32-bit words.
 pub const ARENA_WORDS: usize = ARENA_BYTES / 4;

@@ -41,7 +41,8 @@ fn panic(info: &PanicInfo) -> ! {
     let _ = protocol::write_panic(&mut FmtOut::new(&mut uart), info.message(), file, line);
     let _ = uart.flush();
     if first {
-        defmt::error!(
+        log!(
+            error,
             "PANIC {} at {=str}:{=u32}",
             defmt::Display2Format(&info.message()),
             file,
@@ -68,7 +69,8 @@ fn panic(_: &PanicInfo) -> ! {
 unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
     let (pc, lr, xpsr) = (frame.pc(), frame.lr(), frame.xpsr());
     if !PANICKING.load(Ordering::Relaxed) {
-        defmt::error!(
+        log!(
+            error,
             "HARDFAULT pc={=u32:#010x} lr={=u32:#010x} xpsr={=u32:#010x}",
             pc,
             lr,
@@ -84,11 +86,13 @@ unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
 /// Loads from the board's [`board::INVALID_ADDR`], which faults (a bus error, escalated to
 /// HardFault). Should the load not fault, executes a permanently undefined instruction.
 /// For the `hardfault-test` firmware.
+#[cfg_attr(not(feature = "defmt"), allow(unused_variables))] // `value` is only logged
 pub fn trigger_hardfault() -> ! {
     // SAFETY: nothing is mapped at INVALID_ADDR: the load is answered with a bus error and
     // raises a fault exception (which does not return); no Rust object lives there.
     let value = unsafe { core::ptr::read_volatile(board::INVALID_ADDR as *const u32) };
-    defmt::warn!(
+    log!(
+        warn,
         "load from {=usize:#x} did not fault (read {=u32:#x}): udf",
         board::INVALID_ADDR,
         value

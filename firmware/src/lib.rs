@@ -9,12 +9,23 @@
 #![no_std]
 #![warn(missing_docs)]
 
+/// A defmt log call, `log!(info, "...", args)`: compiled only with the `defmt` feature
+/// (a default), without which the firmware has no log call and no logger.
+#[macro_export]
+macro_rules! log {
+    ($level:ident, $($arg:tt)+) => {{
+        #[cfg(feature = "defmt")]
+        defmt::$level!($($arg)+);
+    }};
+}
+
 pub mod app;
 pub mod boards;
 pub mod capacity;
 pub mod fault;
 #[cfg(feature = "kernel-suite")]
 pub mod heap;
+#[cfg(feature = "defmt")]
 mod log;
 pub mod measure;
 pub mod model;

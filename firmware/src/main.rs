@@ -31,7 +31,7 @@ fn main() -> ! {
     let _ = uart.flush();
     // After a stack overflow the logger's state may be corrupted: UART only.
     if !matches!(e, model::ServeError::StackOverflow { .. }) {
-        defmt::error!("ERR model: {}", e);
+        firmware::log!(error, "ERR model: {}", e);
     }
     fault::exit(Exit::ModelError)
 }

@@ -274,7 +274,8 @@ where
         handler.runner.plan().bytes(),
         positions,
     );
-    defmt::debug!(
+    log!(
+        debug,
         "stack peak after binding: {=usize} bytes",
         measure::stack_peak_bytes()
     );
@@ -292,7 +293,8 @@ fn model_line(
     positions: usize,
 ) {
     let precision = kind.name();
-    defmt::info!(
+    log!(
+        info,
         "MODEL {=str} params={=usize} bytes={=usize} arena={=usize}/{=usize} positions={=usize}",
         precision,
         params,
@@ -430,7 +432,7 @@ where
         match cmd {
             Command::Attention(on) => {
                 self.attention = on;
-                defmt::info!("attention {=bool}", on);
+                log!(info, "attention {=bool}", on);
             }
             Command::Beam(k) => {
                 let max = self.runner.beam_width().max(1);
@@ -442,7 +444,7 @@ where
                     .into());
                 }
                 self.beam = k;
-                defmt::info!("beam {=u16}", k);
+                log!(info, "beam {=u16}", k);
             }
             _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),
         }

@@ -250,6 +250,10 @@ pub enum Cmd {
         /// the mps2 boards' runtime flash).
         #[arg(long)]
         debug: bool,
+        /// Build the minimal firmware for the model: only its precision and the model
+        /// parts it needs (`features` of `s2s inspect`), no defmt logging.
+        #[arg(long)]
+        minimal: bool,
         /// The firmware sources (`firmware/` of the s2s repository; default: the
         /// checkout s2s was built from, or S2S_FIRMWARE_DIR).
         #[arg(long)]

@@ -242,6 +242,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             attention,
             beam,
             debug,
+            minimal,
             firmware_dir,
         } => {
             if let Some(k) = beam {
@@ -253,6 +254,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,
+                minimal,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
             let (report, unsent) = device::qemu_command(&model, input.as_deref(), &options)?;

@@ -216,6 +216,35 @@ impl Board {
         writeln!(out, "__model_start = ORIGIN(MODEL);")?;
         writeln!(out, "__model_end = ORIGIN(MODEL) + LENGTH(MODEL);")
     }
+
+    /// The flash of a program that links its model in (the embed examples,
+    /// `examples/`): the runtime flash and the model region, which follows it.
+    pub fn app_flash(&self) -> Region {
+        let m = &self.memory;
+        Region {
+            origin: m.flash.origin,
+            length: m.model.end().saturating_sub(m.flash.origin as u64) as u32,
+        }
+    }
+
+    /// `memory.x` (for `cortex-m-rt`'s `link.x`, or `INCLUDE`d by a GNU ld script) of a
+    /// program that links its model in: FLASH is [`Board::app_flash`], RAM the board's.
+    pub fn write_app_memory_x(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        writeln!(
+            out,
+            "/* {}: {} (generated from s2s-device's board table; the model linked into FLASH) */",
+            self.name, self.summary
+        )?;
+        writeln!(out, "MEMORY\n{{")?;
+        for (name, r) in [("FLASH", self.app_flash()), ("RAM", self.memory.ram)] {
+            writeln!(
+                out,
+                "  {name:<5} : ORIGIN = {:#010x}, LENGTH = {}",
+                r.origin, r.length
+            )?;
+        }
+        writeln!(out, "}}")
+    }
 }
 
 /// `name` with `-` written as `_`, plus `.rs`: the board's driver file.
@@ -279,6 +308,16 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("__model_end = ORIGIN(MODEL) + LENGTH(MODEL);"));
+        let mut app = String::new();
+        find("microbit")
+            .unwrap()
+            .write_app_memory_x(&mut app)
+            .unwrap();
+        assert!(
+            app.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 262144"),
+            "{app}"
+        );
+        assert!(!app.contains("MODEL"), "{app}");
         assert_eq!(
             find("mps2-an386").unwrap().module_file().to_string(),
             "mps2_an386.rs"

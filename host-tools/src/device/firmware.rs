@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use s2s_device::Board;
+use s2s_device::{Board, BOARDS};
+use seq2seq::{ModelDesc, PrecisionKind};
 
 use crate::error::{Error, Result};
 
@@ -61,8 +62,36 @@ impl Firmware {
         release: bool,
         features: &[&str],
     ) -> Result<PathBuf> {
+        self.cargo_build(board, bin, release, features, false)
+    }
+
+    /// The minimal firmware: [`Firmware::build`] with only `features` (a precision and
+    /// model parts, see [`minimal_features`]) instead of the default ones. It is built
+    /// in a target directory of its own (`target/minimal`), so that it never replaces
+    /// the default build's ELF.
+    pub fn build_minimal(
+        &self,
+        board: &Board,
+        bin: &str,
+        release: bool,
+        features: &[&str],
+    ) -> Result<PathBuf> {
+        self.cargo_build(board, bin, release, features, true)
+    }
+
+    fn cargo_build(
+        &self,
+        board: &Board,
+        bin: &str,
+        release: bool,
+        features: &[&str],
+        minimal: bool,
+    ) -> Result<PathBuf> {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let target_dir = self.dir.join("target");
+        let mut target_dir = self.dir.join("target");
+        if minimal {
+            target_dir.push("minimal");
+        }
         let mut cmd = Command::new(cargo);
         cmd.current_dir(&self.dir)
             .args(["build", "--bin", bin, "--target", board.target])
@@ -71,6 +100,9 @@ impl Firmware {
             .env("S2S_BOARD", board.name);
         if release {
             cmd.arg("--release");
+        }
+        if minimal {
+            cmd.arg("--no-default-features");
         }
         if !features.is_empty() {
             cmd.args(["--features", &features.join(",")]);
@@ -103,9 +135,53 @@ impl Firmware {
     }
 }
 
+/// The firmware features of the smallest build that serves a model of `precision`
+/// described by `desc`: the precision and the model parts it needs
+/// ([`ModelDesc::features`]), e.g. `["w8a16", "gru", "additive"]`.
+pub fn minimal_features(precision: PrecisionKind, desc: &ModelDesc) -> Vec<&'static str> {
+    let mut v = vec![precision.name()];
+    v.extend(desc.features().iter().map(|f| f.name()));
+    v
+}
+
+/// The board with the least runtime flash that compiles `precision` by default (the
+/// first in the table of those with as little), if any.
+pub fn smallest_board(precision: PrecisionKind) -> Option<&'static Board> {
+    BOARDS
+        .iter()
+        .filter(|b| b.precisions.contains(&precision.name()))
+        .min_by_key(|b| b.memory.flash.length)
+}
+
+/// The shell command, from the repository root, that builds the minimal firmware with
+/// `features` (see [`minimal_features`]) for `board`.
+pub fn minimal_command(board: &Board, features: &[&str]) -> String {
+    format!(
+        "cd firmware && S2S_BOARD={} cargo build --release --target {} --no-default-features --features {}",
+        board.name,
+        board.target,
+        features.join(",")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_minimal_build_is_on_the_smallest_board_of_the_precision() {
+        let w8a16 = smallest_board(PrecisionKind::W8A16).unwrap();
+        assert_eq!(w8a16.name, "microbit");
+        assert_eq!(
+            minimal_command(w8a16, &["w8a16", "gru", "additive"]),
+            "cd firmware && S2S_BOARD=microbit cargo build --release --target thumbv6m-none-eabi \
+             --no-default-features --features w8a16,gru,additive"
+        );
+        assert_eq!(
+            smallest_board(PrecisionKind::F32).unwrap().name,
+            "mps2-an386"
+        );
+    }
 
     #[test]
     fn a_directory_without_the_firmware_is_refused_in_one_line() {

@@ -45,6 +45,9 @@ pub struct QemuOptions {
     pub release: bool,
     /// The firmware sources (see [`Firmware::locate`]).
     pub firmware_dir: Option<PathBuf>,
+    /// Build the minimal firmware for the model ([`Firmware::build_minimal`] with
+    /// [`firmware::minimal_features`]) instead of the default one.
+    pub minimal: bool,
 }
 
 impl QemuOptions {
@@ -57,6 +60,7 @@ impl QemuOptions {
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             release: true,
             firmware_dir: None,
+            minimal: false,
         }
     }
 }
@@ -101,7 +105,13 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         None => None,
     };
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let elf = firmware.build(o.board, "firmware", o.release)?;
+    let elf = if o.minimal {
+        let m = LoadedModel::load(model)?;
+        let features = firmware::minimal_features(m.file().precision(), m.file().desc());
+        firmware.build_minimal(o.board, "firmware", o.release, &features)?
+    } else {
+        firmware.build(o.board, "firmware", o.release)?
+    };
     let mut sent = Vec::with_capacity(inputs.len() + 2);
     let commands = [
         o.attention.then_some(Command::Attention(true)),

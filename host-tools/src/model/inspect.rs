@@ -7,6 +7,7 @@ use seq2seq::desc::{Activation, CellKind, Init, Logits, ModelDesc, Ordering};
 use seq2seq::plan::{Buf, Plan};
 use seq2seq::Split;
 
+use crate::device::firmware::{minimal_command, minimal_features, smallest_board};
 use crate::dispatch;
 use crate::error::Result;
 use crate::model::LoadedModel;
@@ -300,6 +301,11 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
             thousands(dec)
         ),
     );
+    let features = minimal_features(file.precision(), d);
+    row("features", features.join(" "));
+    if let Some(board) = smallest_board(file.precision()) {
+        row("firmware", minimal_command(board, &features));
+    }
     if tensors {
         let _ = writeln!(s, "\nworkspace buffers:");
         for b in Buf::ALL {

@@ -154,7 +154,7 @@ fn short(what: &'static str, expected: usize, found: usize) -> ShapeError {
 impl BeamPlan {
     /// The buffers of searches up to `width` wide for model `d` at precision `P`.
     pub fn new<P: Precision>(d: &ModelDesc, width: usize) -> BeamPlan {
-        let lstm = |c: crate::desc::CellKind| 1 + (c == crate::desc::CellKind::Lstm) as usize;
+        let lstm = |c: crate::desc::CellKind| 1 + c.is_lstm() as usize;
         BeamPlan {
             width,
             state: lstm(d.cells.dec)

@@ -110,7 +110,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 Fmt::Q15,
             ),
         );
-        if d.init == Init::Mean {
+        if cfg!(feature = "bridge") && d.init == Init::Mean {
             mean_outputs(lane, top_buf, de, enc_cells + d.enc_layers * de)?;
         }
     }
@@ -177,10 +177,10 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
         init_states(net, lane, true)?;
         let (c, h) = lane.act[b::DEC_STATE].cut(dec_cells, "decoder states")?;
         o.probe(Probe::InitialState, Values::Act(h, Fmt::Q15));
-        if d.cells.dec == CellKind::Lstm {
+        if d.cells.dec.is_lstm() {
             o.probe(Probe::DecoderCells, Values::Act(c, d.cells.fmt_dec));
         }
-        if d.cells.enc == CellKind::Lstm {
+        if d.cells.enc.is_lstm() {
             let cells = lane.act[b::ENC_LAST].part(..enc_cells, "encoder cell states")?;
             o.probe(Probe::EncoderCells, Values::Act(cells, d.cells.fmt_enc));
         }
@@ -228,7 +228,7 @@ fn init_states<P: Precision>(
             Fmt::Q15,
             &net.bridge,
         )
-    } else if d.cells.dec == CellKind::Lstm {
+    } else if d.cells.dec.is_lstm() {
         // A GRU encoder's final states stand in for its cell states (`enc_cells` 0).
         let f_src = match d.cells.enc {
             CellKind::Lstm => d.cells.fmt_enc,
@@ -269,6 +269,10 @@ fn init_states<P: Precision>(
             }
         }
         Init::Dense | Init::Mean => {
+            // Without the feature, bound models have no bridge (`ModelDesc::features`).
+            if !cfg!(feature = "bridge") {
+                return Err(Error::NotCompiled(Feature::Bridge));
+            }
             // The bridges' requantizers take their input's format (`part_fmts`). The
             // mean follows the final states in the buffer (`mean_outputs`).
             let at = match init {

@@ -12,7 +12,7 @@ use crate::desc::{Activation, CellKind, Init, Ordering, Part};
 use crate::net::Net;
 use crate::plan::{Buf, Plan, BUFS};
 use crate::vocab::{decode_target, encode_source};
-use crate::Error;
+use crate::{Error, Feature};
 
 mod encode;
 mod search;
@@ -471,7 +471,7 @@ fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
 /// and in the decoder's state buffer (0 for a GRU stack). The states come last, so that
 /// the top decoder layer's state ends its buffer.
 fn cell_states(d: &crate::ModelDesc) -> (usize, usize) {
-    let lstm = |c| (c == CellKind::Lstm) as usize;
+    let lstm = |c: CellKind| c.is_lstm() as usize;
     (
         lstm(d.cells.enc) * d.enc_layers * d.enc_output(),
         lstm(d.cells.dec) * d.dec_layers * d.dec_hidden,

@@ -13,6 +13,9 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         positions: usize,
         width: usize,
     ) -> Result<Self, Error> {
+        if !cfg!(feature = "beam") {
+            return Err(Error::NotCompiled(Feature::Beam));
+        }
         if width == 0 || width > MAX_WIDTH {
             return Err(Error::BeamTooWide {
                 width,
@@ -93,6 +96,10 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         out: &mut [u16],
         obs: &mut O,
     ) -> Result<usize, Error> {
+        // Without the feature no runner has a beam workspace: the search is left out.
+        if !cfg!(feature = "beam") {
+            return Err(Error::NotCompiled(Feature::Beam));
+        }
         let d = &self.net.desc;
         let Some(work) = self.beam.as_mut() else {
             return Err(Error::BeamTooWide {

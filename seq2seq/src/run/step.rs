@@ -82,7 +82,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             let state = &lane.act[b::DEC_STATE];
             let top = state.part(top_state.., "decoder states")?;
             o.probe(Probe::DecoderState, Values::Act(top, Fmt::Q15));
-            if d.cells.dec == CellKind::Lstm {
+            if d.cells.dec.is_lstm() {
                 let cells = state.part(..dec_cells, "decoder cell states")?;
                 o.probe(Probe::DecoderCells, Values::Act(cells, d.cells.fmt_dec));
             }

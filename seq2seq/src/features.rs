@@ -1,0 +1,150 @@
+//! The model parts a build compiles (this crate's cargo features) and the ones a model
+//! needs ([`ModelDesc::features`]): one definition, which `s2s inspect` prints and
+//! [`Net::bind`](crate::Net::bind) checks, refusing a model that needs a part the build
+//! leaves out with [`Error::NotCompiled`](crate::Error::NotCompiled).
+
+use crate::desc::{CellKind, ModelDesc, ScoreKind};
+
+/// A part of the runtime that a cargo feature of this crate compiles (all of them by
+/// default; see the crate's README).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Feature {
+    /// GRU cells.
+    Gru = 0,
+    /// LSTM cells.
+    Lstm = 1,
+    /// The additive attention score (Bahdanau, Keras `AdditiveAttention`).
+    Additive = 2,
+    /// The multiplicative attention scores: dot, scaled dot, general (Luong).
+    Multiplicative = 3,
+    /// Dense and mean bridges into the decoder's initial state (`Init::Dense`,
+    /// `Init::Mean`).
+    Bridge = 4,
+    /// Beam search (no model needs it: greedy decoding runs every model).
+    Beam = 5,
+}
+
+impl Feature {
+    /// Every feature, in the order [`Features`] lists them.
+    pub const ALL: [Feature; 6] = [
+        Feature::Gru,
+        Feature::Lstm,
+        Feature::Additive,
+        Feature::Multiplicative,
+        Feature::Bridge,
+        Feature::Beam,
+    ];
+
+    /// The cargo feature's name (the same in `seq2seq` and the firmware).
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Gru => "gru",
+            Feature::Lstm => "lstm",
+            Feature::Additive => "additive",
+            Feature::Multiplicative => "multiplicative",
+            Feature::Bridge => "bridge",
+            Feature::Beam => "beam",
+        }
+    }
+
+    /// Whether this build compiles the part.
+    pub const fn compiled(self) -> bool {
+        match self {
+            Feature::Gru => cfg!(feature = "gru"),
+            Feature::Lstm => cfg!(feature = "lstm"),
+            Feature::Additive => cfg!(feature = "additive"),
+            Feature::Multiplicative => cfg!(feature = "multiplicative"),
+            Feature::Bridge => cfg!(feature = "bridge"),
+            Feature::Beam => cfg!(feature = "beam"),
+        }
+    }
+}
+
+/// A set of [`Feature`]s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Features(u8);
+
+impl Features {
+    /// No feature.
+    pub const NONE: Features = Features(0);
+
+    /// The features this build compiles.
+    pub const COMPILED: Features = {
+        let mut set = Features::NONE;
+        let mut i = 0;
+        while i < Feature::ALL.len() {
+            if Feature::ALL[i].compiled() {
+                set = set.with(Feature::ALL[i]);
+            }
+            i += 1;
+        }
+        set
+    };
+
+    /// The set with `f` added.
+    pub const fn with(self, f: Feature) -> Features {
+        Features(self.0 | 1 << f as u8)
+    }
+
+    /// Whether `f` is in the set.
+    pub const fn contains(self, f: Feature) -> bool {
+        self.0 & 1 << f as u8 != 0
+    }
+
+    /// The features of the set, in [`Feature::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Feature> {
+        Feature::ALL.into_iter().filter(move |&f| self.contains(f))
+    }
+
+    /// The first feature of the set that this build leaves out, if any.
+    pub fn first_missing(self) -> Option<Feature> {
+        self.iter().find(|f| !Features::COMPILED.contains(*f))
+    }
+}
+
+impl CellKind {
+    /// True for an LSTM in a build that compiles LSTMs (a build without them binds
+    /// none, and so leaves out their cell states).
+    pub fn is_lstm(self) -> bool {
+        cfg!(feature = "lstm") && self == CellKind::Lstm
+    }
+
+    /// The feature that compiles this cell.
+    pub fn feature(self) -> Feature {
+        match self {
+            CellKind::Gru => Feature::Gru,
+            CellKind::Lstm => Feature::Lstm,
+        }
+    }
+}
+
+impl ScoreKind {
+    /// The feature that compiles this score.
+    pub fn feature(self) -> Feature {
+        match self {
+            ScoreKind::Additive => Feature::Additive,
+            ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General => Feature::Multiplicative,
+        }
+    }
+}
+
+impl ModelDesc {
+    /// The parts this model needs (beam search never: greedy decoding runs every
+    /// model); a build with just these runs it.
+    pub fn features(&self) -> Features {
+        let mut set = Features::NONE;
+        for kind in [self.cells.enc, self.cells.dec] {
+            set = set.with(kind.feature());
+        }
+        if self.has_attention() {
+            set = set.with(self.score.feature());
+        }
+        if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
+            set = set.with(Feature::Bridge);
+        }
+        set
+    }
+}
