@@ -36,11 +36,18 @@ impl Layout {
 
     /// The layout this target's instruction-set kernels read fastest ([`Layout::Row`]
     /// where no layout beats it, and on the host).
-    pub const NATIVE: Layout = if cfg!(s2s_isa = "v6m") {
+    pub const NATIVE: Layout = if cfg!(all(s2s_isa = "v6m", feature = "v6m-layout")) {
         Layout::V6m
     } else {
         Layout::Row
     };
+
+    /// Whether this build reads the layout: every layout, except on the Cortex-M0
+    /// without the `v6m-layout` feature (a small build), which reads [`Layout::Row`]
+    /// only.
+    pub const fn compiled(self) -> bool {
+        matches!(self, Layout::Row) || !cfg!(s2s_isa = "v6m") || cfg!(feature = "v6m-layout")
+    }
 
     /// The layout with this file id.
     pub fn from_id(id: u8) -> Option<Self> {

@@ -372,9 +372,11 @@ impl<'a, P: Precision> Linear<'a, P> {
     }
 
     /// The same layer with its weights stored in `layout` ([`Layout::Row`] for any
-    /// precision, the others for [`W8A16`] only).
+    /// precision, the others for [`W8A16`] only, where this build reads them:
+    /// [`Layout::compiled`]).
     pub fn with_layout(self, layout: Layout) -> Result<Self, ShapeError> {
-        if layout != Layout::Row && P::KIND != PrecisionKind::W8A16 {
+        let readable = layout == Layout::Row || P::KIND == PrecisionKind::W8A16;
+        if !readable || !layout.compiled() {
             return Err(ShapeError {
                 what: "weight layout",
                 expected: Layout::Row as usize,

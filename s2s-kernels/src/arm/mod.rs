@@ -372,9 +372,10 @@ where
     // `w` (`w.len() == rows * planes * cols`), its requantizers inside `q` (`q.len() ==
     // rows * planes * np`), and the parts' lengths add up to `cols`.
     unsafe {
-        // The layout is `Row` or, on the M0, `V6m` (`reads`): one copy of the loops
-        // each, the other instruction sets instantiate only the first.
-        if cfg!(s2s_isa = "v6m") && l.layout() == Layout::V6m {
+        // The layout is `Row` or, on the M0 with the `v6m-layout` feature, `V6m`
+        // (`reads`): one copy of the loops each, other builds instantiate only the
+        // first.
+        if Layout::NATIVE == Layout::V6m && l.layout() == Layout::V6m {
             if whole && words <= isa::SMALL_WORDS {
                 prepared::<{ isa::SMALL_WORDS }, true>(x, w, q, out, dims);
             } else if whole && words <= isa::BUF_WORDS {
@@ -393,14 +394,20 @@ where
 }
 
 /// A layer in a layout this instruction set does not read: `portable::linear`, out of
-/// line (inlined, it would add its registers and frame to every native call).
+/// line (inlined, it would add its registers and frame to every native call). Never on
+/// the M0, which reads every layout it compiles (`Linear::with_layout` refuses the
+/// others): zeros there, without the portable kernel's flash.
 #[cold]
 #[inline(never)]
 fn foreign<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
 where
     P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
 {
-    portable::linear(l, x, out)
+    if cfg!(s2s_isa = "v6m") {
+        out.fill(0);
+    } else {
+        portable::linear(l, x, out)
+    }
 }
 
 /// Prepares every part (at most [`MAX_PARTS`], each at most [`RUN`] columns, `W` words
@@ -586,7 +593,7 @@ where
     if !fused {
         return additive_scores_primitives(q, keys, fk, v, tanh, scores);
     }
-    if cfg!(s2s_isa = "v6m") && v.layout() == Layout::V6m {
+    if Layout::NATIVE == Layout::V6m && v.layout() == Layout::V6m {
         fused_scores::<P, true>(q, keys, shift, v, tanh, scores);
     } else {
         fused_scores::<P, false>(q, keys, shift, v, tanh, scores);
