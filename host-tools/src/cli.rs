@@ -186,6 +186,11 @@ pub enum Cmd {
         /// 100). Calibration lines the model cannot take are skipped and listed.
         #[arg(long, default_value_t = 99.5)]
         target_agreement: f64,
+        /// How w8a16 stores its int8 weights: `row` (two's complement, row-major: fast
+        /// on every board) or `v6m` (offset binary, fastest on the Cortex-M0/M0+/M23).
+        /// The same results on every board whatever the layout.
+        #[arg(long, default_value = "row", value_parser = parse_layout)]
+        layout: s2s_kernels::Layout,
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,
@@ -349,4 +354,12 @@ pub struct BoardArgs {
     /// Seconds before QEMU is killed.
     #[arg(long, default_value_t = device::DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
+}
+
+/// A weight layout by its name (`row`, `v6m`).
+fn parse_layout(name: &str) -> Result<s2s_kernels::Layout, String> {
+    s2s_kernels::Layout::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = s2s_kernels::Layout::ALL.iter().map(|l| l.name()).collect();
+        format!("unknown layout {name:?}: one of {}", names.join(", "))
+    })
 }

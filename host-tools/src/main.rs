@@ -175,6 +175,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             scheme,
             planes,
             target_agreement,
+            layout,
             output,
         } => {
             let scheme = match scheme {
@@ -190,7 +191,14 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             eprint!(
                 "{}",
-                quantize::quantize_file(&model, calib.as_deref(), scheme, &planes, &output)?
+                quantize::quantize_file(
+                    &model,
+                    calib.as_deref(),
+                    scheme,
+                    &planes,
+                    layout,
+                    &output
+                )?
             );
         }
         Cmd::Check {

@@ -13,6 +13,7 @@
 //! * [`precision`]: the [`Precision`] trait that the model crates are generic over, with
 //!   its three implementations [`F32`], [`W8F32`] and [`W8A16`], and the dense layer
 //!   [`Linear`].
+//! * [`layout`]: how a [`W8A16`] layer stores its int8 weights ([`Layout`]).
 //! * [`text`]: messages and numbers written without `core::fmt` formatting.
 //! * [`part`]: sub-slices that are a [`ShapeError`] instead of a panic when out of range.
 //! * [`phase`]: the phases of a model run and the [`Marks`] that profiling receives.
@@ -49,6 +50,7 @@ pub mod fixed;
 pub mod float;
 #[cfg(any(test, s2s_isa = "dsp"))]
 mod fulltable;
+pub mod layout;
 pub mod logprob;
 pub mod lut;
 mod native;
@@ -68,6 +70,7 @@ mod extremes;
 pub mod suite;
 
 pub use fixed::Requant;
+pub use layout::Layout;
 pub use phase::{Marks, Phase};
 pub use precision::{
     additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,

@@ -6,6 +6,7 @@
 //! `precision.rs` picks one module or the other and nothing else changes.
 
 use crate::fixed::{sat_i16, shift_round_i64, Requant};
+use crate::layout::Layout;
 use crate::precision::{Linear, Precision, I32_EXACT_RUN};
 
 /// `w . x` for `w.len() == x.len() <= I32_EXACT_RUN`: exact in an `i32` accumulator
@@ -19,13 +20,35 @@ pub(crate) fn dot_run(w: &[i8], x: &[i16]) -> i32 {
     acc
 }
 
+/// [`dot_run`] of weights stored in `layout`: the same integer (each weight decoded
+/// before its product).
+#[inline]
+fn dot_run_as(layout: Layout, w: &[i8], x: &[i16]) -> i32 {
+    match layout {
+        Layout::Row => dot_run(w, x),
+        Layout::V6m => {
+            let mut acc = 0i32;
+            for (&a, &b) in w.iter().zip(x) {
+                acc = acc.wrapping_add(Layout::V6m.load(a) as i32 * b as i32);
+            }
+            acc
+        }
+    }
+}
+
 /// `w . x` of int8 weights and int16 activations, exact for any length: `i32` runs of
 /// at most [`I32_EXACT_RUN`] products, added in `i64`.
 #[inline]
 pub fn dot_i8_i16(w: &[i8], x: &[i16]) -> i64 {
+    dot_i8_i16_as(Layout::Row, w, x)
+}
+
+/// [`dot_i8_i16`] of weights stored in `layout`.
+#[inline]
+fn dot_i8_i16_as(layout: Layout, w: &[i8], x: &[i16]) -> i64 {
     let mut total = 0i64;
     for (wc, xc) in w.chunks(I32_EXACT_RUN).zip(x.chunks(I32_EXACT_RUN)) {
-        total += dot_run(wc, xc) as i64;
+        total += dot_run_as(layout, wc, xc) as i64;
     }
     total
 }
@@ -57,8 +80,22 @@ pub(crate) fn requant_i64(d: i64, q: Requant) -> i32 {
 }
 
 /// `out = W [x_0; x_1; ...] + b`: per row, the bias, then for each plane and each part
-/// in that order the requantized dot product, added with saturation.
+/// in that order the requantized dot product, added with saturation. Reads every
+/// [`Layout`].
 pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    match l.layout() {
+        Layout::Row => linear_as(Layout::Row, l, x, out),
+        Layout::V6m => linear_as(Layout::V6m, l, x, out),
+    }
+}
+
+/// [`linear`] for weights in `layout` (a constant in each call above: one copy per
+/// layout, the layout's decoding inlined into its loop).
+#[inline(always)]
+fn linear_as<P>(layout: Layout, l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
 where
     P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
 {
@@ -75,10 +112,19 @@ where
     }
     // `Linear::new` made `q` `planes * np` requantizers per row, `Linear::apply` the
     // parts' lengths add up to `cols`: the loops below never stop short.
-    let rows = w.chunks_exact(row_w).zip(q.chunks_exact(row_q));
-    for (r, (o, (row, row_q))) in out.iter_mut().zip(rows).enumerate() {
+    // Rows, planes and parts by `get` (always there), which the firmware's no-panic link
+    // check sees through where the foreign layouts run this.
+    for (r, o) in out.iter_mut().enumerate() {
+        let row = w.get(r * row_w..(r + 1) * row_w);
+        let (Some(row), Some(row_q)) = (row, q.get(r * row_q..(r + 1) * row_q)) else {
+            break;
+        };
         let mut acc: i32 = bias(r);
-        for (plane, q) in row.chunks_exact(cols).zip(row_q.chunks_exact(np)) {
+        for p in 0..planes {
+            let plane = row.get(p * cols..(p + 1) * cols);
+            let (Some(plane), Some(q)) = (plane, row_q.get(p * np..(p + 1) * np)) else {
+                break;
+            };
             let mut rest = plane;
             for (part, &rq) in x.iter().zip(q) {
                 let n = part.len();
@@ -87,9 +133,9 @@ where
                 };
                 rest = tail;
                 let y = if n <= I32_EXACT_RUN {
-                    rq.apply(dot_run(wp, part))
+                    rq.apply(dot_run_as(layout, wp, part))
                 } else {
-                    term(dot_i8_i16(wp, part), rq)
+                    term(dot_i8_i16_as(layout, wp, part), rq)
                 };
                 acc = acc.saturating_add(y);
             }

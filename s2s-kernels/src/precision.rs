@@ -19,6 +19,7 @@ use core::ops::Range;
 use bytemuck::Pod;
 
 use crate::fixed::{self, mul_q15, mul_q15_i32, sat_i16, shift_round_i32, Requant, WIDE_FRAC};
+use crate::layout::Layout;
 use crate::part::Part;
 use crate::{cell, float, lut, native, portable};
 
@@ -279,11 +280,20 @@ pub struct Job<'j, P: Precision> {
 /// layers that need them, at twice their cost, with the same int8 kernels. Each row
 /// stores its planes one after the other, `[plane 0 | plane 1]`, and so do its
 /// quantization entries.
+///
+/// The int8 weights of a [`W8A16`] layer may be stored in another [`Layout`] (a
+/// re-encoding of the same values, [`Linear::with_layout`]); every kernel reads every
+/// layout with the same results.
 pub struct Linear<'a, P: Precision> {
     rows: usize,
     cols: usize,
-    parts: usize,
-    planes: usize,
+    // Small fields in one word: a `Linear` is one of many that a small device's `Net`
+    // holds on its stack, and the small cores copy it for each gate.
+    parts: u16,
+    /// The planes (low four bits) and the [`Layout`] id (high four bits): one byte
+    /// copied as it was before layouts existed (a separate field cost the Cortex-M3 one
+    /// percent of netra's instructions in copies of `Linear`).
+    planes_layout: u8,
     w: &'a [P::Weight],
     q: &'a [P::RowQ],
     bias: Option<&'a [P::Bias]>,
@@ -304,8 +314,8 @@ impl<P: Precision> Debug for Linear<'_, P> {
             P::KIND.name(),
             self.rows,
             self.cols,
-            self.parts,
-            self.planes,
+            self.parts(),
+            self.planes(),
             self.bias.is_some()
         )
     }
@@ -335,6 +345,13 @@ impl<'a, P: Precision> Linear<'a, P> {
         if let Some(b) = bias {
             check("bias", rows, b.len())?;
         }
+        let Ok(parts) = u16::try_from(parts) else {
+            return Err(ShapeError {
+                what: "parts",
+                expected: u16::MAX as usize,
+                found: parts,
+            });
+        };
         if parts == 0 {
             return Err(ShapeError {
                 what: "parts",
@@ -346,10 +363,29 @@ impl<'a, P: Precision> Linear<'a, P> {
             rows,
             cols,
             parts,
-            planes,
+            // At most `P::MAX_PLANES` (2), checked above.
+            planes_layout: planes as u8 | (Layout::Row as u8) << 4,
             w,
             q,
             bias,
+        })
+    }
+
+    /// The same layer with its weights stored in `layout` ([`Layout::Row`] for any
+    /// precision, the others for [`W8A16`] only, where this build reads them:
+    /// [`Layout::compiled`]).
+    pub fn with_layout(self, layout: Layout) -> Result<Self, ShapeError> {
+        let readable = layout == Layout::Row || P::KIND == PrecisionKind::W8A16;
+        if !readable || !layout.compiled() {
+            return Err(ShapeError {
+                what: "weight layout",
+                expected: Layout::Row as usize,
+                found: layout as usize,
+            });
+        }
+        Ok(Linear {
+            planes_layout: self.planes_layout & 0x0f | (layout as u8) << 4,
+            ..self
         })
     }
 
@@ -363,17 +399,22 @@ impl<'a, P: Precision> Linear<'a, P> {
     }
     /// Number of input parts.
     pub fn parts(&self) -> usize {
-        self.parts
+        self.parts as usize
     }
     /// Number of weight planes.
     pub fn planes(&self) -> usize {
-        self.planes
+        (self.planes_layout & 0x0f) as usize
+    }
+    /// How the weights are stored.
+    pub fn layout(&self) -> Layout {
+        // Only `with_layout` sets the high bits, from a `Layout`.
+        Layout::from_id(self.planes_layout >> 4).unwrap_or_default()
     }
     /// Multiply-accumulates of one application.
     pub fn macs(&self) -> usize {
-        self.rows * self.cols * self.planes
+        self.rows * self.cols * self.planes()
     }
-    /// The weights, row-major.
+    /// The weights, row-major, as stored (see [`Linear::layout`]).
     pub fn weights(&self) -> &'a [P::Weight] {
         self.w
     }
@@ -395,13 +436,13 @@ impl<'a, P: Precision> Linear<'a, P> {
                 found: r.end,
             });
         }
-        let per_row = P::row_q_len(1, self.parts) * self.planes;
-        let row_w = self.cols * self.planes;
+        let per_row = P::row_q_len(1, self.parts()) * self.planes();
+        let row_w = self.cols * self.planes();
         Ok(Linear {
             rows: r.len(),
             cols: self.cols,
             parts: self.parts,
-            planes: self.planes,
+            planes_layout: self.planes_layout,
             w: self.w.part(r.start * row_w..r.end * row_w, "weights")?,
             q: self
                 .q
@@ -416,7 +457,7 @@ impl<'a, P: Precision> Linear<'a, P> {
     /// `out = W [x_0; x_1; ...] + b`: checks that the parts are as many as declared,
     /// that their lengths add up to the input size and that `out` has one element per row.
     pub fn apply(&self, x: &[&[P::Act]], out: &mut [P::Wide]) -> Result<(), ShapeError> {
-        check("input parts", self.parts, x.len())?;
+        check("input parts", self.parts(), x.len())?;
         check("input", self.cols, x.iter().map(|p| p.len()).sum())?;
         check("output", self.rows, out.len())?;
         P::linear(self, x, out);
@@ -426,7 +467,7 @@ impl<'a, P: Precision> Linear<'a, P> {
     /// [`Linear::apply`] to several inputs at once, checking every one.
     pub fn apply_batch(&self, jobs: &mut [Job<'_, P>]) -> Result<(), ShapeError> {
         for j in jobs.iter() {
-            check("input parts", self.parts, j.x.len())?;
+            check("input parts", self.parts(), j.x.len())?;
             check("input", self.cols, j.x.iter().map(|p| p.len()).sum())?;
             check("output", self.rows, j.out.len())?;
         }
@@ -563,7 +604,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
             Some(&b) => y + b,
             None => y,
         };
-        let (cols, planes) = (l.cols, l.planes);
+        let (cols, planes) = (l.cols, l.planes());
         if cols == 0 {
             // No weights: every sum is empty.
             for (r, o) in out.iter_mut().enumerate() {
@@ -599,7 +640,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
-        let row_w = table.cols * table.planes;
+        let row_w = table.cols * table.planes();
         out.fill(0.0);
         // In range: `Linear::embed` checked `row < rows`.
         let Some(w) = table.w.get(row * row_w..(row + 1) * row_w) else {
@@ -608,7 +649,7 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
         // `max(1)`: a table without columns has no planes to add (and `out` is empty).
         let planes = w.chunks_exact(table.cols.max(1));
         for (p, w) in planes.enumerate() {
-            let s = W::row_scale(table.q, row * table.planes + p);
+            let s = W::row_scale(table.q, row * table.planes() + p);
             for (o, &v) in out.iter_mut().zip(w) {
                 *o += v.to_f32() * s;
             }
@@ -754,7 +795,7 @@ impl<K: Kernels> Precision for Int<K> {
     }
 
     fn embed(table: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
-        let (cols, planes) = (table.cols, table.planes);
+        let (cols, planes) = (table.cols, table.planes());
         // In range: `Linear::embed` checked `row < rows` (`rows * planes` requantizers,
         // one per row and plane, an embedding table having one part).
         let w = table.w.get(row * cols * planes..(row + 1) * cols * planes);
@@ -763,10 +804,12 @@ impl<K: Kernels> Precision for Int<K> {
             out.fill(0);
             return;
         };
+        // The layout's decoding once, not per element (a byte mask).
+        let flip = table.layout().store(0);
         for (j, o) in out.iter_mut().enumerate().take(cols) {
             let mut acc = 0i32;
             for (wp, rq) in w.chunks_exact(cols).zip(q) {
-                acc = acc.saturating_add(rq.apply_cold(wp[j] as i32));
+                acc = acc.saturating_add(rq.apply_cold((wp[j] ^ flip) as i32));
             }
             *o = sat_i16(acc);
         }

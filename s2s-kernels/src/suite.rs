@@ -34,7 +34,9 @@
 //! feature (`no_std` with `alloc`), on each QEMU board: the firmware's `kernel-suite`
 //! binary runs [`run_all`] for the board's native kernels against [`W8A16Portable`] and
 //! [`F32Portable`], tolerances and bit-exactness alike, at a [`Scale`] that fits the
-//! board's RAM (the same generators and seeds; the small boards cap the layer sizes).
+//! board's RAM (the same generators and seeds; the small boards cap the layer sizes),
+//! and [`layouts`]: every weight [`Layout`] read by the native kernels gives the row
+//! layout's bits.
 //! Measurements are printed in the tests only; on a board a failure panics.
 
 // What only the printed measurements use.
@@ -47,7 +49,9 @@ use core::marker::PhantomData;
 use bytemuck::Pod;
 
 use crate::fixed::WIDE_FRAC;
-use crate::{cell, float, lut, Float, FloatWeight, Fmt, Job, Kernels, Linear, Precision, Requant};
+use crate::{
+    cell, float, lut, Float, FloatWeight, Fmt, Job, Kernels, Layout, Linear, Precision, Requant,
+};
 #[cfg(any(test, doc))]
 use crate::{F32Portable, W8A16Portable, F32, W8A16, W8F32};
 
@@ -1114,6 +1118,148 @@ pub fn additive_scores<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, 
     );
 }
 
+/// The integer precisions' storage types (what [`layouts`] re-encodes).
+pub trait IntPrecision:
+    Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32, Scale = Requant>
+{
+}
+impl<P> IntPrecision for P where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32, Scale = Requant>
+{
+}
+
+/// Every weight [`Layout`]: `linear` (1-3 parts, 1-2 planes, parts longer than
+/// `I32_EXACT_RUN` every 20th case, with and without bias, every third case with
+/// arbitrary int8 codes, -128 included, and every seventh at the extremes of both
+/// weights and inputs), `linear_batch`, `embed` and `additive_scores`, on weights
+/// re-encoded in the layout and run by `P`, give exactly the bits of the same weights
+/// in [`Layout::Row`] run by `R` (the portable kernels). The other arguments are the
+/// suite's (no tolerance: exactness only).
+pub fn layouts<P: IntPrecision, R: IntPrecision>(_: &Tolerances, _: bool, scale: &Scale) {
+    let mut rng = Rng::new(0x1A);
+    for case in 0..150 {
+        let long = case % 20 == 0;
+        let extreme = case % 7 == 0;
+        let planes = rng.range(1, P::MAX_PLANES);
+        let nparts = rng.range(1, 3);
+        let rows = rng
+            .range(1, 16)
+            .min(if long { scale.long_rows } else { scale.rows });
+        let parts: Vec<(usize, Fmt)> = (0..nparts)
+            .map(|_| {
+                let len = if long {
+                    rng.range(517, 1024).min(scale.long_cols)
+                } else {
+                    rng.range(1, 96)
+                };
+                (len, LINEAR_FMTS[rng.range(0, LINEAR_FMTS.len() - 1)])
+            })
+            .collect();
+        let cols: usize = parts.iter().map(|p| p.0).sum();
+        let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let bias: Option<Vec<f64>> =
+            (case % 2 == 0).then(|| (0..rows).map(|_| rng.uniform(-2.0, 2.0)).collect());
+        let mut layer = IntFixture::<R>::layer(rows, &parts, planes, &w, bias.as_deref(), false);
+        drop(w);
+        if extreme {
+            layer.w.fill(i8::MIN);
+        } else if case % 3 == 0 {
+            for c in layer.w.iter_mut() {
+                *c = rng.u64() as i8;
+            }
+        }
+        let xs: Vec<Vec<i16>> = parts
+            .iter()
+            .map(|&(len, _)| {
+                (0..len)
+                    .map(|_| if extreme { i16::MIN } else { rng.u64() as i16 })
+                    .collect()
+            })
+            .collect();
+        let x: Vec<&[i16]> = xs.iter().map(|v| v.as_slice()).collect();
+        let mut want = vec![0i32; rows];
+        layer.linear().apply(&x, &mut want).expect("shapes");
+        for layout in Layout::ALL {
+            let stored: Vec<i8> = layer.w.iter().map(|&c| layout.store(c)).collect();
+            let l = Linear::<P>::new(rows, cols, nparts, &stored, &layer.q, layer.bias.as_deref())
+                .and_then(|l| l.with_layout(layout))
+                .expect("shapes");
+            let mut got = vec![0i32; rows];
+            l.apply(&x, &mut got).expect("shapes");
+            assert!(
+                got == want,
+                "layout {} linear case {case}: not as the row layout",
+                layout as u8
+            );
+            let mut outs = [vec![0i32; rows], vec![0i32; rows]];
+            let [o0, o1] = &mut outs;
+            let mut jobs = [Job { x: &x, out: o0 }, Job { x: &x, out: o1 }];
+            l.apply_batch(&mut jobs).expect("shapes");
+            assert!(
+                outs.iter().all(|o| *o == want),
+                "layout {} linear_batch case {case}: not as the row layout",
+                layout as u8
+            );
+        }
+    }
+    // Embedding tables.
+    for case in 0..40 {
+        let planes = rng.range(1, P::MAX_PLANES);
+        let (rows, cols) = (rng.range(1, 20).min(scale.embed_rows), rng.range(1, 64));
+        let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-6.0, 6.0)).collect();
+        let table = IntFixture::<R>::layer(rows, &[(cols, EMBED_FMT)], planes, &w, None, true);
+        drop(w);
+        for layout in Layout::ALL {
+            let stored: Vec<i8> = table.w.iter().map(|&c| layout.store(c)).collect();
+            let t = Linear::<P>::new(rows, cols, 1, &stored, &table.q, None)
+                .and_then(|l| l.with_layout(layout))
+                .expect("shapes");
+            for r in 0..rows {
+                let (mut got, mut want) = (vec![0i16; cols], vec![0i16; cols]);
+                t.embed(r, &mut got).expect("shapes");
+                table.linear().embed(r, &mut want).expect("shapes");
+                assert!(
+                    got == want,
+                    "layout {} embed case {case}: not as the row layout",
+                    layout as u8
+                );
+            }
+        }
+    }
+    // The attention's fused scores (`v` one row).
+    for case in 0..60 {
+        let planes = rng.range(1, P::MAX_PLANES);
+        let (a, n) = (rng.range(1, 96), rng.range(1, 30));
+        let vw: Vec<f64> = (0..a).map(|_| rng.uniform(-2.0, 2.0)).collect();
+        let bias: Option<Vec<f64>> = (case % 2 == 0).then(|| vec![rng.uniform(-1.0, 1.0)]);
+        let v = IntFixture::<R>::layer(1, &[(a, Fmt::Q15)], planes, &vw, bias.as_deref(), false);
+        let q: Vec<i32> = (0..a)
+            .map(|_| IntFixture::<R>::wide(rng.uniform(-6.0, 6.0)))
+            .collect();
+        let kf = KEY_FMTS[case % KEY_FMTS.len()];
+        let r = input_range(kf);
+        let keys: Vec<i16> = (0..n * a)
+            .map(|_| IntFixture::<R>::act(rng.uniform(-r, r), kf))
+            .collect();
+        let (mut t, mut want) = (vec![0i16; a], vec![0i32; n]);
+        R::additive_scores(&q, &keys, kf, &v.linear(), &mut t, &mut want).expect("shapes");
+        for layout in Layout::ALL {
+            let stored: Vec<i8> = v.w.iter().map(|&c| layout.store(c)).collect();
+            let l = Linear::<P>::new(1, a, 1, &stored, &v.q, v.bias.as_deref())
+                .and_then(|l| l.with_layout(layout))
+                .expect("shapes");
+            let mut got = vec![0i32; n];
+            P::additive_scores(&q, &keys, kf, &l, &mut t, &mut got).expect("shapes");
+            assert!(
+                got == want,
+                "layout {} additive_scores case {case}: not as the row layout",
+                layout as u8
+            );
+        }
+    }
+    say!("layouts: every layout as the row layout, bit for bit");
+}
+
 /// `hard_sigmoid_keras2` and `hard_sigmoid_keras3` over the nonlinearities' inputs.
 pub fn hard_sigmoids<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, _: &Scale) {
     nonlinearity::<F, R>(
@@ -1292,6 +1438,11 @@ precision_suite!(
 );
 #[cfg(test)]
 precision_suite!(w8f32, W8F32, FloatFixture, W8F32_TOL);
+#[cfg(test)]
+#[test]
+fn w8a16_layouts() {
+    layouts::<W8A16, W8A16Portable>(&W8A16_TOL, true, &Scale::FULL);
+}
 #[cfg(test)]
 precision_suite!(w8a16, W8A16, IntFixture, W8A16_TOL);
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use s2s_kernels::{PrecisionKind, Requant, F32, W8A16, W8F32};
+use s2s_kernels::{Layout, PrecisionKind, Requant, F32, W8A16, W8F32};
 
 use crate::desc::ModelDesc;
 use crate::format::{
@@ -34,6 +34,9 @@ pub struct TensorData {
 pub struct ModelBuilder {
     /// Precision of the tensors.
     pub precision: PrecisionKind,
+    /// How the int8 weight tensors are stored (the header's layout; see
+    /// [`ModelBuilder::lay_out`] to change it).
+    pub layout: Layout,
     /// The description.
     pub desc: ModelDesc,
     /// Source tokens.
@@ -56,6 +59,7 @@ impl ModelBuilder {
     pub fn new(precision: PrecisionKind, desc: ModelDesc) -> Self {
         ModelBuilder {
             precision,
+            layout: Layout::Row,
             desc,
             src_vocab: Vec::new(),
             tgt_vocab: Vec::new(),
@@ -109,6 +113,21 @@ impl ModelBuilder {
                 b,
             );
         }
+        self
+    }
+
+    /// Stores the int8 weight tensors in `layout` (re-encoding those present from the
+    /// current layout) and records it in the header.
+    pub fn lay_out(&mut self, layout: Layout) -> &mut Self {
+        let from = self.layout;
+        for t in &mut self.tensors {
+            if t.id.slot == Slot::Weight && t.dtype == DType::I8 {
+                for b in &mut t.bytes {
+                    *b = layout.store(from.load(*b as i8)) as u8;
+                }
+            }
+        }
+        self.layout = layout;
         self
     }
 
@@ -230,7 +249,7 @@ impl ModelBuilder {
             magic: MAGIC,
             version: VERSION,
             precision: self.precision as u8,
-            reserved0: 0,
+            layout: self.layout as u8,
             file_len: u32_of("file length", out.len() + 4)?,
             desc,
             vocab,

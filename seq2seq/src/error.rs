@@ -47,6 +47,9 @@ pub enum Error {
     UnknownPrecision(u8),
     /// A reserved header field is not zero.
     ReservedNotZero,
+    /// The weight layout code is unknown, or not one of the file's precision (only
+    /// w8a16 has layouts other than row).
+    BadLayout(u8),
     /// A section does not start where the layout puts it: the description right after
     /// the header, each further section at the first 8-byte boundary after the previous
     /// one (names the section).
@@ -244,6 +247,7 @@ impl Error {
             Error::CrcMismatch { .. } => "corrupted model file (CRC mismatch)",
             Error::UnknownPrecision(_) => "unknown precision code",
             Error::ReservedNotZero => "reserved header field not zero",
+            Error::BadLayout(_) => "unknown weight layout, or not for this precision",
             Error::SectionMisplaced(_) => "section not where the layout puts it",
             Error::SectionOutOfFile(_) => "section runs past the end of the file",
             Error::SectionLength(_) => "section of the wrong length",
@@ -408,6 +412,9 @@ impl Describe for Error {
                 "corrupted: CRC ", Hex32(computed), " does not match the stored ", Hex32(stored)
             ),
             Error::UnknownPrecision(p) => say!(out; "unknown precision code ", p),
+            Error::BadLayout(l) => say!(out;
+                "weight layout code ", l, " is unknown or not for this precision"
+            ),
             Error::SectionMisplaced(s) => say!(out;
                 "the ", s, " section is not where the layout puts it (the first 8-byte boundary after the previous section)"
             ),

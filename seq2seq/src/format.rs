@@ -3,9 +3,10 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (4)
+//!      4     2  format version (6)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
-//!      7     1  reserved (0)
+//!      7     1  weight layout of every int8 weight tensor (0 row, 1 v6m: see
+//!               s2s_kernels::Layout; w8a16 only, 0 otherwise)
 //!      8     4  file length in bytes, CRC included
 //!     12    32  (offset, length) of: description, vocabularies; (offset, count) of the
 //!               tensor table; (offset, length) of the tensor data
@@ -35,12 +36,13 @@
 //!
 //! Files of other versions are refused with [`Error::UnsupportedVersion`] (version 1: no
 //! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description;
-//! version 3: no beam-search rule in the description);
+//! version 3: no beam-search rule in the description; version 4: none of the
+//! OpenNMT-style decoder fields; version 5: no weight layout);
 //! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 
 use bytemuck::{Pod, Zeroable};
 use s2s_kernels::text::{Describe, Sink};
-use s2s_kernels::{say, PrecisionKind, Requant};
+use s2s_kernels::{say, Layout, PrecisionKind, Requant};
 
 use crate::desc::{LayerSpec, ModelDesc, RawDesc, MAX_SPECS};
 use crate::net::ModelPrecision;
@@ -55,8 +57,9 @@ pub const MAGIC: [u8; 4] = *b"S2SM";
 /// initial cell state and the attentional layer's input parts; 4: the beam-search
 /// variant and its length-normalisation exponent; 5: the mean bridge and shared
 /// bridges, input feeding, the attentional layer's activation, the output's
-/// normalisation and source prefix tokens, at the end of the description).
-pub const VERSION: u16 = 5;
+/// normalisation and source prefix tokens, at the end of the description; 6: the
+/// weight layout in the header).
+pub const VERSION: u16 = 6;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;
@@ -73,7 +76,7 @@ pub struct RawHeader {
     pub magic: [u8; 4],
     pub version: u16,
     pub precision: u8,
-    pub reserved0: u8,
+    pub layout: u8,
     pub file_len: u32,
     pub desc: [u32; 2],
     pub vocab: [u32; 2],
@@ -478,6 +481,7 @@ const _: () = assert!(MAX_SPECS <= 64, "the bias mask has 64 bits");
 pub struct ModelFile<'a> {
     bytes: &'a [u8],
     precision: PrecisionKind,
+    layout: Layout,
     desc: ModelDesc,
     table: &'a [u8],
     src: Vocab<'a>,
@@ -551,9 +555,13 @@ impl<'a> ModelFile<'a> {
         }
         let precision =
             PrecisionKind::from_id(h.precision).ok_or(Error::UnknownPrecision(h.precision))?;
-        if h.reserved0 != 0 || h.reserved != [0; 3] {
+        if h.reserved != [0; 3] {
             return Err(Error::ReservedNotZero);
         }
+        // A layout re-encodes int8 weights for the integer kernels: w8a16 only.
+        let layout = Layout::from_id(h.layout)
+            .filter(|&l| l == Layout::Row || precision == PrecisionKind::W8A16)
+            .ok_or(Error::BadLayout(h.layout))?;
 
         // The sections, in order, each at the first aligned offset after the previous.
         let mut at = HEADER_LEN;
@@ -590,6 +598,7 @@ impl<'a> ModelFile<'a> {
         let file = ModelFile {
             bytes,
             precision,
+            layout,
             desc,
             table,
             src,
@@ -783,6 +792,10 @@ impl<'a> ModelFile<'a> {
     /// The precision of its tensors.
     pub fn precision(&self) -> PrecisionKind {
         self.precision
+    }
+    /// How its int8 weight tensors are stored.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
     /// The model description.
     pub fn desc(&self) -> &ModelDesc {

@@ -97,7 +97,8 @@ impl<'a> Reader<'_, 'a> {
                 .1
         };
         let bias = self.file.data::<P::Bias>(id(Slot::Bias))?.map(|(_, b)| b);
-        Ok(Linear::new(spec.rows, spec.cols, spec.parts, w, q, bias)?)
+        let layout = self.file.layout();
+        Ok(Linear::new(spec.rows, spec.cols, spec.parts, w, q, bias)?.with_layout(layout)?)
     }
 }
 

@@ -267,8 +267,6 @@ fn overlapping_or_misplaced_tensors_are_refused() {
 #[test]
 fn reserved_fields_and_padding_must_be_zero() {
     let bytes = plain();
-    let e = damaged(&bytes, |b| b[7] = 1);
-    assert_eq!(e, Error::ReservedNotZero);
     for word in 0..3 {
         let e = damaged(&bytes, |b| {
             let mut h = header(b);
@@ -303,8 +301,9 @@ fn reserved_fields_and_padding_must_be_zero() {
     // A bad precision code, and a version this build does not read.
     let e = damaged(&bytes, |b| b[6] = 3);
     assert_eq!(e, Error::UnknownPrecision(3));
-    // Version 2 (the description without the recurrent-cell fields) as well as 1.
-    for old in [1u16, 2] {
+    // Version 5 (no weight layout), 2 (the description without the recurrent-cell
+    // fields) and 1.
+    for old in [1u16, 2, 5] {
         let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&old.to_le_bytes()));
         assert_eq!(
             e,
@@ -318,6 +317,31 @@ fn reserved_fields_and_padding_must_be_zero() {
             format!("model file format version {old}, this build reads version {VERSION}")
         );
     }
+}
+
+#[test]
+fn the_weight_layout_is_known_and_of_the_precision() {
+    // The plain model is f32: only the row layout (0).
+    let bytes = plain();
+    for code in [1u8, 2, 0x80, 0xff] {
+        let e = damaged(&bytes, |b| b[7] = code);
+        assert_eq!(e, Error::BadLayout(code));
+        assert_eq!(
+            e.to_string(),
+            format!("weight layout code {code} is unknown or not for this precision")
+        );
+    }
+    // A w8a16 model: row and v6m, nothing else.
+    let mut r = Rng::new(3);
+    let w8 = random_model(PrecisionKind::W8A16, &mut r);
+    for code in [0u8, 1] {
+        let mut b = w8.clone();
+        b[7] = code;
+        fix_crc(&mut b);
+        parse(&b).expect("a w8a16 layout");
+    }
+    let e = damaged(&w8, |b| b[7] = 2);
+    assert_eq!(e, Error::BadLayout(2));
 }
 
 #[test]
@@ -755,6 +779,7 @@ fn every_error_has_a_static_text() {
         Error::UnknownTensor(3),
         Error::PaddingNotZero,
         Error::NonFinite(1),
+        Error::BadLayout(7),
     ];
     for e in samples {
         assert!(!e.as_str().is_empty());

@@ -202,6 +202,39 @@ fn calibration_with_nothing_usable() {
     assert_only(&dir, &["empty.txt", "foreign.txt"]);
 }
 
+#[test]
+fn a_weight_layout_that_is_unknown_or_not_for_the_scheme() {
+    let dir = scratch_dir("layout");
+    let model = model_file("netra.s2s");
+    let out = dir.join("q.s2s");
+    let quantize = |scheme: &str, layout: &str| {
+        s2s(
+            &[
+                &"quantize",
+                &model,
+                &"--scheme",
+                &scheme,
+                &"--layout",
+                &layout,
+                &"-o",
+                &out,
+            ],
+            "",
+        )
+    };
+    // The layouts are w8a16's (the integer kernels').
+    assert_one_error(&quantize("w8f32", "v6m"), &["--layout v6m", "w8a16"]);
+    // An unknown name: clap's usage error, naming the layouts.
+    let r = quantize("w8a16", "dsp");
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown layout \"dsp\": one of row, v6m"),
+        "{stderr}"
+    );
+    assert_only(&dir, &[]);
+}
+
 // ------------------------------------------- CRC-valid but inconsistent model files
 
 /// Model `source` (in target/models) changed by `damage`, with its CRC recomputed, as

@@ -110,6 +110,28 @@ fn netra_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("netra-w8a16.s2s", board("mps2-an386"), NETRA_MAX_LEN, true);
 }
 
+/// netra quantized with `--layout v6m`: on the board of that layout (its native
+/// offset-binary kernel) and on a board that reads it through the portable kernels.
+#[test]
+fn netra_w8a16_v6m_on_microbit_matches_the_host() {
+    device_matches_host(
+        "netra-w8a16-v6m.s2s",
+        board("microbit"),
+        NETRA_MAX_LEN,
+        true,
+    );
+}
+
+#[test]
+fn netra_w8a16_v6m_on_mps2_an386_matches_the_host() {
+    device_matches_host(
+        "netra-w8a16-v6m.s2s",
+        board("mps2-an386"),
+        NETRA_MAX_LEN,
+        true,
+    );
+}
+
 #[test]
 fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
     device_matches_host("g2p-en-w8a16.s2s", board("mps2-an386"), usize::MAX, false);
@@ -137,6 +159,7 @@ const CEILINGS: &[Ceiling] = &[
     Ceiling { model: "g2p-en.s2s", board: "mps2-an505", beam: None, step: 751100, position: 720400 }, // 743,571 / 713,202
     Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: None, step: 215600, position: 210500 }, // 213,463 / 208,414
     Ceiling { model: "netra-w8a16.s2s", board: "microbit", beam: None, step: 400100, position: 413900 }, // 396,110 / 409,765
+    Ceiling { model: "netra-w8a16-v6m.s2s", board: "microbit", beam: None, step: 379400, position: 376400 }, // 375,619 / 372,630
     Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: None, step: 138400, position: 146800 }, // 136,967 / 145,308
     Ceiling { model: "g2p-en-w8a16.s2s", board: "mps2-an386", beam: None, step: 1018000, position: 659700 }, // 1,007,916 / 653,155
     Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: Some(2), step: 275400, position: 146800 }, // 272,667 / 145,308

@@ -110,6 +110,9 @@ fn suite_passes_on(name: &str) {
             assert!(lines.contains(&want), "{name}: no `{want}` in {lines:?}");
         }
     }
+    // Every weight layout read by the native kernels as the row layout.
+    let want = "SUITE w8a16 layouts ok".to_string();
+    assert!(lines.contains(&want), "{name}: no `{want}` in {lines:?}");
     assert_eq!(
         lines.last().map(String::as_str),
         Some("SUITE PASS"),
@@ -210,6 +213,14 @@ fn kernel_bench_runs_on_every_board() {
             bench.iter().any(|l| l.starts_with("BENCH linear_f32 ")),
             "{name}: f32 lines exactly on the FPU boards"
         );
+        // The weight layout of the M0's own kernel, next to the row layout.
+        assert_eq!(
+            board.target.starts_with("thumbv6m"),
+            bench
+                .iter()
+                .any(|l| l.starts_with("BENCH linear_w8a16_v6m native ")),
+            "{name}: v6m layout lines exactly on the Cortex-M0 boards"
+        );
         assert_eq!(lines.last().map(String::as_str), Some("DONE"), "{lines:?}");
         println!("{name}:");
         for l in bench {
@@ -306,6 +317,15 @@ fn each_board_links_the_kernel_of_its_instruction_set() {
             }
             Some("thumbv6m") => {
                 assert!(has("muls") && has("ldm") && !has("mla"), "{name}: {ops:?}");
+                // The offset-binary (`v6m` layout) loop: byte loads at immediate
+                // offsets up to 31 (`arm/v6m.rs`, `dot1_offset`; objdumps print the
+                // offset in decimal or hex).
+                assert!(
+                    ["#31]", "#0x1f]"]
+                        .iter()
+                        .any(|o| asm.contains(&format!("ldrb\tr5, [r0, {o}"))),
+                    "{name}: the v6m layout's kernel is not linked"
+                );
             }
             _ => panic!("{name}: no kernel expected for {}", board.target),
         }

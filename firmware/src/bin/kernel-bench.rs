@@ -10,7 +10,10 @@
 //!
 //! `<kernels>` is `native` or `portable`; the count is net of the counter reads (an
 //! empty measurement is subtracted). Every native result is compared with the portable
-//! one: a difference panics (exit status 101).
+//! one: a difference panics (exit status 101). Where the target's kernels have a weight
+//! layout of their own ([`Layout::NATIVE`], e.g. `v6m` on the Cortex-M0), the int8
+//! products run in it too, as `linear_w8a16_<layout>` (the same bytes read in that
+//! layout: the counts do not depend on the values).
 //!
 //! The weights of the matrix products are read from the model region, loaded by QEMU
 //! (`-device loader`): int8 at its start (768 x 256 = 196,608 bytes; on the lm3s6965evb
@@ -29,7 +32,7 @@ use cortex_m_rt::entry;
 use embedded_io::Write as _;
 use firmware::{app, board, fault, measure};
 use s2s_device::exit::Exit;
-use s2s_kernels::{Linear, Precision, Requant, W8A16Portable, W8A16};
+use s2s_kernels::{Layout, Linear, Precision, Requant, W8A16Portable, W8A16};
 
 /// Where the f32 weights start in the model region (FPU boards).
 #[cfg(precision = "f32")]
@@ -115,7 +118,13 @@ fn digest(x: &[i32]) -> u32 {
 // Not inlined: each benchmark's buffers live only during its own frame (the micro:bit
 // has 16 KiB of RAM).
 #[inline(never)]
-fn linear_w8a16(b: &mut Bench<'_>, s: &mut Scratch, region: &[u8], rows: usize, cols: usize) {
+fn linear_w8a16(
+    b: &mut Bench<'_>,
+    s: &mut Scratch,
+    region: &[u8],
+    (rows, cols): (usize, usize),
+    layout: Layout,
+) {
     let rows = rows.min(region.len() / cols / 32 * 32);
     let Some(w) = region.get(..rows * cols) else {
         return;
@@ -124,8 +133,16 @@ fn linear_w8a16(b: &mut Bench<'_>, s: &mut Scratch, region: &[u8], rows: usize, 
     s.q.fill(Requant::from_real(1.0 / 4096.0));
     s.q[0] = Requant::from_real(0.75); // one short multiplier among the long ones
     let q = &s.q[..rows];
-    let layer = Linear::<W8A16>::new(rows, cols, 1, w, q, None).expect("shape");
-    let portable = Linear::<W8A16Portable>::new(rows, cols, 1, w, q, None).expect("shape");
+    let layer = Linear::<W8A16>::new(rows, cols, 1, w, q, None)
+        .and_then(|l| l.with_layout(layout))
+        .expect("shape");
+    let portable = Linear::<W8A16Portable>::new(rows, cols, 1, w, q, None)
+        .and_then(|l| l.with_layout(layout))
+        .expect("shape");
+    let kernel = match layout {
+        Layout::Row => "linear_w8a16",
+        Layout::V6m => "linear_w8a16_v6m",
+    };
     let mut x = [0i16; 256];
     input(&mut x);
     let x = &x[..cols];
@@ -133,12 +150,12 @@ fn linear_w8a16(b: &mut Bench<'_>, s: &mut Scratch, region: &[u8], rows: usize, 
     let shape = Shape(rows, cols);
     let n = count(|| layer.apply(black_box(&[x]), out));
     let native = digest(out);
-    b.line("linear_w8a16", "native", &shape, n, rows * cols, "MACs");
+    b.line(kernel, "native", &shape, n, rows * cols, "MACs");
     let n = count(|| portable.apply(black_box(&[x]), out));
-    b.line("linear_w8a16", "portable", &shape, n, rows * cols, "MACs");
+    b.line(kernel, "portable", &shape, n, rows * cols, "MACs");
     assert!(
         native == digest(out),
-        "linear_w8a16 {rows}x{cols}: native differs"
+        "{kernel} {rows}x{cols}: native differs"
     );
 }
 
@@ -300,7 +317,10 @@ fn main() -> ! {
         base,
     };
     for (rows, cols) in SHAPES {
-        linear_w8a16(&mut b, &mut scratch, region, rows, cols);
+        linear_w8a16(&mut b, &mut scratch, region, (rows, cols), Layout::Row);
+        if Layout::NATIVE != Layout::Row {
+            linear_w8a16(&mut b, &mut scratch, region, (rows, cols), Layout::NATIVE);
+        }
         #[cfg(precision = "f32")]
         linear_f32(&mut b, &mut scratch, region, rows, cols);
     }

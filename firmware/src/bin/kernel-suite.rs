@@ -3,9 +3,10 @@
 //! kernel-suite`, plus the board's target and feature): every primitive of
 //! the integer precision with this target's native kernels (`W8A16`), against f64 and
 //! bit for bit against the portable kernels (`W8A16Portable`), and on the FPU boards the
-//! same for f32 (`F32` against `F32Portable`). Prints `READY <board>`, `SUITE <test> ok`
-//! per test, then `SUITE PASS`, and exits with status 0; the first failure panics
-//! (`PANIC ...`, exit status 101).
+//! same for f32 (`F32` against `F32Portable`), and every weight layout of the integer
+//! precision read natively as the row layout read portably (`suite::layouts`). Prints
+//! `READY <board>`, `SUITE <test> ok` per test, then `SUITE PASS`, and exits with status
+//! 0; the first failure panics (`PANIC ...`, exit status 101).
 //!
 //! The suite builds its test layers on a heap (`firmware::heap`); the boards with
 //! little RAM run the same generators with the layers' sizes capped ([`SCALE`]).
@@ -102,6 +103,12 @@ fn main() -> ! {
         "w8a16",
         &W8A16_TOL,
         &tests::<IntFixture<W8A16>, W8A16Portable>(),
+    );
+    run(
+        &mut uart,
+        "w8a16",
+        &W8A16_TOL,
+        &[("layouts", suite::layouts::<W8A16, W8A16Portable>)],
     );
     #[cfg(precision = "f32")]
     {

@@ -199,9 +199,13 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
     row(
         "model",
         format!(
-            "{} ({}, format v{})",
+            "{} ({}{}, format v{})",
             m.path.display(),
             file.precision().name(),
+            match file.precision() {
+                s2s_kernels::PrecisionKind::W8A16 => format!(", {} layout", file.layout().name()),
+                _ => String::new(),
+            },
             seq2seq::format::VERSION
         ),
     );

@@ -9,6 +9,10 @@
 //! set). Each layer's requantizer per row and input
 //! part folds `s_r` and the part's format into one integer multiplier and shift that
 //! lands the result in the wide `Q16.15` domain; biases are stored there as `i32`.
+//!
+//! `w8a16` weights may be stored in a weight [`Layout`] other than row-major int8 (a
+//! re-encoding of the same values that one instruction set reads faster; every board
+//! reads every layout with the same results).
 
 pub mod calibrate;
 pub mod formats;
@@ -18,7 +22,7 @@ pub mod planes;
 use std::fmt::Write;
 use std::path::Path;
 
-use s2s_kernels::{PrecisionKind, Requant};
+use s2s_kernels::{Layout, PrecisionKind, Requant};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::ModelDesc;
 use seq2seq::format::{DType, Slot, TensorId};
@@ -84,12 +88,13 @@ pub(crate) fn builder_like(
     b
 }
 
-/// Quantizes an f32 model. `w8a16` needs a calibration; without one, `Planes::Auto`
-/// keeps one plane everywhere.
+/// Quantizes an f32 model, its int8 weights stored in `layout` (w8a16 only). `w8a16`
+/// needs a calibration; without one, `Planes::Auto` keeps one plane everywhere.
 pub fn quantize(
     m: &LoadedModel,
     scheme: Scheme,
     planes: &Planes,
+    layout: Layout,
     calib: Option<&Calibration>,
 ) -> Result<(ModelBuilder, String)> {
     let file = m.file();
@@ -98,6 +103,12 @@ pub fn quantize(
             "{}: quantize needs an f32 model, this one is {}",
             m.path.display(),
             file.precision().name()
+        )));
+    }
+    if layout != Layout::Row && scheme != Scheme::W8a16 {
+        return Err(Error::usage(format!(
+            "--layout {} is for w8a16 (the integer kernels); w8f32 stores row",
+            layout.name()
         )));
     }
     let mut desc: ModelDesc = *file.desc();
@@ -176,6 +187,7 @@ pub fn quantize(
             }
         }
     }
+    b.lay_out(layout);
     let n2: Vec<&str> = layers
         .iter()
         .zip(&two)
@@ -184,8 +196,9 @@ pub fn quantize(
         .collect();
     let _ = writeln!(
         report,
-        "weights: {} layers as int8{}{}, per-row scales from {smin:.3e} to {smax:.3e}",
+        "weights: {} layers as int8 ({} layout){}{}, per-row scales from {smin:.3e} to {smax:.3e}",
         layers.len(),
+        layout.name(),
         if calib.is_some() {
             ", rounded with error compensation over the calibration inputs"
         } else {
@@ -201,13 +214,14 @@ pub fn quantize(
 }
 
 /// `s2s quantize`: quantizes the f32 model file `model` with `scheme` (calibrated on the
-/// sources of `calib`, with a progress bar on standard error) and writes `output`
-/// atomically. Returns the report, ending with what was written.
+/// sources of `calib`, with a progress bar on standard error), weights in `layout`, and
+/// writes `output` atomically. Returns the report, ending with what was written.
 pub fn quantize_file(
     model: &Path,
     calib: Option<&Path>,
     scheme: Scheme,
     planes: &Planes,
+    layout: Layout,
     output: &Path,
 ) -> Result<String> {
     let m = LoadedModel::load(model)?;
@@ -234,7 +248,7 @@ pub fn quantize_file(
         }
         (Scheme::W8f32, None) => None,
     };
-    let (builder, mut report) = quantize(&m, scheme, planes, calibration.as_ref())?;
+    let (builder, mut report) = quantize(&m, scheme, planes, layout, calibration.as_ref())?;
     let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;

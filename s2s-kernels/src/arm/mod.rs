@@ -19,10 +19,18 @@
 //! columns, or whose prepared input does not fit the buffer (more than 512 columns on
 //! the M3/M4/M33, 256 on the M0), runs row by row over runs of columns prepared for each
 //! row, their sums added in `i64`: slower, same results, little code.
+//!
+//! # Weight layouts
+//!
+//! Every instruction set reads [`Layout::Row`]; the M0 also reads [`Layout::V6m`]
+//! (offset-binary bytes, `v6m::dot1_offset`), each part's correction `128 * sum x`
+//! computed once when the input is prepared. A layout the instruction set does not
+//! read goes through `portable::linear`.
 
 use core::mem::MaybeUninit;
 
 use crate::fixed::{Requant, WIDE_FRAC};
+use crate::layout::Layout;
 use crate::portable;
 use crate::precision::{additive_scores_primitives, Fmt, Linear, Precision, ShapeError};
 
@@ -267,6 +275,9 @@ struct Seg {
     word: usize,
     /// The part's activations.
     x: *const i16,
+    /// What an offset-binary dot product over the part subtracts: `128 * sum x`
+    /// (modulo `2^32`; 0 for the other layouts).
+    corr: i32,
 }
 
 const NO_SEG: Seg = Seg {
@@ -274,7 +285,50 @@ const NO_SEG: Seg = Seg {
     n: 0,
     word: 0,
     x: core::ptr::null(),
+    corr: 0,
 };
+
+/// Whether this instruction set's kernels read `layout` (else `portable::linear`).
+#[inline(always)]
+fn reads(layout: Layout) -> bool {
+    layout == Layout::Row || layout == Layout::NATIVE
+}
+
+/// `128 * sum x` modulo `2^32`: the correction of an offset-binary dot product over `x`
+/// ([`Layout::V6m`]), when `OFFSET`; 0 otherwise.
+#[inline(always)]
+fn correction<const OFFSET: bool>(x: &[i16]) -> i32 {
+    if OFFSET {
+        x.iter()
+            .fold(0i32, |s, &v| s.wrapping_add(v as i32))
+            .wrapping_mul(128)
+    } else {
+        0
+    }
+}
+
+/// `w . x` over `n <= RUN` columns of weights in [`Layout::V6m`] when `OFFSET` (the
+/// M0's offset-binary kernel, less `corr = 128 * sum x`), in [`Layout::Row`] otherwise.
+///
+/// # Safety
+/// As `isa::dot1`.
+#[inline(always)]
+unsafe fn dot1<const OFFSET: bool>(
+    w: *const i8,
+    xp: *const u32,
+    x: *const i16,
+    n: usize,
+    corr: i32,
+) -> i32 {
+    #[cfg(s2s_isa = "v6m")]
+    if OFFSET {
+        // SAFETY: the caller's contract.
+        return unsafe { isa::dot1_offset(w, xp, x, n) }.wrapping_sub(corr);
+    }
+    let _ = corr;
+    // SAFETY: the caller's contract.
+    unsafe { isa::dot1(w, xp, x, n) }
+}
 
 /// `out = W [x_0; x_1; ...] + b`, exactly as `portable::linear`. Not inlined: one copy
 /// per precision, and a symbol to find it by in the firmware.
@@ -285,6 +339,9 @@ pub(crate) fn linear<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
 where
     P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
 {
+    if !reads(l.layout()) {
+        return foreign(l, x, out);
+    }
     let (rows, cols, planes, np) = (l.rows(), l.cols(), l.planes(), l.parts());
     let (w, q, bias) = (l.weights(), l.row_q(), l.bias());
     // What `Linear::new` and `Linear::apply` checked, checked again here: the pointer
@@ -310,17 +367,46 @@ where
     let dims = [cols, planes, np];
     let words: usize = x.iter().map(|p| isa::words(p.len())).sum();
     let whole = np <= MAX_PARTS && x.iter().all(|p| p.len() <= RUN);
+    let (w, q) = (w.as_ptr(), q.as_ptr());
     // SAFETY: for all three, every row `r < rows` of every plane `p < planes` lies inside
     // `w` (`w.len() == rows * planes * cols`), its requantizers inside `q` (`q.len() ==
     // rows * planes * np`), and the parts' lengths add up to `cols`.
     unsafe {
-        if whole && words <= isa::SMALL_WORDS {
-            prepared::<{ isa::SMALL_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
+        // The layout is `Row` or, on the M0 with the `v6m-layout` feature, `V6m`
+        // (`reads`): one copy of the loops each, other builds instantiate only the
+        // first.
+        if Layout::NATIVE == Layout::V6m && l.layout() == Layout::V6m {
+            if whole && words <= isa::SMALL_WORDS {
+                prepared::<{ isa::SMALL_WORDS }, true>(x, w, q, out, dims);
+            } else if whole && words <= isa::BUF_WORDS {
+                prepared::<{ isa::BUF_WORDS }, true>(x, w, q, out, dims);
+            } else {
+                rows_general::<true>(x, w, q, out, dims);
+            }
+        } else if whole && words <= isa::SMALL_WORDS {
+            prepared::<{ isa::SMALL_WORDS }, false>(x, w, q, out, dims);
         } else if whole && words <= isa::BUF_WORDS {
-            prepared::<{ isa::BUF_WORDS }>(x, w.as_ptr(), q.as_ptr(), out, dims);
+            prepared::<{ isa::BUF_WORDS }, false>(x, w, q, out, dims);
         } else {
-            rows_general(x, w.as_ptr(), q.as_ptr(), out, dims);
+            rows_general::<false>(x, w, q, out, dims);
         }
+    }
+}
+
+/// A layer in a layout this instruction set does not read: `portable::linear`, out of
+/// line (inlined, it would add its registers and frame to every native call). Never on
+/// the M0, which reads every layout it compiles (`Linear::with_layout` refuses the
+/// others): zeros there, without the portable kernel's flash.
+#[cold]
+#[inline(never)]
+fn foreign<P>(l: &Linear<'_, P>, x: &[&[i16]], out: &mut [i32])
+where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    if cfg!(s2s_isa = "v6m") {
+        out.fill(0);
+    } else {
+        portable::linear(l, x, out)
     }
 }
 
@@ -333,7 +419,7 @@ where
 /// As [`rows_whole`], with `x` the layer's parts (their lengths add up to `cols`, their
 /// prepared words to at most `W`).
 #[inline(never)]
-unsafe fn prepared<const W: usize>(
+unsafe fn prepared<const W: usize, const OFFSET: bool>(
     x: &[&[i16]],
     w: *const i8,
     q: *const Requant,
@@ -359,6 +445,7 @@ unsafe fn prepared<const W: usize>(
             n: part.len(),
             word,
             x: part.as_ptr(),
+            corr: correction::<OFFSET>(part),
         };
         word += n;
         col += part.len();
@@ -370,7 +457,7 @@ unsafe fn prepared<const W: usize>(
     // SAFETY: the caller's contract; part `i` covers columns `col..col + n <= cols` of a
     // plane's row, its `n` activations, and the prepared words `word..word + words(n)`
     // inside `buf`.
-    unsafe { rows_whole(segs, buf.as_ptr().cast(), w, q, out, dims) };
+    unsafe { rows_whole::<OFFSET>(segs, buf.as_ptr().cast(), w, q, out, dims) };
 }
 
 /// Adds to each output (its bias already there) the terms of a layer whose every part
@@ -382,9 +469,10 @@ unsafe fn prepared<const W: usize>(
 /// # Safety
 /// `segs`, `xp`, `w`, `q` and `out` as [`linear`] makes them: weights of `out.len()`
 /// rows of `planes` planes of `cols` columns, `planes * np` requantizers per row, one
-/// prepared run per part, each inside its plane's row and the prepared input.
+/// prepared run per part, each inside its plane's row and the prepared input; weights
+/// in [`Layout::V6m`] when `OFFSET` (M0 only), in [`Layout::Row`] otherwise.
 #[inline(always)]
-unsafe fn rows_whole(
+unsafe fn rows_whole<const OFFSET: bool>(
     segs: &[Seg],
     xp: *const u32,
     w: *const i8,
@@ -394,13 +482,13 @@ unsafe fn rows_whole(
 ) {
     let rows = out.len();
     let (row_w, row_q) = (cols * planes, planes * np);
-    let pairs = if isa::PAIRS { rows / 2 } else { 0 };
+    let pairs = if isa::PAIRS && !OFFSET { rows / 2 } else { 0 };
     for p in 0..planes {
         for (i, s) in segs.iter().enumerate() {
             // SAFETY: the caller's contract (see `linear`): every row `r < rows` of
             // plane `p`, part `i`, and its requantizer `r * row_q + p * np + i`.
             unsafe {
-                let (x, n, xs) = (s.x, s.n, xp.add(s.word));
+                let (x, n, xs, corr) = (s.x, s.n, xp.add(s.word), s.corr);
                 let mut wr = w.add(p * cols + s.col);
                 let mut qr = q.add(p * np + i);
                 let mut o = out.as_mut_ptr();
@@ -414,7 +502,7 @@ unsafe fn rows_whole(
                     o = o.add(2);
                 }
                 for _ in 2 * pairs..rows {
-                    let d = isa::dot1(wr, xs, x, n);
+                    let d = dot1::<OFFSET>(wr, xs, x, n, corr);
                     *o = (*o).saturating_add((*qr).apply(d));
                     wr = wr.add(row_w);
                     qr = qr.add(row_q);
@@ -432,10 +520,10 @@ unsafe fn rows_whole(
 /// and part by part.
 ///
 /// # Safety
-/// `w`, `q` and `out` as for [`rows_whole`], `x` the layer's parts (their lengths add
-/// up to `cols`).
+/// `w`, `q` and `out` as for [`rows_whole`] (with its `OFFSET`), `x` the layer's parts
+/// (their lengths add up to `cols`).
 #[inline(never)]
-unsafe fn rows_general(
+unsafe fn rows_general<const OFFSET: bool>(
     x: &[&[i16]],
     w: *const i8,
     q: *const Requant,
@@ -456,7 +544,8 @@ unsafe fn rows_general(
                     // of row `r`'s plane `p`, prepared in `buf`.
                     let d = unsafe {
                         let wr = w.add(r * row_w + p * cols + col + k * CHUNK);
-                        isa::dot1(wr, buf.as_ptr().cast(), run.as_ptr(), run.len())
+                        let corr = correction::<OFFSET>(run);
+                        dot1::<OFFSET>(wr, buf.as_ptr().cast(), run.as_ptr(), run.len(), corr)
                     };
                     s += d as i64;
                 }
@@ -474,7 +563,8 @@ unsafe fn rows_general(
 /// written once, prepared for the instruction set, and each of `v`'s planes is one dot
 /// product over it: the matrix product of `v` with the rows of all positions, one row
 /// at a time, without a layer call per position. Other shapes (a key format beyond a
-/// plain shift, `v` wider than a run or the buffer) take the primitives.
+/// plain shift, `v` wider than a run or the buffer, a layout the instruction set does
+/// not read) take the primitives.
 pub(crate) fn additive_scores<P>(
     q: &[i32],
     keys: &[i16],
@@ -498,10 +588,33 @@ where
         && tanh.len() >= a
         && keys.len() >= scores.len() * a
         && v.weights().len() == a * v.planes()
-        && v.row_q().len() == v.planes();
+        && v.row_q().len() == v.planes()
+        && reads(v.layout());
     if !fused {
         return additive_scores_primitives(q, keys, fk, v, tanh, scores);
     }
+    if Layout::NATIVE == Layout::V6m && v.layout() == Layout::V6m {
+        fused_scores::<P, true>(q, keys, shift, v, tanh, scores);
+    } else {
+        fused_scores::<P, false>(q, keys, shift, v, tanh, scores);
+    }
+    Ok(())
+}
+
+/// The fused [`additive_scores`] (its conditions checked), `v` in [`Layout::V6m`] when
+/// `OFFSET`, in [`Layout::Row`] otherwise.
+#[inline(always)]
+fn fused_scores<P, const OFFSET: bool>(
+    q: &[i32],
+    keys: &[i16],
+    shift: i32,
+    v: &Linear<'_, P>,
+    tanh: &mut [i16],
+    scores: &mut [i32],
+) where
+    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
+{
+    let a = q.len();
     let tanh = &mut tanh[..a];
     let bias = v.bias().and_then(|b| b.first()).map_or(0, |&b| b);
     let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
@@ -511,14 +624,15 @@ where
             *t = tanh_q15(qj.saturating_add((kj as i32) << shift));
         }
         isa::prepare(tanh, buf);
+        let corr = correction::<OFFSET>(tanh);
         let mut acc = bias;
         for (wp, rq) in v.weights().chunks_exact(a).zip(v.row_q()) {
             // SAFETY: `wp` holds `a` weights, `tanh` `a` activations, and `buf` their
             // `words(a)` prepared words, all written by `prepare`.
-            let d = unsafe { isa::dot1(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a) };
+            let d =
+                unsafe { dot1::<OFFSET>(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a, corr) };
             acc = acc.saturating_add(rq.apply(d));
         }
         *e = acc;
     }
-    Ok(())
 }

@@ -5,6 +5,10 @@
 //! has six usable low registers): one `LDM` brings four int8 weights, two more bring four
 //! activations, and each product costs its byte extraction (`SXTB`, or `LSLS` + `ASRS`),
 //! a `MULS` and an `ADD`: 17 instructions per four columns, 70 per sixteen.
+//!
+//! Weights in the offset-binary layout ([`Layout::V6m`](crate::Layout::V6m)) are read
+//! one `LDRB` each at immediate offsets, with no extraction: 3.5 instructions per column
+//! ([`dot1_offset`]).
 
 use core::arch::asm;
 
@@ -135,6 +139,106 @@ unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32
         let a = dot1_aligned(w.add(head), xp.add(head), units, a);
         super::tail1(w, x, head + 4 * units, n, a)
     }
+}
+
+/// Two columns of offset-binary weights ([`Layout::V6m`](crate::Layout::V6m)) at byte
+/// offsets `$k0` and `$k1` from `r0`: the next two widened inputs from `r1`
+/// (post-incremented), the products of the stored bytes (read unsigned) added to `r8`;
+/// `r2`-`r5` scratch.
+#[rustfmt::skip]
+macro_rules! two_cols_offset {
+    ($k0:literal, $k1:literal) => {
+        concat!(
+            "ldm r1!, {{r3, r4}}\n",
+            "ldrb r2, [r0, #", $k0, "]\n",
+            "muls r2, r3, r2\n",
+            "add r8, r2\n",
+            "ldrb r5, [r0, #", $k1, "]\n",
+            "muls r5, r4, r5\n",
+            "add r8, r5\n",
+        )
+    };
+}
+
+/// `sum (w_k + 128) x_k` modulo `2^32` over `n <= RUN` columns of offset-binary weights
+/// (the stored bytes read unsigned, any alignment); `xp` is `x` widened. The caller
+/// subtracts `128 * sum x_k` (modulo `2^32`) to get the exact `w . x`. Each column
+/// costs an `LDRB` at an immediate offset (Thumb-1 has none for signed bytes), a
+/// `MULS` and an `ADD`, two columns share an `LDM` of their inputs: 115 instructions
+/// per 32 columns.
+///
+/// # Safety
+/// `w` must be valid for reads of `n` bytes, `x` of `n` activations and `xp` of `n`
+/// words.
+#[inline(always)]
+pub(super) unsafe fn dot1_offset(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
+    let (n32, n4) = (n / 32 * 32, n / 4 * 4);
+    let mut a = 0i32;
+    if n4 > 0 {
+        // SAFETY: the template reads the `n4 <= n` bytes from `w` (its pointer stops at
+        // `w + n32`, then at `w + n4`) and `n4` words from `xp`. It writes no memory and
+        // touches only the declared registers.
+        unsafe {
+            let end32 = w.add(n32);
+            let end4 = w.add(n4);
+            asm!(
+                // Thumb-1 takes high registers as clobbers only: the sum and the two end
+                // pointers move there (ADD and CMP can read them).
+                "mov r9, r2",
+                "mov r10, r3",
+                "mov r8, r4",
+                "cmp r0, r9",
+                "beq 3f",
+                "2:",
+                two_cols_offset!("0", "1"),
+                two_cols_offset!("2", "3"),
+                two_cols_offset!("4", "5"),
+                two_cols_offset!("6", "7"),
+                two_cols_offset!("8", "9"),
+                two_cols_offset!("10", "11"),
+                two_cols_offset!("12", "13"),
+                two_cols_offset!("14", "15"),
+                two_cols_offset!("16", "17"),
+                two_cols_offset!("18", "19"),
+                two_cols_offset!("20", "21"),
+                two_cols_offset!("22", "23"),
+                two_cols_offset!("24", "25"),
+                two_cols_offset!("26", "27"),
+                two_cols_offset!("28", "29"),
+                two_cols_offset!("30", "31"),
+                "adds r0, #32",
+                "cmp r0, r9",
+                "bne 2b",
+                "3:",
+                "cmp r0, r10",
+                "beq 5f",
+                "4:",
+                two_cols_offset!("0", "1"),
+                two_cols_offset!("2", "3"),
+                "adds r0, #4",
+                "cmp r0, r10",
+                "bne 4b",
+                "5:",
+                "mov r4, r8",
+                inout("r0") w => _,
+                inout("r1") xp => _,
+                inout("r2") end32 => _,
+                inout("r3") end4 => _,
+                inout("r4") a,
+                out("r5") _,
+                out("r8") _,
+                out("r9") _,
+                out("r10") _,
+                options(nostack, readonly),
+            );
+        }
+    }
+    for k in n4..n {
+        // SAFETY: `k < n`: inside both (the caller's contract).
+        let (p, v) = unsafe { (*w.add(k) as u8 as i32, *x.add(k) as i32) };
+        a = a.wrapping_add(p * v);
+    }
+    a
 }
 
 /// `(w0 . x, w1 . x)`: one row after the other.
