@@ -67,8 +67,11 @@ fn main() {
         model.display()
     );
     let desc = file.desc();
-    for part in desc.features().iter() {
-        let var = format!("CARGO_FEATURE_{}", part.name().to_uppercase());
+    for part in file.features().iter() {
+        let var = format!(
+            "CARGO_FEATURE_{}",
+            part.name().to_uppercase().replace('-', "_")
+        );
         assert!(
             env::var_os(&var).is_some(),
             "{} needs the feature `{}`",

@@ -3,7 +3,10 @@
 //! [`Net::bind`](crate::Net::bind) checks, refusing a model that needs a part the build
 //! leaves out with [`Error::NotCompiled`](crate::Error::NotCompiled).
 
+use s2s_kernels::Layout;
+
 use crate::desc::{CellKind, ModelDesc, ScoreKind};
+use crate::format::ModelFile;
 
 /// A part of the runtime that a cargo feature of this crate compiles (all of them by
 /// default; see the crate's README).
@@ -24,17 +27,21 @@ pub enum Feature {
     Bridge = 4,
     /// Beam search (no model needs it: greedy decoding runs every model).
     Beam = 5,
+    /// The Cortex-M0 kernel of the `v6m` weight layout
+    /// ([`Layout::V6m`](s2s_kernels::Layout::V6m)); other targets read it without.
+    V6mLayout = 6,
 }
 
 impl Feature {
     /// Every feature, in the order [`Features`] lists them.
-    pub const ALL: [Feature; 6] = [
+    pub const ALL: [Feature; 7] = [
         Feature::Gru,
         Feature::Lstm,
         Feature::Additive,
         Feature::Multiplicative,
         Feature::Bridge,
         Feature::Beam,
+        Feature::V6mLayout,
     ];
 
     /// The cargo feature's name (the same in `seq2seq` and the firmware).
@@ -46,6 +53,7 @@ impl Feature {
             Feature::Multiplicative => "multiplicative",
             Feature::Bridge => "bridge",
             Feature::Beam => "beam",
+            Feature::V6mLayout => "v6m-layout",
         }
     }
 
@@ -58,6 +66,7 @@ impl Feature {
             Feature::Multiplicative => cfg!(feature = "multiplicative"),
             Feature::Bridge => cfg!(feature = "bridge"),
             Feature::Beam => cfg!(feature = "beam"),
+            Feature::V6mLayout => Layout::V6m.compiled(),
         }
     }
 }
@@ -146,5 +155,17 @@ impl ModelDesc {
             set = set.with(Feature::Bridge);
         }
         set
+    }
+}
+
+impl ModelFile<'_> {
+    /// The parts this model file needs: its description's ([`ModelDesc::features`]) and
+    /// the kernel of its weight layout where that is a part of its own.
+    pub fn features(&self) -> Features {
+        let set = self.desc().features();
+        match self.layout() {
+            Layout::Row => set,
+            Layout::V6m => set.with(Feature::V6mLayout),
+        }
     }
 }

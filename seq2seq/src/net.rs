@@ -123,7 +123,7 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             });
             return;
         }
-        if let Some(f) = file.desc().features().first_missing() {
+        if let Some(f) = file.features().first_missing() {
             *slot = Err(Error::NotCompiled(f));
             return;
         }

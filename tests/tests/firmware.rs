@@ -461,8 +461,7 @@ fn the_minimal_build_refuses_a_model_needing_a_part_it_leaves_out() {
     );
     let netra = host_tools::model::LoadedModel::load(&model_file("netra-w8a16.s2s"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let features =
-        device::firmware::minimal_features(netra.file().precision(), netra.file().desc());
+    let features = device::firmware::minimal_features(&netra.file());
     assert_eq!(features, ["w8a16", "gru", "additive"]);
     let elf = Firmware::locate(None)
         .and_then(|f| f.build_minimal(microbit, "firmware", true, &features))

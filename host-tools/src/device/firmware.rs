@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use s2s_device::{Board, BOARDS};
-use seq2seq::{ModelDesc, PrecisionKind};
+use seq2seq::{ModelFile, PrecisionKind};
 
 use crate::error::{Error, Result};
 
@@ -135,12 +135,11 @@ impl Firmware {
     }
 }
 
-/// The firmware features of the smallest build that serves a model of `precision`
-/// described by `desc`: the precision and the model parts it needs
-/// ([`ModelDesc::features`]), e.g. `["w8a16", "gru", "additive"]`.
-pub fn minimal_features(precision: PrecisionKind, desc: &ModelDesc) -> Vec<&'static str> {
-    let mut v = vec![precision.name()];
-    v.extend(desc.features().iter().map(|f| f.name()));
+/// The firmware features of the smallest build that serves `file`: its precision and the
+/// model parts it needs ([`ModelFile::features`]), e.g. `["w8a16", "gru", "additive"]`.
+pub fn minimal_features(file: &ModelFile<'_>) -> Vec<&'static str> {
+    let mut v = vec![file.precision().name()];
+    v.extend(file.features().iter().map(|f| f.name()));
     v
 }
 

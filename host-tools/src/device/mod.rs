@@ -113,7 +113,7 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
     let elf = if o.minimal {
         let m = LoadedModel::load(model)?;
-        let mut features = firmware::minimal_features(m.file().precision(), m.file().desc());
+        let mut features = firmware::minimal_features(&m.file());
         if o.profile {
             features.push("profile");
         }

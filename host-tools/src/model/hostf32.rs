@@ -55,7 +55,8 @@ where
         l.row_q(),
         l.bias(),
     )
-    .expect("the same shapes, at a precision that stores them alike")
+    .and_then(|same| same.with_layout(l.layout()))
+    .expect("the same shapes and layout, at a precision that stores them alike")
 }
 
 impl<I: LinearImpl> Precision for F32Like<I> {

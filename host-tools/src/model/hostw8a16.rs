@@ -145,7 +145,7 @@ impl Packed {
     fn new(l: &Linear<'_, HostW8A16>, parts: &[usize]) -> Self {
         let (rows, cols, planes) = (l.rows(), l.cols(), l.planes());
         let rows_pad = rows.div_ceil(ROW_BLOCK) * ROW_BLOCK;
-        let w = l.weights();
+        let (w, layout) = (l.weights(), l.layout());
         let planes = (0..planes)
             .map(|p| {
                 let mut start = 0;
@@ -157,7 +157,8 @@ impl Packed {
                         for r in 0..rows {
                             let row = &w[r * cols * l.planes() + p * cols + start..][..n];
                             for (k, &v) in row.iter().enumerate() {
-                                packed[((k / 2) * rows_pad + r) * 2 + k % 2] = v as i16;
+                                packed[((k / 2) * rows_pad + r) * 2 + k % 2] =
+                                    layout.load(v) as i16;
                             }
                         }
                         start += n;

@@ -301,7 +301,7 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
             thousands(dec)
         ),
     );
-    let features = minimal_features(file.precision(), d);
+    let features = minimal_features(&file);
     row("features", features.join(" "));
     if let Some(board) = smallest_board(file.precision()) {
         row("firmware", minimal_command(board, &features));
