@@ -15,7 +15,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use s2s_kernels::{Fmt, Job, Linear, Precision, PrecisionKind, Requant, F32};
+use crate::model::delegate::delegate_elementwise;
+use s2s_kernels::{Fmt, Job, Linear, Precision, PrecisionKind, F32};
 
 /// How an [`F32Like`] precision computes its dense layers.
 pub trait LinearImpl: 'static {
@@ -69,12 +70,8 @@ impl<I: LinearImpl> Precision for F32Like<I> {
     type Bias = f32;
     type Scale = f32;
 
-    fn row_q_len(rows: usize, parts: usize) -> usize {
-        F32::row_q_len(rows, parts)
-    }
-    fn scale(real: f32, q: Requant) -> f32 {
-        F32::scale(real, q)
-    }
+    delegate_elementwise!(F32);
+
     fn linear(l: &Linear<'_, Self>, x: &[&[f32]], out: &mut [f32]) {
         I::linear(l, x, out)
     }
@@ -84,58 +81,10 @@ impl<I: LinearImpl> Precision for F32Like<I> {
     fn embed(t: &Linear<'_, Self>, row: usize, out: &mut [f32]) {
         F32::embed(&same_layer(t), row, out)
     }
-    fn sigmoid(x: f32) -> f32 {
-        F32::sigmoid(x)
-    }
-    fn tanh(x: f32) -> f32 {
-        F32::tanh(x)
-    }
-    fn add(a: f32, b: f32) -> f32 {
-        F32::add(a, b)
-    }
-    fn gate(u: f32, x: f32) -> f32 {
-        F32::gate(u, x)
-    }
-    fn gate_act(u: f32, x: f32) -> f32 {
-        F32::gate_act(u, x)
-    }
-    fn blend(z: f32, h: f32, n: f32) -> f32 {
-        F32::blend(z, h, n)
-    }
-    fn hard_sigmoid_keras2(x: f32) -> f32 {
-        F32::hard_sigmoid_keras2(x)
-    }
-    fn hard_sigmoid_keras3(x: f32) -> f32 {
-        F32::hard_sigmoid_keras3(x)
-    }
     fn cell_update(f: f32, c: f32, i: f32, g: f32, fc: Fmt) -> f32 {
         let c = F32::cell_update(f, c, i, g, fc);
         I::cell_state(c);
         c
-    }
-    fn widen(a: f32, f: Fmt) -> f32 {
-        F32::widen(a, f)
-    }
-    fn narrow(w: f32, f: Fmt) -> f32 {
-        F32::narrow(w, f)
-    }
-    fn dot(a: &[f32], fa: Fmt, b: &[f32], fb: Fmt, s: f32) -> f32 {
-        F32::dot(a, fa, b, fb, s)
-    }
-    fn softmax(x: &[f32], out: &mut [f32]) {
-        F32::softmax(x, out)
-    }
-    fn weighted_sum(w: &[f32], rows: &[f32], out: &mut [f32]) {
-        F32::weighted_sum(w, rows, out)
-    }
-    fn unit_to_f32(a: f32) -> f32 {
-        a
-    }
-    fn act_to_f32(a: f32, _: Fmt) -> f32 {
-        a
-    }
-    fn wide_to_f32(w: f32) -> f32 {
-        w
     }
 }
 

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use s2s_kernels::precision::I32_EXACT_RUN;
 use s2s_kernels::{Fmt, Job, Linear, Precision, PrecisionKind, Requant, ShapeError, W8A16};
 
+use crate::model::delegate::delegate_elementwise;
 use crate::model::hostf32::{
     layer_key, remembers, same_layer, LayerKey, WordHasher, MAX_REMEMBERED,
 };
@@ -45,15 +46,8 @@ impl Precision for HostW8A16 {
     type Bias = i32;
     type Scale = Requant;
 
-    fn row_q_len(rows: usize, parts: usize) -> usize {
-        W8A16::row_q_len(rows, parts)
-    }
-    fn row_q_valid(q: &Requant) -> bool {
-        W8A16::row_q_valid(q)
-    }
-    fn scale(real: f32, q: Requant) -> Requant {
-        W8A16::scale(real, q)
-    }
+    delegate_elementwise!(W8A16);
+
     fn linear(l: &Linear<'_, Self>, x: &[&[i16]], out: &mut [i32]) {
         Self::linear_batch(l, &mut [Job { x, out }]);
     }
@@ -63,44 +57,8 @@ impl Precision for HostW8A16 {
     fn embed(t: &Linear<'_, Self>, row: usize, out: &mut [i16]) {
         W8A16::embed(&as_core(t), row, out)
     }
-    fn sigmoid(x: i32) -> i16 {
-        W8A16::sigmoid(x)
-    }
-    fn tanh(x: i32) -> i16 {
-        W8A16::tanh(x)
-    }
-    fn add(a: i32, b: i32) -> i32 {
-        W8A16::add(a, b)
-    }
-    fn gate(u: i16, x: i32) -> i32 {
-        W8A16::gate(u, x)
-    }
-    fn gate_act(u: i16, x: i16) -> i16 {
-        W8A16::gate_act(u, x)
-    }
-    fn blend(z: i16, h: i16, n: i16) -> i16 {
-        W8A16::blend(z, h, n)
-    }
-    fn hard_sigmoid_keras2(x: i32) -> i16 {
-        W8A16::hard_sigmoid_keras2(x)
-    }
-    fn hard_sigmoid_keras3(x: i32) -> i16 {
-        W8A16::hard_sigmoid_keras3(x)
-    }
     fn cell_update(f: i16, c: i16, i: i16, g: i16, fc: Fmt) -> i16 {
         W8A16::cell_update(f, c, i, g, fc)
-    }
-    fn widen(a: i16, f: Fmt) -> i32 {
-        W8A16::widen(a, f)
-    }
-    fn narrow(w: i32, f: Fmt) -> i16 {
-        W8A16::narrow(w, f)
-    }
-    fn dot(a: &[i16], fa: Fmt, b: &[i16], fb: Fmt, s: Requant) -> i32 {
-        W8A16::dot(a, fa, b, fb, s)
-    }
-    fn softmax(x: &[i32], out: &mut [i16]) {
-        W8A16::softmax(x, out)
     }
     fn additive_scores(
         q: &[i32],
@@ -112,18 +70,6 @@ impl Precision for HostW8A16 {
     ) -> Result<(), ShapeError> {
         // One row per key: the core's kernel (the packed one pays off on many rows).
         W8A16::additive_scores(q, keys, fk, &as_core(v), tanh, scores)
-    }
-    fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
-        W8A16::weighted_sum(w, rows, out)
-    }
-    fn unit_to_f32(a: i16) -> f32 {
-        W8A16::unit_to_f32(a)
-    }
-    fn act_to_f32(a: i16, f: Fmt) -> f32 {
-        W8A16::act_to_f32(a, f)
-    }
-    fn wide_to_f32(w: i32) -> f32 {
-        W8A16::wide_to_f32(w)
     }
 }
 

@@ -2,6 +2,7 @@
 //! firmware runs.
 
 pub mod beam;
+mod delegate;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostf32;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
