@@ -584,6 +584,32 @@ fn input_range(f: Fmt) -> f64 {
     (0.9 * pow2(15 - f.frac as i32)).min(4.0)
 }
 
+/// A random dense layer's shape: 1 to 15 rows (at most the scale's) and 1 to
+/// `max_parts` input parts in random formats, of 1 to 95 columns each, or, for a `long`
+/// case, of 517 to 1023 (longer than `I32_EXACT_RUN`; at most the scale's).
+fn random_shape(
+    rng: &mut Rng,
+    scale: &Scale,
+    long: bool,
+    max_parts: usize,
+) -> (usize, Vec<(usize, Fmt)>) {
+    let nparts = rng.range(1, max_parts);
+    let rows = rng
+        .range(1, 16)
+        .min(if long { scale.long_rows } else { scale.rows });
+    let parts = (0..nparts)
+        .map(|_| {
+            let len = if long {
+                rng.range(517, 1024).min(scale.long_cols)
+            } else {
+                rng.range(1, 96)
+            };
+            (len, LINEAR_FMTS[rng.range(0, LINEAR_FMTS.len() - 1)])
+        })
+        .collect();
+    (rows, parts)
+}
+
 /// `linear` on random layers: 1-2 input parts, 1-2 planes (as the precision allows),
 /// with and without bias; every 20th layer has parts longer than `I32_EXACT_RUN`. Also
 /// `linear_batch` (through `Linear::apply_batch`), which must give every output exactly
@@ -594,20 +620,7 @@ pub fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &S
     for case in 0..300 {
         let long = case % 20 == 0;
         let planes = rng.range(1, F::P::MAX_PLANES);
-        let nparts = rng.range(1, 2);
-        let rows = rng
-            .range(1, 16)
-            .min(if long { scale.long_rows } else { scale.rows });
-        let parts: Vec<(usize, Fmt)> = (0..nparts)
-            .map(|_| {
-                let len = if long {
-                    rng.range(517, 1024).min(scale.long_cols)
-                } else {
-                    rng.range(1, 96)
-                };
-                (len, LINEAR_FMTS[rng.range(0, LINEAR_FMTS.len() - 1)])
-            })
-            .collect();
+        let (rows, parts) = random_shape(&mut rng, scale, long, 2);
         let cols: usize = parts.iter().map(|p| p.0).sum();
         let a = 2.0 / libm::sqrt(cols as f64);
         let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-a, a)).collect();
@@ -1141,20 +1154,7 @@ pub fn layouts<P: IntPrecision, R: IntPrecision>(_: &Tolerances, _: bool, scale:
         let long = case % 20 == 0;
         let extreme = case % 7 == 0;
         let planes = rng.range(1, P::MAX_PLANES);
-        let nparts = rng.range(1, 3);
-        let rows = rng
-            .range(1, 16)
-            .min(if long { scale.long_rows } else { scale.rows });
-        let parts: Vec<(usize, Fmt)> = (0..nparts)
-            .map(|_| {
-                let len = if long {
-                    rng.range(517, 1024).min(scale.long_cols)
-                } else {
-                    rng.range(1, 96)
-                };
-                (len, LINEAR_FMTS[rng.range(0, LINEAR_FMTS.len() - 1)])
-            })
-            .collect();
+        let (rows, parts) = random_shape(&mut rng, scale, long, 3);
         let cols: usize = parts.iter().map(|p| p.0).sum();
         let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-1.0, 1.0)).collect();
         let bias: Option<Vec<f64>> =
@@ -1181,9 +1181,16 @@ pub fn layouts<P: IntPrecision, R: IntPrecision>(_: &Tolerances, _: bool, scale:
         layer.linear().apply(&x, &mut want).expect("shapes");
         for layout in Layout::ALL {
             let stored: Vec<i8> = layer.w.iter().map(|&c| layout.store(c)).collect();
-            let l = Linear::<P>::new(rows, cols, nparts, &stored, &layer.q, layer.bias.as_deref())
-                .and_then(|l| l.with_layout(layout))
-                .expect("shapes");
+            let l = Linear::<P>::new(
+                rows,
+                cols,
+                parts.len(),
+                &stored,
+                &layer.q,
+                layer.bias.as_deref(),
+            )
+            .and_then(|l| l.with_layout(layout))
+            .expect("shapes");
             let mut got = vec![0i32; rows];
             l.apply(&x, &mut got).expect("shapes");
             assert!(
