@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
-use s2s_kernels::PrecisionKind;
 use seq2seq::desc::LayerSpec;
-use seq2seq::format::{DType, Role, Slot, TensorId};
+use seq2seq::format::{Role, Slot, TensorId};
 
 use super::calibrate::Calibration;
-use super::{builder_like, missing, quantize_rows};
+use super::gptq::Hessians;
+use super::{missing, quantize_rows};
 use crate::error::{Error, Result};
 use crate::model::{decode_lines, Keep, LoadedModel};
 
@@ -54,7 +54,7 @@ impl QuantLayer {
 /// a calibration) and prepares each one's residual plane.
 pub(crate) fn round_layers(
     m: &LoadedModel,
-    calib: Option<&Calibration>,
+    hessians: Option<&Hessians>,
 ) -> Result<Vec<QuantLayer>> {
     let file = m.file();
     let desc = file.desc();
@@ -70,10 +70,9 @@ pub(crate) fn round_layers(
     for s in desc.layer_specs() {
         let w = weight(&s)?;
         let (mut q, mut scales) = quantize_rows(w, s.cols);
-        if let Some(c) = calib {
+        if let Some(hs) = hessians {
             // Error-compensating rounding, block by block of rows that share inputs.
-            let mut starts: Vec<usize> = c
-                .hessians
+            let mut starts: Vec<usize> = hs
                 .map
                 .keys()
                 .filter(|k| (k.0, k.1, k.2) == (s.role, s.layer, s.dir))
@@ -82,7 +81,7 @@ pub(crate) fn round_layers(
             starts.sort_unstable();
             for (i, &r0) in starts.iter().enumerate() {
                 let r1 = starts.get(i + 1).copied().unwrap_or(s.rows);
-                let (_, h) = &c.hessians.map[&(s.role, s.layer, s.dir, r0)];
+                let (_, h) = &hs.map[&(s.role, s.layer, s.dir, r0)];
                 let (block, bs) =
                     crate::quantize::gptq::quantize_rows(&w[r0 * s.cols..r1 * s.cols], s.cols, h);
                 q[r0 * s.cols..r1 * s.cols].copy_from_slice(&block);
@@ -133,24 +132,15 @@ pub(crate) fn round_layers(
 /// The f32 model with each layer's weights as `planes[i]` int8 planes give them back
 /// (0: the float weights themselves).
 fn with_weights(m: &LoadedModel, layers: &[QuantLayer], planes: &[usize]) -> Result<LoadedModel> {
-    let file = m.file();
-    let mut b = builder_like(&file, PrecisionKind::F32, *file.desc());
-    for t in file.tensors() {
-        let (_, d) = file
-            .data::<f32>(t.id)
-            .map_err(Error::model(&m.path))?
-            .ok_or_else(|| missing(m, t.id))?;
-        b.tensor(t.id, DType::F32, t.rows, t.cols, d);
-    }
-    for (l, &p) in layers.iter().zip(planes) {
-        if p > 0 {
-            let s = &l.spec;
-            let id = TensorId::new(s.role, s.layer, s.dir, Slot::Weight);
-            b.tensor(id, DType::F32, s.rows, s.cols, &l.dequantized(p));
-        }
-    }
-    let bytes = b.to_bytes().map_err(Error::model(&m.path))?;
-    LoadedModel::from_bytes(&m.path, &bytes)
+    let weights: Vec<(LayerSpec, Vec<f32>)> = layers
+        .iter()
+        .zip(planes)
+        .filter(|(_, &p)| p > 0)
+        .map(|(l, &p)| (l.spec, l.dequantized(p)))
+        .collect();
+    let replaced: Vec<(LayerSpec, &[f32])> =
+        weights.iter().map(|(s, w)| (*s, w.as_slice())).collect();
+    super::dequant::with_weights(m, &replaced)
 }
 
 /// Percentage of `lines` on which `m` gives the same output ids as `reference`.
