@@ -110,6 +110,45 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
             assert_eq!(*all, 100.0, "{name}:\n{checked}");
         }
     }
+    // The same weights in w8a16 (the scales recovered from the requantizers and the
+    // input formats): the same rows, but for a word decided by a near tie (0.5 points).
+    let a16 = dir.join("netra-w8a16-one.s2s");
+    s2s_ok(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &words,
+            &"--planes",
+            &"none",
+            &"-o",
+            &a16,
+        ],
+        "",
+    );
+    let rows16 = table(&s2s_ok(
+        &[
+            &"check",
+            &a16,
+            &"--reference",
+            &netra,
+            &"--input",
+            &words,
+            &"--sensitivity",
+        ],
+        "",
+    ));
+    assert_eq!(rows16.len(), rows.len());
+    for (name, (planes, all)) in &rows {
+        let (p16, a16) = &rows16[name];
+        assert_eq!(p16, planes, "{name}");
+        assert!(
+            (a16 - all).abs() <= 0.5,
+            "{name}: w8a16 {a16} %, w8f32 {all} %"
+        );
+    }
     // The file with its planes: a layer given a second plane is listed with two.
     let two = table(&s2s_ok(
         &[
