@@ -124,7 +124,7 @@ pub fn quantize(
     }
     desc.check().map_err(Error::model(&m.path))?;
 
-    let layers = planes::round_layers(m, calib.map(|c| &c.hessians))?;
+    let layers = planes::round_layers(m, calib)?;
     let two = planes::choose_planes(m, &layers, planes, calib, &mut report)?;
     let mut b = builder_like(&file, precision, desc);
     let (mut smin, mut smax) = (f32::MAX, 0.0f32);

@@ -7,7 +7,6 @@ use seq2seq::desc::LayerSpec;
 use seq2seq::format::{Role, Slot, TensorId};
 
 use super::calibrate::Calibration;
-use super::gptq::Hessians;
 use super::{missing, quantize_rows};
 use crate::error::{Error, Result};
 use crate::model::{decode_lines, Keep, LoadedModel};
@@ -54,7 +53,7 @@ impl QuantLayer {
 /// a calibration) and prepares each one's residual plane.
 pub(crate) fn round_layers(
     m: &LoadedModel,
-    hessians: Option<&Hessians>,
+    calib: Option<&Calibration>,
 ) -> Result<Vec<QuantLayer>> {
     let file = m.file();
     let desc = file.desc();
@@ -70,9 +69,10 @@ pub(crate) fn round_layers(
     for s in desc.layer_specs() {
         let w = weight(&s)?;
         let (mut q, mut scales) = quantize_rows(w, s.cols);
-        if let Some(hs) = hessians {
+        if let Some(c) = calib {
             // Error-compensating rounding, block by block of rows that share inputs.
-            let mut starts: Vec<usize> = hs
+            let mut starts: Vec<usize> = c
+                .hessians
                 .map
                 .keys()
                 .filter(|k| (k.0, k.1, k.2) == (s.role, s.layer, s.dir))
@@ -81,7 +81,7 @@ pub(crate) fn round_layers(
             starts.sort_unstable();
             for (i, &r0) in starts.iter().enumerate() {
                 let r1 = starts.get(i + 1).copied().unwrap_or(s.rows);
-                let (_, h) = &hs.map[&(s.role, s.layer, s.dir, r0)];
+                let (_, h) = &c.hessians.map[&(s.role, s.layer, s.dir, r0)];
                 let (block, bs) =
                     crate::quantize::gptq::quantize_rows(&w[r0 * s.cols..r1 * s.cols], s.cols, h);
                 q[r0 * s.cols..r1 * s.cols].copy_from_slice(&block);
