@@ -212,6 +212,11 @@ pub enum Cmd {
         /// Exit non-zero when sequence agreement is below this percentage (0 to 100).
         #[arg(long)]
         min_agreement: Option<f64>,
+        /// Also a per-layer table: the agreement when only that layer's weights are
+        /// quantized (the others and the arithmetic f32), overall and by source length.
+        /// Needs an f32 reference; one more decode of the inputs per layer.
+        #[arg(long)]
+        sensitivity: bool,
         #[command(flatten)]
         beam: BeamArgs,
     },

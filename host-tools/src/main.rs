@@ -206,15 +206,20 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             reference,
             input,
             min_agreement,
+            sensitivity,
             beam,
         } => {
             let beam = beam_options(&beam)?;
+            let opt = eval::CheckOptions {
+                min_agreement,
+                sensitivity,
+                beam,
+            };
             let failed = eval::check_file(
                 &model,
                 &reference,
                 &input,
-                min_agreement,
-                beam,
+                &opt,
                 stdout,
                 &mut std::io::stderr(),
             )?;

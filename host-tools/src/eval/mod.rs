@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod rates;
+pub mod sensitivity;
 
 use std::io::Write;
 use std::path::Path;
@@ -186,9 +187,20 @@ fn no_lines(path: &Path, what: &str) -> Error {
     )
 }
 
+/// How `s2s check` compares.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// Fail when the sequence agreement is below this percentage (0 to 100).
+    pub min_agreement: Option<f64>,
+    /// Add the per-layer table of [`sensitivity`] (greedy decoding, f32 reference).
+    pub sensitivity: bool,
+    /// A beam search instead of greedy decoding.
+    pub beam: Option<crate::model::beam::BeamOptions>,
+}
+
 /// `s2s check`: `model` against its float `reference` on the lines of `input` (sources,
 /// or `source<TAB>reference` lines for error rates too), written to `out`; then an error
-/// when the sequence agreement is below `min_agreement` percent (0 to 100).
+/// when the sequence agreement is below `opt.min_agreement` percent.
 ///
 /// Both models must be the same model (architecture, vocabularies and separator; any
 /// pair of precisions). In `input`, `#` lines are comments and blank lines are skipped
@@ -199,17 +211,35 @@ pub fn check_file(
     model: &Path,
     reference: &Path,
     input: &Path,
-    min_agreement: Option<f64>,
-    beam: Option<crate::model::beam::BeamOptions>,
+    opt: &CheckOptions,
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<usize> {
+    let CheckOptions {
+        min_agreement,
+        sensitivity,
+        beam,
+    } = opt.clone();
     if let Some(min) = min_agreement {
         crate::error::percentage("--min-agreement", min, false)?;
     }
     let q = LoadedModel::load(model)?;
     let r = LoadedModel::load(reference)?;
     check::same_model(&q, &r)?;
+    if sensitivity {
+        if beam.is_some() {
+            return Err(Error::usage(
+                "--sensitivity compares greedy decodes: leave out --beam",
+            ));
+        }
+        if r.file().precision() != s2s_kernels::PrecisionKind::F32 {
+            return Err(Error::usage(format!(
+                "--sensitivity needs an f32 reference; {} is {}",
+                reference.display(),
+                r.file().precision().name()
+            )));
+        }
+    }
     let (rows, bad) = data_rows(input)?;
     for e in &bad {
         report_line(errors, e)?;
@@ -234,7 +264,7 @@ pub fn check_file(
         let e = Error::invalid(input.display(), Place::Line(rows[*i].0), why.clone());
         report_line(errors, &e)?;
     }
-    let text = format!(
+    let mut text = format!(
         "{} against {} on {} inputs{}\n{}",
         model.display(),
         reference.display(),
@@ -245,6 +275,9 @@ pub fn check_file(
         },
         rep.render()
     );
+    if sensitivity {
+        text += &sensitivity::sensitivity(&q, &r, &sources)?.render();
+    }
     out.write_all(text.as_bytes())
         .map_err(Error::io(crate::io::STDOUT_NAME))?;
     match min_agreement {

@@ -15,6 +15,7 @@
 //! reads every layout with the same results).
 
 pub mod calibrate;
+pub mod dequant;
 pub mod formats;
 pub mod gptq;
 pub mod planes;

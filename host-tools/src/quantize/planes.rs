@@ -3,12 +3,11 @@
 
 use std::fmt::Write;
 
-use s2s_kernels::PrecisionKind;
 use seq2seq::desc::LayerSpec;
-use seq2seq::format::{DType, Role, Slot, TensorId};
+use seq2seq::format::{Role, Slot, TensorId};
 
 use super::calibrate::Calibration;
-use super::{builder_like, missing, quantize_rows};
+use super::{missing, quantize_rows};
 use crate::error::{Error, Result};
 use crate::model::{decode_lines, Keep, LoadedModel};
 
@@ -133,24 +132,15 @@ pub(crate) fn round_layers(
 /// The f32 model with each layer's weights as `planes[i]` int8 planes give them back
 /// (0: the float weights themselves).
 fn with_weights(m: &LoadedModel, layers: &[QuantLayer], planes: &[usize]) -> Result<LoadedModel> {
-    let file = m.file();
-    let mut b = builder_like(&file, PrecisionKind::F32, *file.desc());
-    for t in file.tensors() {
-        let (_, d) = file
-            .data::<f32>(t.id)
-            .map_err(Error::model(&m.path))?
-            .ok_or_else(|| missing(m, t.id))?;
-        b.tensor(t.id, DType::F32, t.rows, t.cols, d);
-    }
-    for (l, &p) in layers.iter().zip(planes) {
-        if p > 0 {
-            let s = &l.spec;
-            let id = TensorId::new(s.role, s.layer, s.dir, Slot::Weight);
-            b.tensor(id, DType::F32, s.rows, s.cols, &l.dequantized(p));
-        }
-    }
-    let bytes = b.to_bytes().map_err(Error::model(&m.path))?;
-    LoadedModel::from_bytes(&m.path, &bytes)
+    let weights: Vec<(LayerSpec, Vec<f32>)> = layers
+        .iter()
+        .zip(planes)
+        .filter(|(_, &p)| p > 0)
+        .map(|(l, &p)| (l.spec, l.dequantized(p)))
+        .collect();
+    let replaced: Vec<(LayerSpec, &[f32])> =
+        weights.iter().map(|(s, w)| (*s, w.as_slice())).collect();
+    super::dequant::with_weights(m, &replaced)
 }
 
 /// Percentage of `lines` on which `m` gives the same output ids as `reference`.

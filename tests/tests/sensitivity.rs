@@ -1,0 +1,198 @@
+//! Issue 17: `s2s check --sensitivity`, the agreement when only one layer's weights are
+//! quantized, measured on netra (200 golden words, a few seconds in release).
+
+use std::collections::BTreeMap;
+
+use s2s_tests::{assert_one_error, golden, model_file, s2s, s2s_ok, scratch_dir};
+
+/// The layer rows of a `--sensitivity` table: name -> (planes, overall agreement).
+fn table(report: &str) -> BTreeMap<String, (String, f64)> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("per layer:"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let (name, rest) = l.split_at(24);
+            let cols: Vec<&str> = rest.split_whitespace().collect();
+            let all: f64 = cols[2].parse().unwrap_or_else(|_| panic!("{l}"));
+            (name.trim().to_string(), (cols[1].to_string(), all))
+        })
+        .collect()
+}
+
+#[test]
+fn sensitivity_rows_are_the_quantizer_s_own_costs() {
+    let netra = model_file("netra.s2s");
+    let dir = scratch_dir("sensitivity");
+    let words = dir.join("words.txt");
+    let text: String = std::fs::read_to_string(golden("words-eval.txt"))
+        .unwrap()
+        .lines()
+        .take(200)
+        .map(|w| format!("{w}\n"))
+        .collect();
+    std::fs::write(&words, text).unwrap();
+    // The quantizer measures each layer's cost alone (f32 arithmetic, the layer's int8
+    // weights) to choose its planes, and says so for each layer it gives one.
+    let q = dir.join("netra-w8f32.s2s");
+    let report = s2s(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--calib",
+            &words,
+            &"--target-agreement",
+            &"100",
+            &"-o",
+            &q,
+        ],
+        "",
+    );
+    assert!(report.status.success());
+    let costs: BTreeMap<String, f64> = String::from_utf8_lossy(&report.stderr)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("planes: + ")?;
+            let (name, rest) = rest.split_once(" (")?;
+            let cost = rest.split("alone costs ").nth(1)?.split(' ').next()?;
+            Some((name.to_string(), cost.parse().ok()?))
+        })
+        .collect();
+    assert!(
+        costs.len() >= 3,
+        "too few costly layers to compare: {costs:?}"
+    );
+    // The same int8 weights in a file: one plane each.
+    let one = dir.join("netra-w8f32-one.s2s");
+    s2s_ok(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--calib",
+            &words,
+            &"--planes",
+            &"none",
+            &"-o",
+            &one,
+        ],
+        "",
+    );
+    let checked = s2s_ok(
+        &[
+            &"check",
+            &one,
+            &"--reference",
+            &netra,
+            &"--input",
+            &words,
+            &"--sensitivity",
+        ],
+        "",
+    );
+    let rows = table(&checked);
+    assert_eq!(rows.len(), 12, "11 layers and all of them:\n{checked}");
+    for (name, cost) in &costs {
+        let (planes, all) = &rows[name];
+        assert_eq!(planes, "1", "{checked}");
+        assert!(
+            (all - (100.0 - cost)).abs() < 0.006,
+            "{name}: {all} % in the table, the quantizer's cost {cost}:\n{checked}"
+        );
+    }
+    // The layers the quantizer found costless agree everywhere alone.
+    for (name, (_, all)) in rows.iter().filter(|(n, _)| !costs.contains_key(*n)) {
+        if name != "every layer (f32 math)" {
+            assert_eq!(*all, 100.0, "{name}:\n{checked}");
+        }
+    }
+    // The same weights in w8a16 (the scales recovered from the requantizers and the
+    // input formats): the same rows, but for a word decided by a near tie (0.5 points).
+    let a16 = dir.join("netra-w8a16-one.s2s");
+    s2s_ok(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &words,
+            &"--planes",
+            &"none",
+            &"-o",
+            &a16,
+        ],
+        "",
+    );
+    let rows16 = table(&s2s_ok(
+        &[
+            &"check",
+            &a16,
+            &"--reference",
+            &netra,
+            &"--input",
+            &words,
+            &"--sensitivity",
+        ],
+        "",
+    ));
+    assert_eq!(rows16.len(), rows.len());
+    for (name, (planes, all)) in &rows {
+        let (p16, a16) = &rows16[name];
+        assert_eq!(p16, planes, "{name}");
+        assert!(
+            (a16 - all).abs() <= 0.5,
+            "{name}: w8a16 {a16} %, w8f32 {all} %"
+        );
+    }
+    // The file with its planes: a layer given a second plane is listed with two.
+    let two = table(&s2s_ok(
+        &[
+            &"check",
+            &q,
+            &"--reference",
+            &netra,
+            &"--input",
+            &words,
+            &"--sensitivity",
+        ],
+        "",
+    ));
+    for name in costs.keys() {
+        assert_eq!(two[name].0, "2", "{name}");
+    }
+    // Refusals: a quantized reference, a beam search.
+    let w8 = model_file("netra-w8a16.s2s");
+    let r = s2s(
+        &[
+            &"check",
+            &w8,
+            &"--reference",
+            &q,
+            &"--input",
+            &words,
+            &"--sensitivity",
+        ],
+        "",
+    );
+    assert_one_error(&r, &["--sensitivity needs an f32 reference", "w8f32"]);
+    let r = s2s(
+        &[
+            &"check",
+            &w8,
+            &"--reference",
+            &netra,
+            &"--input",
+            &words,
+            &"--sensitivity",
+            &"--beam",
+            &"2",
+        ],
+        "",
+    );
+    assert_one_error(&r, &["--sensitivity", "--beam"]);
+}
