@@ -115,7 +115,7 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 /// no FPU and 256 KiB of flash; they compile w8a16 only (the float code would fill it).
 /// lm3s6965evb gives the runtime 96 KiB (the w8a16 runtime with GRU and LSTM cells, the
 /// instruction-set kernels, beam search up to width 4 and format 5's decoders is 86,380
-/// bytes, `STATS flash_runtime`) and its model region 160 KiB (netra w8a16 takes 159 KB);
+/// bytes, `STATS flash_runtime`) and its model region 160 KiB (netra w8a16 takes 129 KB);
 /// the micro:bit keeps 84 KiB and 172 KiB and no beam search (`max_beam` 0: 73,416
 /// bytes),
 /// and its arena is exactly netra w8a16's workspace (10,064 bytes at its 25

@@ -348,9 +348,8 @@ fn outputs_are_the_same_whatever_the_thread_count() {
     }
 }
 
-/// `s2s quantize` calibrates on all threads (issue 14): quantizing netra to w8a16 (on
-/// the golden calibration words, a quarter of `cargo xtask models`' `calib.txt`) gives
-/// the same file byte for byte with 1 and 2 threads.
+/// `s2s quantize` calibrates on all threads (issue 14): quantizing netra to w8a16 as
+/// `cargo xtask models` does gives the same file byte for byte with 1 and 2 threads.
 #[test]
 fn quantized_files_are_the_same_whatever_the_thread_count() {
     let dir = s2s_tests::scratch_dir("quantize-threads");

@@ -142,11 +142,7 @@ fn g2p_en_w8a16_on_mps2_an386_matches_the_host() {
 /// source position. The counts are exact under `-icount` (the same on every machine and
 /// load), so a slower kernel or decoder fails here. Each is the count measured when it
 /// was set (in the comment) plus 1 %, rounded up to 100, for code-layout noise; lower
-/// them when a change makes the code faster (`s2s qemu` prints the counts). netra w8a16's
-/// were raised with issue 17's default file, whose residual planes on nine layers instead
-/// of six (the decoder's two GRU matrices and the encoder's backward input matrix) add
-/// multiply-accumulates: about 28 % more instructions per decoder step, 10 % per source
-/// position.
+/// them when a change makes the code faster (`s2s qemu` prints the counts).
 struct Ceiling {
     model: &'static str,
     board: &'static str,
@@ -161,13 +157,13 @@ const CEILINGS: &[Ceiling] = &[
     Ceiling { model: "netra.s2s", board: "mps2-an505", beam: None, step: 273200, position: 154400 }, // 270,454 / 152,782
     Ceiling { model: "g2p-en.s2s", board: "mps2-an386", beam: None, step: 751700, position: 720900 }, // 744,167 / 713,685
     Ceiling { model: "g2p-en.s2s", board: "mps2-an505", beam: None, step: 751100, position: 720400 }, // 743,571 / 713,202
-    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: None, step: 273400, position: 232100 }, // 270,687 / 229,726 (issue 17: nine planes)
-    Ceiling { model: "netra-w8a16.s2s", board: "microbit", beam: None, step: 512400, position: 460500 }, // 507,232 / 455,921
-    Ceiling { model: "netra-w8a16-v6m.s2s", board: "microbit", beam: None, step: 482900, position: 417000 }, // 478,093 / 412,824
-    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: None, step: 177500, position: 161500 }, // 175,652 / 159,847
+    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: None, step: 215600, position: 210500 }, // 213,463 / 208,414
+    Ceiling { model: "netra-w8a16.s2s", board: "microbit", beam: None, step: 400100, position: 413900 }, // 396,110 / 409,765
+    Ceiling { model: "netra-w8a16-v6m.s2s", board: "microbit", beam: None, step: 379400, position: 376400 }, // 375,619 / 372,630
+    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: None, step: 138400, position: 146800 }, // 136,967 / 145,308
     Ceiling { model: "g2p-en-w8a16.s2s", board: "mps2-an386", beam: None, step: 1018000, position: 659700 }, // 1,007,916 / 653,155
-    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: Some(2), step: 348600, position: 161500 }, // 345,064 / 159,847
-    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: Some(2), step: 527000, position: 232100 }, // 521,753 / 229,726
+    Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: Some(2), step: 275400, position: 146800 }, // 272,667 / 145,308
+    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: Some(2), step: 418600, position: 210500 }, // 414,438 / 208,414
     Ceiling { model: "g2p-en.s2s", board: "mps2-an386", beam: Some(2), step: 1397700, position: 720900 }, // 1,383,842 / 713,686
 ];
 

@@ -9,8 +9,9 @@
 //! first [`RANDOM`] words of that order are the random set, then the first
 //! [`PER_BUCKET`] words of each length bucket among the others form the stratified set,
 //! the next [`CALIB_PER_BUCKET`] of each bucket are added to the calibration words
-//! ([`Split::calib`]: long words weigh as much as short ones in what the quantizer
-//! sees), and the words left over are [`Split::rest`]. All are disjoint by construction.
+//! ([`Split::calib`], `calib.txt`: a calibration in which long words weigh as much as
+//! short ones, measured in BENCHMARKS.md and not the default, which stays the golden
+//! calibration words), and the words left over are [`Split::rest`]. All are disjoint by construction.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -124,9 +125,10 @@ pub fn header(what: &str) -> String {
 /// The held-out files in `models`, unless newer than their inputs: the words
 /// (`heldout-length.txt`, bucket after bucket, and `heldout-random.txt`) and, for
 /// g2p-en, the same words with their first CMUdict pronunciation
-/// (`g2p-en-heldout-length.tsv`, `g2p-en-heldout-random.tsv`), and the calibration
-/// words of both models (`calib.txt`: `tests/fixtures/golden/words-calib.txt`, then
-/// [`Split::calib`]). Returns what it did, one line per file.
+/// (`g2p-en-heldout-length.tsv`, `g2p-en-heldout-random.tsv`), and the length-weighted
+/// calibration words (`calib.txt`: `tests/fixtures/golden/words-calib.txt`, then
+/// [`Split::calib`]; an alternative to the golden calibration words, which the model
+/// files are made with). Returns what it did, one line per file.
 pub fn write_sets(models: &Path, golden: &Path, cmudict: &Path) -> Result<String> {
     let lists = [
         golden.join("words-calib.txt"),
