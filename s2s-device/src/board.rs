@@ -3,7 +3,9 @@
 //! region, QEMU machine) and `xtask` (targets to build) take from it.
 //!
 //! Adding a board that QEMU emulates is one entry in [`BOARDS`] plus its UART and counter
-//! driver, `firmware/src/boards/<name with _ for ->.rs`.
+//! driver, `firmware/src/boards/<name with _ for ->.rs` ([`Driver::Registers`]); a
+//! board driven through its HAL is an entry plus its crate in `firmware/boards/<dir>`
+//! ([`Driver::Hal`]), and a physical one says how it is flashed ([`Hardware`]).
 
 use crate::qemu::Qemu;
 
@@ -71,6 +73,48 @@ pub struct Board {
     pub capacities: Capacities,
     /// The QEMU machine that emulates it, for boards QEMU runs.
     pub qemu: Option<Qemu>,
+    /// Which firmware crate drives it.
+    pub driver: Driver,
+    /// The physical part, for boards one can buy and flash: how.
+    pub hardware: Option<Hardware>,
+}
+
+/// Which firmware crate drives a board. Both use the firmware library (`firmware/src`:
+/// the model runner, the line protocol, the measurements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// The `firmware` crate itself, with the board's register driver
+    /// `firmware/src/boards/<name, - as _>.rs` (the QEMU boards).
+    Registers,
+    /// A crate of its own in `firmware/boards/<dir>`, which drives the board through its
+    /// maintained HAL; it is built with `S2S_BOARD=<name>` and `--features <name>` and
+    /// its model runner is the binary `firmware`.
+    Hal {
+        /// The crate's directory under `firmware/boards/`.
+        dir: &'static str,
+    },
+}
+
+/// A physical board: what flashing it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hardware {
+    /// The chip as `probe-rs` names it (`probe-rs chip list`).
+    pub chip: &'static str,
+    /// How the firmware and the model get onto it.
+    pub flashing: Flashing,
+    /// Size of the flash erase sector that the model region starts with: the region
+    /// starts on such a boundary, so writing the model never erases the runtime.
+    pub model_sector: u32,
+    /// The cable and the serial link, in a few words.
+    pub link: &'static str,
+}
+
+/// How a board is flashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flashing {
+    /// With a debug probe (on the board): `probe-rs download` of the firmware ELF, then
+    /// of the model file as raw bytes at the model region.
+    Probe,
 }
 
 const KIB: u32 = 1024;
@@ -131,6 +175,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["f32", "w8f32", "w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an386", "cortex-m4"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "lm3s6965evb",
@@ -141,6 +187,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(40 * 1024, 64, 64, 1024, 4),
         qemu: qemu("lm3s6965evb", "cortex-m3"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "mps2-an385",
@@ -151,6 +199,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an385", "cortex-m3"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "microbit",
@@ -161,6 +211,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(10_064, 25, 32, 256, 0),
         qemu: qemu("microbit", "cortex-m0"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "mps2-an505",
@@ -171,8 +223,47 @@ pub const BOARDS: &[Board] = &[
         precisions: &["f32", "w8f32", "w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an505", "cortex-m33"),
+        driver: Driver::Registers,
+        hardware: None,
+    },
+    Board {
+        name: "nucleo-f411re",
+        summary: "ST Nucleo-F411RE, STM32F411RE, Cortex-M4F at 100 MHz (HSI and PLL); 512 KiB flash (runtime in sectors 0-5, the model in sectors 6-7), 128 KiB SRAM",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 100_000_000,
+        memory: map((0x0800_0000, 256 * KIB), (0x0804_0000, 256 * KIB), (0x2000_0000, 128 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(64 * 1024, 64, 64, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "stm32f4" },
+        hardware: Some(Hardware {
+            chip: "STM32F411RETx",
+            flashing: Flashing::Probe,
+            model_sector: 128 * KIB,
+            link: "USB to the ST-LINK/V2-1: USART2 (PA2/PA3) through its virtual COM port, 115200 8N1",
+        }),
+    },
+    Board {
+        name: "netduinoplus2",
+        summary: "Netduino Plus 2 as QEMU emulates it: STM32F405, Cortex-M4F at its reset clock (16 MHz HSI; QEMU's SysTick counts at 168 MHz); 1 MiB flash (runtime in sectors 0-5, the model in sectors 6-11), 128 KiB SRAM; the Nucleo-F411RE's firmware crate and capacities",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 168_000_000,
+        memory: map((0x0800_0000, 256 * KIB), (0x0804_0000, 768 * KIB), (0x2000_0000, 128 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(64 * 1024, 64, 64, 1024, 4),
+        qemu: qemu("netduinoplus2", "cortex-m4"),
+        driver: Driver::Hal { dir: "stm32f4" },
+        hardware: None,
     },
 ];
+
+/// The boards whose firmware is the `firmware` crate with a register driver under QEMU
+/// ([`Driver::Registers`]): every binary of that crate runs on them.
+pub fn register_boards() -> impl Iterator<Item = &'static Board> {
+    BOARDS
+        .iter()
+        .filter(|b| b.driver == Driver::Registers && b.qemu.is_some())
+}
 
 /// The board named `name`.
 pub fn find(name: &str) -> Option<&'static Board> {
@@ -281,6 +372,24 @@ mod tests {
             default_for_target("thumbv7em-none-eabihf").unwrap().name,
             "mps2-an386"
         );
+    }
+
+    #[test]
+    fn real_boards_keep_the_model_on_its_own_erase_sectors() {
+        let mut real = 0;
+        for b in BOARDS {
+            if let Some(h) = b.hardware {
+                real += 1;
+                assert_eq!(b.memory.model.origin % h.model_sector, 0, "{}", b.name);
+                assert!(matches!(b.driver, Driver::Hal { .. }), "{}", b.name);
+            }
+        }
+        assert!(real >= 1);
+        // The HAL board QEMU runs shares its crate with a real board.
+        let qemu = find("netduinoplus2").unwrap();
+        assert_eq!(qemu.driver, find("nucleo-f411re").unwrap().driver);
+        assert!(register_boards().all(|b| b.driver == Driver::Registers));
+        assert!(register_boards().all(|b| b.name != "netduinoplus2"));
     }
 
     #[test]

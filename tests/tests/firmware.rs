@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_tools::device::{self, qemu, Firmware, QemuOptions, QemuReport};
 use rnn_core::{Masked, Recurrent, ResetMode};
-use s2s_device::board::{find, Board, BOARDS};
+use s2s_device::board::{find, Board};
 use s2s_device::exit::Exit;
 use s2s_device::protocol::PHASES;
 use s2s_kernels::{Fmt, Phase, PrecisionKind, Requant};
@@ -761,7 +761,7 @@ fn an_f32_model_on_the_microbit_is_an_unsupported_precision() {
 
 #[test]
 fn panics_and_hardfaults_end_the_run_with_their_status() {
-    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+    for board in s2s_device::board::register_boards() {
         let name = board.name;
         for (bin, status) in [
             ("panic-test", Exit::Panic),
@@ -819,7 +819,7 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
             .collect()
     };
     let firmware = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
-    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+    for board in s2s_device::board::register_boards() {
         let name = board.name;
         let normal = firmware
             .build(board, "firmware", true)

@@ -100,7 +100,7 @@ impl Ctx {
         steps.step("train the date model (CI size, release)", || {
             self.train_check()
         })?;
-        for board in s2s_device::BOARDS {
+        for board in s2s_device::board::register_boards() {
             steps.step(&format!("firmware clippy for {}", board.name), || {
                 self.run(
                     self.cargo()
@@ -127,7 +127,7 @@ impl Ctx {
             )
         })?;
         steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
-        for board in s2s_device::BOARDS {
+        for board in s2s_device::board::register_boards() {
             steps.step(&format!("no-panic link check for {}", board.name), || {
                 self.no_panic_check(board, None)
             })?;
