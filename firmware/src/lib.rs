@@ -31,6 +31,8 @@ pub mod counter;
 pub mod fault;
 #[cfg(feature = "kernel-suite")]
 pub mod heap;
+#[cfg(feature = "hal-link")]
+pub mod link;
 #[cfg(all(feature = "defmt", s2s_semihosting))]
 mod log;
 pub mod measure;

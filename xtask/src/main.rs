@@ -32,6 +32,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime};
 
 mod bench;
+mod boards;
 mod experiment;
 mod fuzz;
 mod test;
