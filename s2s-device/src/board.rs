@@ -244,6 +244,23 @@ pub const BOARDS: &[Board] = &[
         }),
     },
     Board {
+        name: "nrf52840-dk",
+        summary: "Nordic nRF52840 DK, nRF52840, Cortex-M4F at 64 MHz; 1 MiB flash in 4 KiB pages (runtime 256 KiB, the model 768 KiB), 256 KiB SRAM",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 64_000_000,
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 768 * KIB), (0x2000_0000, 256 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(128 * 1024, 128, 128, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "nrf52840" },
+        hardware: Some(Hardware {
+            chip: "nRF52840_xxAA",
+            flashing: Flashing::Probe,
+            model_sector: 4 * KIB,
+            link: "USB to the J-Link OB (J2): UARTE0 (P0.06 TX, P0.08 RX, P0.05 RTS, P0.07 CTS) through its virtual COM port, 115200 8N1 with hardware flow control",
+        }),
+    },
+    Board {
         name: "netduinoplus2",
         summary: "Netduino Plus 2 as QEMU emulates it: STM32F405, Cortex-M4F at its reset clock (16 MHz HSI; QEMU's SysTick counts at 168 MHz); 1 MiB flash (runtime in sectors 0-5, the model in sectors 6-11), 128 KiB SRAM; the Nucleo-F411RE's firmware crate and capacities",
         target: "thumbv7em-none-eabihf",
