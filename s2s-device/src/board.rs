@@ -115,6 +115,15 @@ pub enum Flashing {
     /// With a debug probe (on the board): `probe-rs download` of the firmware ELF, then
     /// of the model file as raw bytes at the model region.
     Probe,
+    /// A UF2 file copied to the board's USB mass-storage bootloader (BOOTSEL), with the
+    /// model linked into the image at the model region.
+    Uf2 {
+        /// The UF2 family ID of the chip.
+        family_id: u32,
+        /// Bytes of the second-stage bootloader at the start of flash, just before the
+        /// runtime (`BOOT2` in `memory.x`; 0 for none).
+        boot2: u32,
+    },
 }
 
 const KIB: u32 = 1024;
@@ -261,6 +270,26 @@ pub const BOARDS: &[Board] = &[
         }),
     },
     Board {
+        name: "rp-pico",
+        summary: "Raspberry Pi Pico, RP2040, Cortex-M0+ at 125 MHz; 2 MiB QSPI flash in 4 KiB sectors (the 256-byte second-stage bootloader, the runtime to 512 KiB, the model 1536 KiB), 264 KiB SRAM",
+        target: "thumbv6m-none-eabi",
+        clock_hz: 125_000_000,
+        memory: map((0x1000_0100, 512 * KIB - 256), (0x1008_0000, 1536 * KIB), (0x2000_0000, 264 * KIB)),
+        precisions: &["w8a16"],
+        capacities: caps(128 * 1024, 128, 128, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "rp2040" },
+        hardware: Some(Hardware {
+            chip: "RP2040",
+            flashing: Flashing::Uf2 {
+                family_id: 0xE48B_FF56,
+                boot2: 256,
+            },
+            model_sector: 4 * KIB,
+            link: "a USB cable: USB CDC serial (usbd-serial) from the RP2040 itself",
+        }),
+    },
+    Board {
         name: "netduinoplus2",
         summary: "Netduino Plus 2 as QEMU emulates it: STM32F405, Cortex-M4F at its reset clock (16 MHz HSI; QEMU's SysTick counts at 168 MHz); 1 MiB flash (runtime in sectors 0-5, the model in sectors 6-11), 128 KiB SRAM; the Nucleo-F411RE's firmware crate and capacities",
         target: "thumbv7em-none-eabihf",
@@ -313,6 +342,11 @@ impl Board {
             self.name, self.summary
         )?;
         writeln!(out, "MEMORY\n{{")?;
+        let boot2 = self.boot2();
+        if boot2 > 0 {
+            let origin = m.flash.origin - boot2;
+            writeln!(out, "  BOOT2 : ORIGIN = {origin:#010x}, LENGTH = {boot2}")?;
+        }
         for (name, r) in [("FLASH", m.flash), ("MODEL", m.model), ("RAM", m.ram)] {
             writeln!(
                 out,
@@ -321,8 +355,26 @@ impl Board {
             )?;
         }
         writeln!(out, "}}\n")?;
+        if boot2 > 0 {
+            // The second-stage bootloader, first in flash (the `.boot2` static).
+            writeln!(
+                out,
+                "SECTIONS {{\n  .boot2 ORIGIN(BOOT2) : {{ KEEP(*(.boot2)); }} > BOOT2\n}} INSERT BEFORE .text;\n"
+            )?;
+        }
         writeln!(out, "__model_start = ORIGIN(MODEL);")?;
         writeln!(out, "__model_end = ORIGIN(MODEL) + LENGTH(MODEL);")
+    }
+
+    /// Bytes of the second-stage bootloader before the runtime (RP2040), else 0.
+    pub fn boot2(&self) -> u32 {
+        match self.hardware {
+            Some(Hardware {
+                flashing: Flashing::Uf2 { boot2, .. },
+                ..
+            }) => boot2,
+            _ => 0,
+        }
     }
 
     /// The flash of a program that links its model in (the embed examples,
@@ -407,6 +459,25 @@ mod tests {
         assert_eq!(qemu.driver, find("nucleo-f411re").unwrap().driver);
         assert!(register_boards().all(|b| b.driver == Driver::Registers));
         assert!(register_boards().all(|b| b.name != "netduinoplus2"));
+    }
+
+    #[test]
+    fn the_pico_memory_x_puts_the_bootloader_first() {
+        let mut s = String::new();
+        find("rp-pico").unwrap().write_memory_x(&mut s).unwrap();
+        assert!(
+            s.contains("BOOT2 : ORIGIN = 0x10000000, LENGTH = 256"),
+            "{s}"
+        );
+        assert!(
+            s.contains("FLASH : ORIGIN = 0x10000100, LENGTH = 524032"),
+            "{s}"
+        );
+        assert!(s.contains("MODEL : ORIGIN = 0x10080000"), "{s}");
+        assert!(s.contains("INSERT BEFORE .text;"), "{s}");
+        let mut m = String::new();
+        find("microbit").unwrap().write_memory_x(&mut m).unwrap();
+        assert!(!m.contains("BOOT2"), "{m}");
     }
 
     #[test]
