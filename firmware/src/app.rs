@@ -234,6 +234,8 @@ pub fn run<H: LineHandler + ?Sized>(handler: &mut H) -> ! {
 
 /// Writes the `DONE` and `STATS` lines (and logs them with defmt); `model_bytes` is the
 /// size of the model served (0 for none); false if the link failed.
+// Out of line: its frame is not on the session's (the micro:bit's stack is small).
+#[inline(never)]
 pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) -> bool {
     let insns = measure::ticks_to_insns(summary.handler_ticks);
     let mem = measure::memory_stats();

@@ -516,8 +516,11 @@ fn write_cnt_phases(
 }
 
 /// The greedy decoding of one line, out of line (as the model runner has always
-/// compiled it: the QEMU boards' instruction counts depend on its code generation).
-#[inline(never)]
+/// compiled it: the QEMU boards' instruction counts depend on its code generation). On
+/// the ARMv6-M parts (the only Cortex-M targets without 32-bit atomics) it is left to the
+/// compiler, which inlines it into the session as it always did there: its own frame
+/// would cost the micro:bit's 6 KB stack about 500 bytes it does not have.
+#[cfg_attr(target_has_atomic = "32", inline(never))]
 fn greedy<P: Precision, O: Observer<P>>(
     runner: &mut Runner<'_, 'static, '_, P>,
     text: &str,
