@@ -1,12 +1,13 @@
 //! Picks the board from `S2S_BOARD` (default: the first board of the target in
 //! `s2s_device::BOARDS`), checks the target, writes the board's `memory.x` to OUT_DIR
-//! (where `cortex-m-rt`'s `link.x` finds it) from the board table, writes `board.rs`
-//! (the board's table entry and its driver module, `src/boards/<name>.rs`), and sets
+//! (where `cortex-m-rt`'s `link.x` finds it, also for a HAL board's crate that uses this
+//! one) from the board table, writes `board.rs` (the board's table entry and, for a
+//! board with a register driver, its driver module `src/boards/<name>.rs` and
+//! `cfg(s2s_registers)`), sets `cfg(s2s_semihosting)` for the boards QEMU runs, and sets
 //! `cfg(precision = "...")` for each model precision the firmware compiles: the board's
 //! own (feature `board-precisions`, a default) plus any asked for with the `f32` /
 //! `w8f32` / `w8a16` features; links defmt's linker script with the `defmt` feature.
 
-use std::fmt::Write as _;
 use std::{env, fs, path::PathBuf};
 
 use s2s_device::{board, BOARDS};
@@ -39,19 +40,32 @@ fn main() {
     fs::write(out.join("memory.x"), memory).expect("writing memory.x");
     println!("cargo:rustc-link-search={}", out.display());
 
-    let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let driver = dir.join("src/boards").join(b.module_file().to_string());
-    println!("cargo:rerun-if-changed={}", driver.display());
-    let mut rs = String::new();
-    writeln!(
-        rs,
+    // The board's entry; with a register driver (the QEMU boards of this crate) also
+    // that driver module. A HAL board's crate (`firmware/boards/<dir>`) drives the board
+    // itself and uses this crate as a library.
+    println!("cargo::rustc-check-cfg=cfg(s2s_registers)");
+    println!("cargo::rustc-check-cfg=cfg(s2s_semihosting)");
+    let rs = format!(
         "/// The board this firmware is built for (`S2S_BOARD`).\n\
-         pub const BOARD: &s2s_device::Board = &s2s_device::BOARDS[{index}];\n\
-         /// The driver of [`BOARD`]: its UART and tick counter.\n\
-         #[path = {:?}]\npub mod board;",
-        driver.display().to_string()
-    )
-    .expect("formatting board.rs");
+         pub const BOARD: &s2s_device::Board = &s2s_device::BOARDS[{index}];\n"
+    );
+    if b.driver == board::Driver::Registers {
+        let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+        let driver = dir.join("src/boards").join(b.module_file().to_string());
+        println!("cargo:rerun-if-changed={}", driver.display());
+        let module = format!(
+            "/// The driver of [`BOARD`](crate::BOARD): its UART and tick counter.\n\
+             #[path = {:?}]\npub mod board;\n",
+            driver.display().to_string()
+        );
+        fs::write(out.join("driver.rs"), module).expect("writing driver.rs");
+        println!("cargo:rustc-cfg=s2s_registers");
+    }
+    // Under QEMU the run ends with a semihosting exit and defmt goes out over
+    // semihosting; a real board logs with defmt-rtt and serves session after session.
+    if b.qemu.is_some() {
+        println!("cargo:rustc-cfg=s2s_semihosting");
+    }
     fs::write(out.join("board.rs"), rs).expect("writing board.rs");
 
     let feature = |name: &str| {

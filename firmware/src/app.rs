@@ -1,7 +1,8 @@
-//! The session of the line protocol (`s2s_device::protocol`) over the UART, generic over
-//! `embedded_io::{Read, Write}`: `READY`, then each request line handed to a
-//! [`LineHandler`] (`ERR <reason>` when it fails), then `DONE` and `STATS` at the end of
-//! the session, and QEMU exits with status 0.
+//! The session of the line protocol (`s2s_device::protocol`) over the link, generic over
+//! `embedded_io::{Read, Write}` and the board's [`Counter`]: `READY`, then each request
+//! line handed to a [`LineHandler`] (`ERR <reason>` when it fails), then `DONE` and
+//! `STATS` at the end of the session; then QEMU exits with status 0, and a real board
+//! says `READY` again and serves the next session ([`end`]).
 
 use core::fmt;
 
@@ -10,7 +11,7 @@ use s2s_device::exit::Exit;
 use s2s_device::protocol::{self, Command, Request};
 use s2s_kernels::text::{Describe, Sink};
 
-use crate::{board, fault, measure, BOARD};
+use crate::{measure, Counter, BOARD};
 
 /// Longest accepted input line in bytes, without the `\n` (per board, see
 /// [`crate::capacity`]). A longer line gets `ERR line too long` (the whole line is
@@ -78,7 +79,7 @@ impl<IO: Write> fmt::Write for FmtOut<'_, IO> {
 ///
 /// `handler_ticks` covers each `handle` call whole, including writing its output to the
 /// UART and ~10-40 instructions of counter reads per line; a handler that wants the
-/// exact count of its computation reads a `board::Counter` itself.
+/// exact count of its computation reads a [`Counter`] itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, defmt::Format)]
 pub struct Summary {
     /// Lines handled (over-long lines included).
@@ -90,15 +91,17 @@ pub struct Summary {
 }
 
 /// Reads lines from `io` until the end marker (`.` or an empty line) or end of input, hands
-/// each to `handler` and writes its output lines back. Uses `line` (its length is the
-/// maximum line length) as the line buffer. Returns the counts, or the first I/O error.
-pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
+/// each to `handler` and writes its output lines back, timing each with a counter `C`.
+/// Uses `line` (its length is the maximum line length) as the line buffer. Returns the
+/// counts, or the first I/O error.
+#[inline(never)]
+pub fn session<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
     io: &mut IO,
     handler: &mut H,
     line: &mut [u8],
 ) -> Result<Summary, IO::Error> {
     let mut summary = Summary::default();
-    let mut counter = board::Counter::new();
+    let mut counter = C::new();
     let mut len = 0;
     let mut too_long = false;
     let mut chunk = [0u8; 32];
@@ -154,51 +157,86 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
     }
 }
 
-/// Start of a firmware run: paints the stack, opens the board's UART and prints
-/// `READY <board>` (exits with [`Exit::LinkFailed`] if the UART fails).
-pub fn start() -> board::Uart {
+/// Start of a firmware run on a QEMU board: paints the stack, opens the board's UART and
+/// prints `READY <board>` (exits with [`Exit::LinkFailed`] if the UART fails).
+#[cfg(s2s_registers)]
+pub fn start() -> crate::boards::board::Uart {
     measure::paint_stack();
-    let mut uart = board::Uart::new();
+    let mut uart = crate::boards::board::Uart::new();
     ready(&mut uart);
     uart
 }
 
-/// Prints (and logs) `READY <board>`; exits with [`Exit::LinkFailed`] if the UART fails.
-pub fn ready(uart: &mut board::Uart) {
+/// Prints (and logs) `READY <board>`; ends the run with [`Exit::LinkFailed`] if the link
+/// fails (see [`end`]).
+pub fn ready<W: Write>(link: &mut W) {
     log!(info, "READY {=str}", BOARD.name);
-    if protocol::write_ready(&mut FmtOut::new(uart), BOARD.name).is_err() {
-        fault::exit(Exit::LinkFailed);
+    if protocol::write_ready(&mut FmtOut::new(&mut *link), BOARD.name).is_err() {
+        end(link, Exit::LinkFailed);
     }
 }
 
-/// The rest of a firmware run after [`start`]: runs the [`session`] with `handler`,
-/// prints the `DONE` and `STATS` lines (`model_bytes`: the size of the model served, 0
-/// for none) and exits QEMU with status 0 (or [`Exit::LinkFailed`] on an I/O error).
-pub fn finish<H: LineHandler + ?Sized>(
-    uart: &mut board::Uart,
-    handler: &mut H,
-    model_bytes: usize,
-) -> ! {
-    let mut line = [0u8; MAX_LINE];
-    let summary = match session(uart, handler, &mut line) {
-        Ok(s) => s,
-        Err(_) => fault::exit(Exit::LinkFailed),
-    };
-    report(uart, &summary, model_bytes);
-    fault::exit(Exit::Success)
+/// What [`end`] returns: nothing under QEMU, where the run exits (`Infallible`, so that
+/// the compiler knows a session's end does not return there), `()` on a real board,
+/// which goes on.
+#[cfg(s2s_semihosting)]
+pub type Ended = core::convert::Infallible;
+/// What [`end`] returns: nothing under QEMU, where the run exits, `()` on a real board,
+/// which goes on.
+#[cfg(not(s2s_semihosting))]
+pub type Ended = ();
+
+/// The end of a session or of the run, with `exit`. Under QEMU the run ends: exits with
+/// that status. A real board has nowhere to exit to: it says `READY` again and returns,
+/// so that the caller serves the next session (after a failed link too: the host may
+/// come back).
+pub fn end<W: Write>(link: &mut W, exit: Exit) -> Ended {
+    #[cfg(s2s_semihosting)]
+    {
+        let _ = link;
+        crate::fault::exit(exit)
+    }
+    #[cfg(not(s2s_semihosting))]
+    {
+        if exit != Exit::Success {
+            log!(warn, "session ended with status {=i32}", exit.code());
+        }
+        log!(info, "READY {=str}", BOARD.name);
+        let _ = protocol::write_ready(&mut FmtOut::new(&mut *link), BOARD.name);
+    }
 }
 
-/// The whole firmware run of a handler that needs no set-up: [`start`], then
-/// [`finish`] without a model.
+/// The rest of a session after `READY` (and the `MODEL` line): runs the [`session`] with
+/// `handler` and counter `C`, prints the `DONE` and `STATS` lines (`model_bytes`: the
+/// size of the model served, 0 for none) and [`end`]s it with status 0 (or
+/// [`Exit::LinkFailed`] on an I/O error).
+pub fn finish<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
+    link: &mut IO,
+    handler: &mut H,
+    model_bytes: usize,
+) -> Ended {
+    let mut line = [0u8; MAX_LINE];
+    match session::<IO, H, C>(link, handler, &mut line) {
+        Ok(summary) if report(link, &summary, model_bytes) => end(link, Exit::Success),
+        Ok(_) => end(link, Exit::LinkFailed),
+        Err(_) => end(link, Exit::LinkFailed),
+    }
+}
+
+/// The whole firmware run of a handler that needs no set-up on a QEMU board: [`start`],
+/// then [`finish`] without a model (which exits).
+#[cfg(s2s_registers)]
 pub fn run<H: LineHandler + ?Sized>(handler: &mut H) -> ! {
+    use crate::boards::board;
     let mut uart = start();
-    finish(&mut uart, handler, 0)
+    match finish::<_, _, board::Counter>(&mut uart, handler, 0) {}
 }
 
 /// Writes the `DONE` and `STATS` lines (and logs them with defmt); `model_bytes` is the
-/// size of the model served (0 for none); exits with [`Exit::LinkFailed`] if the UART
-/// fails.
-pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
+/// size of the model served (0 for none); false if the link failed.
+// Out of line: its frame is not on the session's (the micro:bit's stack is small).
+#[inline(never)]
+pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) -> bool {
     let insns = measure::ticks_to_insns(summary.handler_ticks);
     let mem = measure::memory_stats();
     let stack_peak = measure::stack_peak_bytes();
@@ -228,7 +266,5 @@ pub fn report<W: Write>(out: &mut W, summary: &Summary, model_bytes: usize) {
     let mut text = FmtOut::new(&mut *out);
     let written = protocol::write_done(&mut text, &done)
         .and_then(|()| protocol::write_stats(&mut text, &stats));
-    if written.is_err() || out.flush().is_err() {
-        fault::exit(Exit::LinkFailed);
-    }
+    written.is_ok() && out.flush().is_ok()
 }

@@ -8,12 +8,16 @@ use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use cortex_m_rt::{exception, ExceptionFrame};
+#[cfg(s2s_registers)]
 use embedded_io::Write as _;
 use s2s_device::exit::Exit;
+#[cfg(s2s_registers)]
 use s2s_device::protocol::{self, Fault};
 
+#[cfg(s2s_registers)]
 use crate::app::FmtOut;
-use crate::board;
+#[cfg(s2s_registers)]
+use crate::boards::board;
 
 /// Ends the QEMU run with `exit`'s code as the exit status of `qemu-system-arm`.
 ///
@@ -36,10 +40,14 @@ fn panic(info: &PanicInfo) -> ! {
     let first = !PANICKING.load(Ordering::Relaxed);
     PANICKING.store(true, Ordering::Relaxed);
     // The UART first: should the logger panic (its state corrupted, e.g. by a stack
-    // overflow), this message is already out.
-    let mut uart = board::Uart::new();
-    let _ = protocol::write_panic(&mut FmtOut::new(&mut uart), info.message(), file, line);
-    let _ = uart.flush();
+    // overflow), this message is already out. (A HAL board's link belongs to its `main`:
+    // there the message goes to the log alone.)
+    #[cfg(s2s_registers)]
+    {
+        let mut uart = board::Uart::new();
+        let _ = protocol::write_panic(&mut FmtOut::new(&mut uart), info.message(), file, line);
+        let _ = uart.flush();
+    }
     if first {
         log!(
             error,
@@ -77,15 +85,19 @@ unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
             xpsr
         );
     }
-    let mut uart = board::Uart::new();
-    let _ = protocol::write_hardfault(&mut FmtOut::new(&mut uart), &Fault { pc, lr, xpsr });
-    let _ = uart.flush();
+    #[cfg(s2s_registers)]
+    {
+        let mut uart = board::Uart::new();
+        let _ = protocol::write_hardfault(&mut FmtOut::new(&mut uart), &Fault { pc, lr, xpsr });
+        let _ = uart.flush();
+    }
     exit(Exit::HardFault)
 }
 
 /// Loads from the board's [`board::INVALID_ADDR`], which faults (a bus error, escalated to
 /// HardFault). Should the load not fault, executes a permanently undefined instruction.
 /// For the `hardfault-test` firmware.
+#[cfg(s2s_registers)]
 #[cfg_attr(not(feature = "defmt"), allow(unused_variables))] // `value` is only logged
 pub fn trigger_hardfault() -> ! {
     // SAFETY: nothing is mapped at INVALID_ADDR: the load is answered with a bus error and

@@ -2,10 +2,13 @@
 //! microcontrollers (under QEMU or on the real boards).
 //!
 //! The board is chosen at build time by `S2S_BOARD` (see `build.rs`): [`BOARD`] is its
-//! entry in the board table of `s2s-device` and [`board`] its driver. Everything outside
-//! `boards/` is generic: the application talks to the UART through `embedded_io::{Read,
-//! Write}` and never touches registers, and writes the protocol's lines with
-//! `s2s_device::protocol`.
+//! entry in the board table of `s2s-device`. The library is generic: the model runner
+//! ([`run`], [`model`]), the line protocol's session ([`app`]) and the measurements
+//! ([`measure`]) talk to the link through `embedded_io::{Read, Write}`, time with a
+//! [`Counter`] and raise an `embedded_hal` `OutputPin` around each decode, and write
+//! the protocol's lines with `s2s_device::protocol`. The QEMU boards' register drivers
+//! live in `boards/` (`board`, with `cfg(s2s_registers)`); a real board's crate
+//! (`firmware/boards/<crate>`) brings its HAL's UART, counter and pin instead.
 #![no_std]
 #![warn(missing_docs)]
 
@@ -20,14 +23,23 @@ macro_rules! log {
 }
 
 pub mod app;
+#[cfg(s2s_registers)]
 pub mod boards;
 pub mod capacity;
+pub mod counter;
+#[cfg(s2s_semihosting)]
 pub mod fault;
 #[cfg(feature = "kernel-suite")]
 pub mod heap;
-#[cfg(feature = "defmt")]
+#[cfg(feature = "hal-link")]
+pub mod link;
+#[cfg(all(feature = "defmt", s2s_semihosting))]
 mod log;
 pub mod measure;
 pub mod model;
+pub mod run;
 
-pub use boards::{board, BOARD};
+include!(concat!(env!("OUT_DIR"), "/board.rs"));
+
+pub use counter::Counter;
+pub use run::NoPin;

@@ -138,8 +138,12 @@ pub fn model_region() -> &'static [u8] {
 }
 
 /// Converts ticks of the board's `Counter` to instructions (exact under QEMU's
-/// `-icount shift=7`; the counter clock is the board's clock).
+/// `-icount shift=7`; the counter clock is the board's clock). A real board has no such
+/// relation: its counts stay ticks of its counter (cycles of its core clock).
 pub fn ticks_to_insns(ticks: u64) -> u64 {
-    const RATIO: s2s_device::qemu::Ratio = s2s_device::qemu::ticks_per_insn(BOARD.clock_hz);
+    const RATIO: s2s_device::qemu::Ratio = match BOARD.qemu {
+        Some(_) => s2s_device::qemu::ticks_per_insn(BOARD.clock_hz),
+        None => s2s_device::qemu::Ratio { num: 1, den: 1 },
+    };
     RATIO.ticks_to_insns(ticks)
 }

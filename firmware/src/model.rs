@@ -40,9 +40,12 @@ use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
 use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search};
 
+use embedded_hal::digital::OutputPin;
+use embedded_io::{Read, Write};
+
 use crate::app::{self, FmtOut, HandlerError, LineHandler};
 use crate::capacity::{ARENA_BYTES, MAX_BEAM, MAX_POSITIONS, MAX_STEPS};
-use crate::{board, fault, measure, BOARD};
+use crate::{measure, Counter, BOARD};
 
 /// Why an input line failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -176,22 +179,33 @@ impl RawAct for i16 {
     }
 }
 
-/// Serves the model in `region` on `uart` with `arena` as its workspace; returns only
-/// if the model cannot be served (the caller reports the error). On success the session
-/// ends with the `DONE`/`STATS` lines and QEMU exits with status 0.
-pub fn serve(
-    uart: &mut board::Uart,
+/// What the model runner drives on the board: the link to the host, the counter type
+/// `C` it times with, and a pin raised while each line is decoded (`NoPin` for none).
+pub struct Io<'l, L, B> {
+    /// The link to the host.
+    pub link: &'l mut L,
+    /// High from the start of each line's decoding to its end (before its output is
+    /// written): a logic analyser's view of the decode time.
+    pub busy: B,
+}
+
+/// Serves the model in `region` on `io.link` with `arena` as its workspace and a counter
+/// `C`; returns only if the model cannot be served (the caller reports the error). Each
+/// session ends with the `DONE`/`STATS` lines; then QEMU exits with status 0, and a real
+/// board says `READY` and `MODEL` again and serves the next session (`app::end`).
+pub fn serve<L: Read + Write, C: Counter, B: OutputPin>(
+    io: Io<'_, L, B>,
     region: &'static [u8],
     arena: &'static mut [u32],
 ) -> Result<Infallible, ServeError> {
     let file = ModelFile::parse(region)?;
     match file.precision() {
         #[cfg(precision = "f32")]
-        PrecisionKind::F32 => serve_as::<s2s_kernels::F32>(uart, &file, arena),
+        PrecisionKind::F32 => serve_as::<s2s_kernels::F32, L, C, B>(io, &file, arena),
         #[cfg(precision = "w8f32")]
-        PrecisionKind::W8F32 => serve_as::<s2s_kernels::W8F32>(uart, &file, arena),
+        PrecisionKind::W8F32 => serve_as::<s2s_kernels::W8F32, L, C, B>(io, &file, arena),
         #[cfg(precision = "w8a16")]
-        PrecisionKind::W8A16 => serve_as::<s2s_kernels::W8A16>(uart, &file, arena),
+        PrecisionKind::W8A16 => serve_as::<s2s_kernels::W8A16, L, C, B>(io, &file, arena),
         #[allow(unreachable_patterns)] // when every precision is compiled
         other => Err(Error::UnsupportedPrecision(other).into()),
     }
@@ -217,8 +231,8 @@ fn positions_for(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
 
 /// Binds the model at precision `P` and serves it.
 #[inline(never)]
-fn serve_as<P>(
-    uart: &mut board::Uart,
+fn serve_as<P, L: Read + Write, C: Counter, B: OutputPin>(
+    io: Io<'_, L, B>,
     file: &ModelFile<'static>,
     arena: &'static mut [u32],
 ) -> Result<Infallible, ServeError>
@@ -244,7 +258,7 @@ where
             available: MAX_STEPS,
         }));
     }
-    session(uart, file, net, arena)
+    session::<P, L, C, B>(io, file, net, arena)
 }
 
 /// `Net::bind_into`, out of line: its temporaries leave the stack when it returns.
@@ -253,10 +267,11 @@ fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'sta
     Net::<P>::bind_into(file, slot)
 }
 
-/// Carves the workspace, prints the `MODEL` line and runs the session.
+/// Carves the workspace, prints the `MODEL` line and runs the session (on a real board,
+/// session after session).
 #[inline(never)]
-fn session<P>(
-    uart: &mut board::Uart,
+fn session<P, L: Read + Write, C: Counter, B: OutputPin>(
+    io: Io<'_, L, B>,
     file: &ModelFile<'static>,
     net: &Net<'static, P>,
     arena: &'static mut [u32],
@@ -266,32 +281,36 @@ where
     P::Act: RawAct,
 {
     let positions = positions_for(&net.desc).map_err(ServeError::Capacity)?;
-    let mut made = ModelHandler::new(net, arena, positions);
+    let link = io.link;
+    let mut made = ModelHandler::<P, C, B>::new(net, arena, positions, io.busy);
     let handler = match &mut made {
         Ok(h) => h,
         Err(e) => return Err(ServeError::Capacity(*e)),
     };
     let bytes = file.bytes().len();
-    model_line(
-        uart,
-        P::KIND,
-        file.parameters(),
-        bytes,
-        handler.runner.plan().bytes(),
-        positions,
-    );
-    log!(
-        debug,
-        "stack peak after binding: {=usize} bytes",
-        measure::stack_peak_bytes()
-    );
-    app::finish(uart, handler, bytes)
+    loop {
+        model_line(
+            link,
+            P::KIND,
+            file.parameters(),
+            bytes,
+            handler.runner.plan().bytes(),
+            positions,
+        );
+        log!(
+            debug,
+            "stack peak after binding: {=usize} bytes",
+            measure::stack_peak_bytes()
+        );
+        // Under QEMU this ends the run; a real board goes on with the next session.
+        app::finish::<L, _, C>(link, handler, bytes);
+    }
 }
 
 /// Prints (and logs) the `MODEL` line.
 #[inline(never)]
-fn model_line(
-    uart: &mut board::Uart,
+fn model_line<L: Write>(
+    link: &mut L,
     kind: PrecisionKind,
     params: usize,
     bytes: usize,
@@ -317,14 +336,14 @@ fn model_line(
         arena_capacity: ARENA_BYTES as u64,
         positions: positions as u64,
     };
-    if protocol::write_model(&mut FmtOut::new(uart), &info).is_err() {
-        fault::exit(Exit::LinkFailed);
+    if protocol::write_model(&mut FmtOut::new(&mut *link), &info).is_err() {
+        app::end(link, Exit::LinkFailed);
     }
 }
 
 /// Runs each input line through the model and prints the `OUT`/`TXT`/`CNT` (and `ATT`)
 /// lines.
-struct ModelHandler<'n, 'w, P: Precision> {
+struct ModelHandler<'n, 'w, P: Precision, C, B> {
     runner: Runner<'n, 'static, 'w, P>,
     net: &'n Net<'static, P>,
     ids: [u16; MAX_STEPS],
@@ -333,7 +352,9 @@ struct ModelHandler<'n, 'w, P: Precision> {
     attention: bool,
     /// The beam width of the following lines (1: greedy).
     beam: u16,
-    counter: board::Counter,
+    counter: C,
+    /// High while a line is decoded.
+    busy: B,
     /// The phases of the line (`profile`).
     #[cfg(feature = "profile")]
     profile: Profile,
@@ -341,8 +362,8 @@ struct ModelHandler<'n, 'w, P: Precision> {
 
 /// Times the encoder pass and each decoder step with the board counter (and, with the
 /// `profile` feature, their phases).
-struct Meter<'c> {
-    counter: &'c mut board::Counter,
+struct Meter<'c, C> {
+    counter: &'c mut C,
     enc: u32,
     ticks: &'c mut [u32],
     steps: usize,
@@ -350,7 +371,7 @@ struct Meter<'c> {
     profile: &'c mut Profile,
 }
 
-impl<P: Precision> Observer<P> for Meter<'_> {
+impl<P: Precision, C: Counter> Observer<P> for Meter<'_, C> {
     fn encoded(&mut self, _positions: usize) {
         self.enc = self.counter.read();
         #[cfg(feature = "profile")]
@@ -378,7 +399,7 @@ impl<P: Precision> Observer<P> for Meter<'_> {
     }
 }
 
-impl Meter<'_> {
+impl<C: Counter> Meter<'_, C> {
     /// Step `index` has ended.
     fn tick(&mut self, index: usize) {
         let ticks = self.counter.read();
@@ -462,7 +483,7 @@ impl Profile {
 }
 
 #[cfg(feature = "profile")]
-impl Meter<'_> {
+impl<C: Counter> Meter<'_, C> {
     /// Instructions of one phase mark as the model's marks run it (the counter read and
     /// the bookkeeping): 16 marks in a row, counted, then the profile reset.
     #[inline(never)]
@@ -494,6 +515,21 @@ fn write_cnt_phases(
     protocol::write_cnt(out, insns(&enc), ticks.iter().map(insns), Some(&phases))
 }
 
+/// The greedy decoding of one line, out of line (as the model runner has always
+/// compiled it: the QEMU boards' instruction counts depend on its code generation). On
+/// the ARMv6-M parts (the only Cortex-M targets without 32-bit atomics) it is left to the
+/// compiler, which inlines it into the session as it always did there: its own frame
+/// would cost the micro:bit's 6 KB stack about 500 bytes it does not have.
+#[cfg_attr(target_has_atomic = "32", inline(never))]
+fn greedy<P: Precision, O: Observer<P>>(
+    runner: &mut Runner<'_, 'static, '_, P>,
+    text: &str,
+    ids: &mut [u16],
+    observer: &mut O,
+) -> Result<usize, Error> {
+    runner.translate_line::<Error>(text, ids, observer, |_| Ok(()))
+}
+
 /// Prints one `ATT` line per decoder step.
 struct AttPrinter<'o> {
     out: &'o mut dyn Sink,
@@ -518,7 +554,7 @@ where
     }
 }
 
-impl<'n, 'w, P: Precision> ModelHandler<'n, 'w, P>
+impl<'n, 'w, P: Precision, C: Counter, B> ModelHandler<'n, 'w, P, C, B>
 where
     P::Act: RawAct,
 {
@@ -527,6 +563,7 @@ where
         net: &'n Net<'static, P>,
         arena: &'w mut [u32],
         positions: usize,
+        busy: B,
     ) -> Result<Self, Error> {
         // The widest beam up to the board's that fits beside the workspace.
         let plan = Plan::new::<P>(&net.desc, positions).bytes();
@@ -546,14 +583,15 @@ where
             ticks: [0; MAX_STEPS],
             attention: false,
             beam: 1,
-            counter: board::Counter::new(),
+            counter: C::new(),
+            busy,
             #[cfg(feature = "profile")]
             profile: Profile::new(),
         })
     }
 }
 
-impl<P: Precision> LineHandler for ModelHandler<'_, '_, P>
+impl<P: Precision, C: Counter, B: OutputPin> LineHandler for ModelHandler<'_, '_, P, C, B>
 where
     P::Act: RawAct,
 {
@@ -596,15 +634,18 @@ where
         };
         #[cfg(feature = "profile")]
         let mark_insns = meter.mark_insns::<P>();
+        // A pin error has nowhere to go: the decode goes on untimed by the analyser.
+        let _ = self.busy.set_high();
         meter.counter.start();
-        let n = if MAX_BEAM != 0 && self.beam > 1 {
+        let decoded = if MAX_BEAM != 0 && self.beam > 1 {
             let search = Search::of(&self.net.desc, self.beam.into());
             self.runner
-                .beam_line::<Error>(text, search, &mut self.ids, &mut meter, |_| Ok(()))?
+                .beam_line::<Error>(text, search, &mut self.ids, &mut meter, |_| Ok(()))
         } else {
-            self.runner
-                .translate_line::<Error>(text, &mut self.ids, &mut meter, |_| Ok(()))?
+            greedy(&mut self.runner, text, &mut self.ids, &mut meter)
         };
+        let _ = self.busy.set_low();
+        let n = decoded?;
         let (enc, steps) = (meter.enc, meter.steps);
 
         let ids = self.ids.get(..n).unwrap_or(&[]);

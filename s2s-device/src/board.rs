@@ -3,7 +3,9 @@
 //! region, QEMU machine) and `xtask` (targets to build) take from it.
 //!
 //! Adding a board that QEMU emulates is one entry in [`BOARDS`] plus its UART and counter
-//! driver, `firmware/src/boards/<name with _ for ->.rs`.
+//! driver, `firmware/src/boards/<name with _ for ->.rs` ([`Driver::Registers`]); a
+//! board driven through its HAL is an entry plus its crate in `firmware/boards/<dir>`
+//! ([`Driver::Hal`]), and a physical one says how it is flashed ([`Hardware`]).
 
 use crate::qemu::Qemu;
 
@@ -71,6 +73,57 @@ pub struct Board {
     pub capacities: Capacities,
     /// The QEMU machine that emulates it, for boards QEMU runs.
     pub qemu: Option<Qemu>,
+    /// Which firmware crate drives it.
+    pub driver: Driver,
+    /// The physical part, for boards one can buy and flash: how.
+    pub hardware: Option<Hardware>,
+}
+
+/// Which firmware crate drives a board. Both use the firmware library (`firmware/src`:
+/// the model runner, the line protocol, the measurements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// The `firmware` crate itself, with the board's register driver
+    /// `firmware/src/boards/<name, - as _>.rs` (the QEMU boards).
+    Registers,
+    /// A crate of its own in `firmware/boards/<dir>`, which drives the board through its
+    /// maintained HAL; it is built with `S2S_BOARD=<name>` and `--features <name>` and
+    /// its model runner is the binary `firmware`.
+    Hal {
+        /// The crate's directory under `firmware/boards/`.
+        dir: &'static str,
+    },
+}
+
+/// A physical board: what flashing it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hardware {
+    /// The chip as `probe-rs` names it (`probe-rs chip list`).
+    pub chip: &'static str,
+    /// How the firmware and the model get onto it.
+    pub flashing: Flashing,
+    /// Size of the flash erase sector that the model region starts with: the region
+    /// starts on such a boundary, so writing the model never erases the runtime.
+    pub model_sector: u32,
+    /// The cable and the serial link, in a few words.
+    pub link: &'static str,
+}
+
+/// How a board is flashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flashing {
+    /// With a debug probe (on the board): `probe-rs download` of the firmware ELF, then
+    /// of the model file as raw bytes at the model region.
+    Probe,
+    /// A UF2 file copied to the board's USB mass-storage bootloader (BOOTSEL), with the
+    /// model linked into the image at the model region.
+    Uf2 {
+        /// The UF2 family ID of the chip.
+        family_id: u32,
+        /// Bytes of the second-stage bootloader at the start of flash, just before the
+        /// runtime (`BOOT2` in `memory.x`; 0 for none).
+        boot2: u32,
+    },
 }
 
 const KIB: u32 = 1024;
@@ -131,6 +184,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["f32", "w8f32", "w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an386", "cortex-m4"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "lm3s6965evb",
@@ -141,6 +196,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(40 * 1024, 64, 64, 1024, 4),
         qemu: qemu("lm3s6965evb", "cortex-m3"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "mps2-an385",
@@ -151,6 +208,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an385", "cortex-m3"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "microbit",
@@ -161,6 +220,8 @@ pub const BOARDS: &[Board] = &[
         precisions: &["w8a16"],
         capacities: caps(10_064, 25, 32, 256, 0),
         qemu: qemu("microbit", "cortex-m0"),
+        driver: Driver::Registers,
+        hardware: None,
     },
     Board {
         name: "mps2-an505",
@@ -171,8 +232,84 @@ pub const BOARDS: &[Board] = &[
         precisions: &["f32", "w8f32", "w8a16"],
         capacities: caps(1024 * 1024, 256, 256, 1024, 8),
         qemu: qemu("mps2-an505", "cortex-m33"),
+        driver: Driver::Registers,
+        hardware: None,
+    },
+    Board {
+        name: "nucleo-f411re",
+        summary: "ST Nucleo-F411RE, STM32F411RE, Cortex-M4F at 100 MHz (HSI and PLL); 512 KiB flash (runtime in sectors 0-5, the model in sectors 6-7), 128 KiB SRAM",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 100_000_000,
+        memory: map((0x0800_0000, 256 * KIB), (0x0804_0000, 256 * KIB), (0x2000_0000, 128 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(64 * 1024, 64, 64, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "stm32f4" },
+        hardware: Some(Hardware {
+            chip: "STM32F411RETx",
+            flashing: Flashing::Probe,
+            model_sector: 128 * KIB,
+            link: "USB to the ST-LINK/V2-1: USART2 (PA2/PA3) through its virtual COM port, 115200 8N1",
+        }),
+    },
+    Board {
+        name: "nrf52840-dk",
+        summary: "Nordic nRF52840 DK, nRF52840, Cortex-M4F at 64 MHz; 1 MiB flash in 4 KiB pages (runtime 256 KiB, the model 768 KiB), 256 KiB SRAM",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 64_000_000,
+        memory: map((0x0000_0000, 256 * KIB), (0x0004_0000, 768 * KIB), (0x2000_0000, 256 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(128 * 1024, 128, 128, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "nrf52840" },
+        hardware: Some(Hardware {
+            chip: "nRF52840_xxAA",
+            flashing: Flashing::Probe,
+            model_sector: 4 * KIB,
+            link: "USB to the J-Link OB (J2): UARTE0 (P0.06 TX, P0.08 RX, P0.05 RTS, P0.07 CTS) through its virtual COM port, 115200 8N1 with hardware flow control",
+        }),
+    },
+    Board {
+        name: "rp-pico",
+        summary: "Raspberry Pi Pico, RP2040, Cortex-M0+ at 125 MHz; 2 MiB QSPI flash in 4 KiB sectors (the 256-byte second-stage bootloader, the runtime to 512 KiB, the model 1536 KiB), 264 KiB SRAM",
+        target: "thumbv6m-none-eabi",
+        clock_hz: 125_000_000,
+        memory: map((0x1000_0100, 512 * KIB - 256), (0x1008_0000, 1536 * KIB), (0x2000_0000, 264 * KIB)),
+        precisions: &["w8a16"],
+        capacities: caps(128 * 1024, 128, 128, 1024, 4),
+        qemu: None,
+        driver: Driver::Hal { dir: "rp2040" },
+        hardware: Some(Hardware {
+            chip: "RP2040",
+            flashing: Flashing::Uf2 {
+                family_id: 0xE48B_FF56,
+                boot2: 256,
+            },
+            model_sector: 4 * KIB,
+            link: "a USB cable: USB CDC serial (usbd-serial) from the RP2040 itself",
+        }),
+    },
+    Board {
+        name: "netduinoplus2",
+        summary: "Netduino Plus 2 as QEMU emulates it: STM32F405, Cortex-M4F at its reset clock (16 MHz HSI; QEMU's SysTick counts at 168 MHz); 1 MiB flash (runtime in sectors 0-5, the model in sectors 6-11), 128 KiB SRAM; the Nucleo-F411RE's firmware crate and capacities",
+        target: "thumbv7em-none-eabihf",
+        clock_hz: 168_000_000,
+        memory: map((0x0800_0000, 256 * KIB), (0x0804_0000, 768 * KIB), (0x2000_0000, 128 * KIB)),
+        precisions: &["f32", "w8f32", "w8a16"],
+        capacities: caps(64 * 1024, 64, 64, 1024, 4),
+        qemu: qemu("netduinoplus2", "cortex-m4"),
+        driver: Driver::Hal { dir: "stm32f4" },
+        hardware: None,
     },
 ];
+
+/// The boards whose firmware is the `firmware` crate with a register driver under QEMU
+/// ([`Driver::Registers`]): every binary of that crate runs on them.
+pub fn register_boards() -> impl Iterator<Item = &'static Board> {
+    BOARDS
+        .iter()
+        .filter(|b| b.driver == Driver::Registers && b.qemu.is_some())
+}
 
 /// The board named `name`.
 pub fn find(name: &str) -> Option<&'static Board> {
@@ -205,6 +342,11 @@ impl Board {
             self.name, self.summary
         )?;
         writeln!(out, "MEMORY\n{{")?;
+        let boot2 = self.boot2();
+        if boot2 > 0 {
+            let origin = m.flash.origin - boot2;
+            writeln!(out, "  BOOT2 : ORIGIN = {origin:#010x}, LENGTH = {boot2}")?;
+        }
         for (name, r) in [("FLASH", m.flash), ("MODEL", m.model), ("RAM", m.ram)] {
             writeln!(
                 out,
@@ -213,8 +355,26 @@ impl Board {
             )?;
         }
         writeln!(out, "}}\n")?;
+        if boot2 > 0 {
+            // The second-stage bootloader, first in flash (the `.boot2` static).
+            writeln!(
+                out,
+                "SECTIONS {{\n  .boot2 ORIGIN(BOOT2) : {{ KEEP(*(.boot2)); }} > BOOT2\n}} INSERT BEFORE .text;\n"
+            )?;
+        }
         writeln!(out, "__model_start = ORIGIN(MODEL);")?;
         writeln!(out, "__model_end = ORIGIN(MODEL) + LENGTH(MODEL);")
+    }
+
+    /// Bytes of the second-stage bootloader before the runtime (RP2040), else 0.
+    pub fn boot2(&self) -> u32 {
+        match self.hardware {
+            Some(Hardware {
+                flashing: Flashing::Uf2 { boot2, .. },
+                ..
+            }) => boot2,
+            _ => 0,
+        }
     }
 
     /// The flash of a program that links its model in (the embed examples,
@@ -281,6 +441,43 @@ mod tests {
             default_for_target("thumbv7em-none-eabihf").unwrap().name,
             "mps2-an386"
         );
+    }
+
+    #[test]
+    fn real_boards_keep_the_model_on_its_own_erase_sectors() {
+        let mut real = 0;
+        for b in BOARDS {
+            if let Some(h) = b.hardware {
+                real += 1;
+                assert_eq!(b.memory.model.origin % h.model_sector, 0, "{}", b.name);
+                assert!(matches!(b.driver, Driver::Hal { .. }), "{}", b.name);
+            }
+        }
+        assert!(real >= 1);
+        // The HAL board QEMU runs shares its crate with a real board.
+        let qemu = find("netduinoplus2").unwrap();
+        assert_eq!(qemu.driver, find("nucleo-f411re").unwrap().driver);
+        assert!(register_boards().all(|b| b.driver == Driver::Registers));
+        assert!(register_boards().all(|b| b.name != "netduinoplus2"));
+    }
+
+    #[test]
+    fn the_pico_memory_x_puts_the_bootloader_first() {
+        let mut s = String::new();
+        find("rp-pico").unwrap().write_memory_x(&mut s).unwrap();
+        assert!(
+            s.contains("BOOT2 : ORIGIN = 0x10000000, LENGTH = 256"),
+            "{s}"
+        );
+        assert!(
+            s.contains("FLASH : ORIGIN = 0x10000100, LENGTH = 524032"),
+            "{s}"
+        );
+        assert!(s.contains("MODEL : ORIGIN = 0x10080000"), "{s}");
+        assert!(s.contains("INSERT BEFORE .text;"), "{s}");
+        let mut m = String::new();
+        find("microbit").unwrap().write_memory_x(&mut m).unwrap();
+        assert!(!m.contains("BOOT2"), "{m}");
     }
 
     #[test]

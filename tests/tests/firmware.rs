@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_tools::device::{self, qemu, Firmware, QemuOptions, QemuReport};
 use rnn_core::{Masked, Recurrent, ResetMode};
-use s2s_device::board::{find, Board, BOARDS};
+use s2s_device::board::{find, Board};
 use s2s_device::exit::Exit;
 use s2s_device::protocol::PHASES;
 use s2s_kernels::{Fmt, Phase, PrecisionKind, Requant};
@@ -414,8 +414,9 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
 /// Runtime flash (`STATS flash_runtime`) of the micro:bit's minimal netra build (`s2s
 /// qemu --minimal`: w8a16, gru, additive, no defmt): the size of a build is
 /// deterministic, so this is the measured size (BENCHMARKS.md); lower it when a change
-/// makes the runtime smaller.
-const MICROBIT_MINIMAL_FLASH: usize = 60_920;
+/// makes the runtime smaller. (61,184 since the firmware became a library generic over the
+/// link, counter and pin: 264 bytes more than the 60,920 before.)
+const MICROBIT_MINIMAL_FLASH: usize = 61_184;
 /// The micro:bit's stack peak serving netra w8a16 (default build) when the minimal
 /// build came: the minimal build uses no more.
 const MICROBIT_NETRA_STACK_PEAK: usize = 6_216;
@@ -761,7 +762,7 @@ fn an_f32_model_on_the_microbit_is_an_unsupported_precision() {
 
 #[test]
 fn panics_and_hardfaults_end_the_run_with_their_status() {
-    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+    for board in s2s_device::board::register_boards() {
         let name = board.name;
         for (bin, status) in [
             ("panic-test", Exit::Panic),
@@ -819,7 +820,7 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
             .collect()
     };
     let firmware = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
-    for board in BOARDS.iter().filter(|b| b.qemu.is_some()) {
+    for board in s2s_device::board::register_boards() {
         let name = board.name;
         let normal = firmware
             .build(board, "firmware", true)

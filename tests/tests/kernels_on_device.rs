@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use host_tools::device::bench::{self, has_fpu};
 use host_tools::device::{qemu, Firmware};
-use s2s_device::board::{find, Board, BOARDS};
+use s2s_device::board::{find, Board};
 use s2s_tests::scratch_dir;
 
 /// A whole suite run takes about 20 s of QEMU on the slowest board.
@@ -25,9 +25,9 @@ fn board(name: &str) -> &'static Board {
     find(name).unwrap_or_else(|| panic!("{name} is not in the board table"))
 }
 
-/// The boards QEMU runs.
+/// The boards QEMU runs with a register driver (every binary of the firmware crate).
 fn qemu_boards() -> impl Iterator<Item = &'static Board> {
-    BOARDS.iter().filter(|b| b.qemu.is_some())
+    s2s_device::board::register_boards()
 }
 
 /// Builds one firmware binary for `board` (release).

@@ -99,18 +99,15 @@ impl Ctx {
         while let Some(a) = rest.next() {
             match (a.as_str(), rest.next()) {
                 ("--board", Some(name)) => boards.push(
-                    s2s_device::board::find(name)
-                        .filter(|b| b.qemu.is_some())
+                    s2s_device::board::register_boards()
+                        .find(|b| b.name == name)
                         .ok_or_else(|| format!("--board {name}: not a QEMU board of the table"))?,
                 ),
                 _ => return Err(format!("bench-device: unexpected argument {a:?}\n{USAGE}")),
             }
         }
         if boards.is_empty() {
-            boards = s2s_device::BOARDS
-                .iter()
-                .filter(|b| b.qemu.is_some())
-                .collect();
+            boards = s2s_device::board::register_boards().collect();
         }
         self.models()?;
         println!("==> bench-device");

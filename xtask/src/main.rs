@@ -18,6 +18,8 @@
 //!   instruction counts, flash and RAM, and an attention heatmap in the terminal;
 //! * `bench-device [--board B]...`: the kernels' and the real models' instruction counts
 //!   on the QEMU boards, the models' by phase, into `BENCHMARKS.md` (see `bench.rs`);
+//! * `flash --board B --model M.s2s`: the firmware and a model onto a physical board
+//!   (see `flash.rs`);
 //! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
 //!
 //! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
@@ -32,11 +34,14 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime};
 
 mod bench;
+mod boards;
 mod experiment;
+mod flash;
 mod fuzz;
 mod heldout;
 mod test;
 mod train_check;
+mod uf2;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -130,6 +135,11 @@ commands:
           models, then per QEMU board (all, or each B) the kernels' instructions per MAC
           or element and the models' per decoded token by phase (the firmware's
           `profile` feature); prints them and writes them into BENCHMARKS.md
+  flash --board B --model M.s2s
+          build the firmware of a physical board (nucleo-f411re, nrf52840-dk: probe-rs
+          writes it and the model at the model region; rp-pico: a UF2 with the model
+          linked in, copied to a mounted RPI-RP2 drive); prints the commands left and
+          fails without probe-rs, a probe or the drive
   fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
   train-check
@@ -149,6 +159,10 @@ fn main() -> ExitCode {
         ["bench-device", ref rest @ ..] => Ctx::new().and_then(|c| {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             c.bench_device(&rest)
+        }),
+        ["flash", ref rest @ ..] => Ctx::new().and_then(|c| {
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            c.flash(&rest)
         }),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
         ["train-check"] => Ctx::new().and_then(|c| {

@@ -100,7 +100,7 @@ impl Ctx {
         steps.step("train the date model (CI size, release)", || {
             self.train_check()
         })?;
-        for board in s2s_device::BOARDS {
+        for board in s2s_device::board::register_boards() {
             steps.step(&format!("firmware clippy for {}", board.name), || {
                 self.run(
                     self.cargo()
@@ -127,7 +127,13 @@ impl Ctx {
             )
         })?;
         steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
-        for board in s2s_device::BOARDS {
+        for board in super::boards::hal_boards() {
+            steps.step(
+                &format!("HAL board crate for {}: fmt, clippy, link", board.name),
+                || self.hal_board_check(board),
+            )?;
+        }
+        for board in s2s_device::board::register_boards() {
             steps.step(&format!("no-panic link check for {}", board.name), || {
                 self.no_panic_check(board, None)
             })?;
@@ -213,8 +219,8 @@ impl Ctx {
         c
     }
 
-    /// The firmware and the Rust embed example (their own workspaces) must ask for the
-    /// same Rust as the workspace.
+    /// The firmware, its board crates and the Rust embed example (their own workspaces)
+    /// must ask for the same Rust as the workspace.
     fn check_rust_versions(&self) -> Result {
         let version = |path: &Path| -> Result<String> {
             read(path)?
@@ -229,7 +235,17 @@ impl Ctx {
                 .ok_or_else(|| format!("{}: no rust-version", path.display()))
         };
         let workspace = version(&self.root.join("Cargo.toml"))?;
-        for own in ["firmware/Cargo.toml", "examples/rust/Cargo.toml"] {
+        let mut own = vec![
+            "firmware/Cargo.toml".to_string(),
+            "examples/rust/Cargo.toml".to_string(),
+        ];
+        for board in super::boards::hal_boards() {
+            if let s2s_device::board::Driver::Hal { dir } = board.driver {
+                own.push(format!("firmware/boards/{dir}/Cargo.toml"));
+            }
+        }
+        own.dedup();
+        for own in &own {
             let v = version(&self.root.join(own))?;
             if workspace != v {
                 return Err(format!(
@@ -238,7 +254,7 @@ impl Ctx {
             }
         }
         println!(
-            "rust-version {workspace} in the workspace, the firmware and the Rust embed example"
+            "rust-version {workspace} in the workspace, the firmware, its board crates and the Rust embed example"
         );
         Ok(())
     }

@@ -30,7 +30,8 @@ use core::hint::black_box;
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use embedded_io::Write as _;
-use firmware::{app, board, fault, measure};
+use firmware::boards::board;
+use firmware::{app, fault, measure, Counter as _};
 use s2s_device::exit::Exit;
 use s2s_kernels::{Layout, Linear, Precision, Requant, W8A16Portable, W8A16};
 

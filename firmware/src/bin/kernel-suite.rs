@@ -20,7 +20,8 @@ use core::mem::MaybeUninit;
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use embedded_io::Write as _;
-use firmware::{app, board, fault, heap};
+use firmware::boards::board;
+use firmware::{app, fault, heap};
 use s2s_device::exit::Exit;
 use s2s_kernels::suite::{self, IntFixture, Scale, Tolerances, W8A16_TOL};
 use s2s_kernels::{Precision, W8A16Portable, W8A16};

@@ -13,7 +13,8 @@ use core::fmt::Write as _;
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
 use firmware::app::{self, HandlerError, LineHandler};
-use firmware::{board, measure};
+use firmware::boards::board;
+use firmware::{measure, Counter as _};
 use s2s_kernels::text::Sink;
 
 /// Runs `subs r0, #1; bne` `n` times: 2n instructions (n > 0).

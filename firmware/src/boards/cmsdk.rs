@@ -81,9 +81,7 @@ impl<const BASE: usize> Counter<BASE> {
             Self::reg(Self::VALUE).write(u32::MAX);
             Self::reg(Self::CTRL).write(Self::CTRL_EN);
         }
-        let mut c = Counter { start: 0 };
-        c.start();
-        c
+        Counter { start: Self::now() }
     }
 
     fn now() -> u32 {

@@ -11,7 +11,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use cortex_m_rt::exception;
 
-use super::{Polled, Reg, Serial, BOARD};
+use super::{Polled, Reg, Serial};
+use crate::BOARD;
 
 // The system clock after `clock_init` is the board's clock (QEMU's 12.5 MHz reset clock
 // gave 1.6 ticks per instruction instead of 6.4).
@@ -150,9 +151,7 @@ impl Counter {
             reg(SYST_CVR).write(0);
             reg(SYST_CSR).write(CSR_ENABLE_TICKINT_CLKSOURCE);
         }
-        let mut c = Counter { start: 0 };
-        c.start();
-        c
+        Counter { start: Self::now() }
     }
 
     fn now() -> u32 {

@@ -101,9 +101,7 @@ impl Counter {
             reg(TIMER0 + TIMER_START).write(1);
             TIMER_RUNNING.store(true, Ordering::Relaxed);
         }
-        let mut c = Counter { start: 0 };
-        c.start();
-        c
+        Counter { start: Self::now() }
     }
 
     fn now() -> u32 {

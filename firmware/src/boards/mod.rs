@@ -1,22 +1,25 @@
-//! The board: [`BOARD`], its entry in `s2s_device::BOARDS` (chosen by `build.rs` from
-//! `S2S_BOARD`), and [`board`], its driver `src/boards/<name>.rs`, which every board
-//! writes with the same items: `Uart` (implements `embedded_io::{Read, Write}`),
-//! `Counter` (a deterministic tick counter at the board's clock) and `INVALID_ADDR`.
+//! The QEMU boards' register drivers: [`board`], the driver `src/boards/<name>.rs` of
+//! [`BOARD`] (chosen by `build.rs` from `S2S_BOARD`), which every such board writes with
+//! the same items: `Uart` (implements `embedded_io::{Read, Write}`), `Counter` (a
+//! deterministic tick counter at the board's clock, a [`crate::Counter`]) and
+//! `INVALID_ADDR`.
 //! Raw register access stays in these modules; drivers that several boards share
 //! (`cmsdk`) are modules here.
 
-/// `start`, `read` and `Default` of a board's `Counter`, from its `new` and `now` and
-/// its `start: u32` field (the same code for every board).
+/// The [`crate::Counter`] and `Default` of a board's `Counter`, from its `new` and `now`
+/// and its `start: u32` field (the same code for every board).
 macro_rules! counter_common {
     ([$($g:tt)*] $t:ty) => {
-        impl<$($g)*> $t {
-            /// Restarts counting from now.
-            pub fn start(&mut self) {
+        impl<$($g)*> $crate::Counter for $t {
+            fn new() -> Self {
+                <$t>::new()
+            }
+
+            fn start(&mut self) {
                 self.start = Self::now();
             }
 
-            /// Ticks since the last `start` (wraps after 2^32 ticks).
-            pub fn read(&self) -> u32 {
+            fn read(&self) -> u32 {
                 Self::now().wrapping_sub(self.start)
             }
         }
@@ -33,7 +36,7 @@ pub mod cmsdk;
 
 use core::convert::Infallible;
 
-include!(concat!(env!("OUT_DIR"), "/board.rs"));
+include!(concat!(env!("OUT_DIR"), "/driver.rs"));
 
 /// A polled byte UART, as a board driver writes it: [`Polled`] makes it an
 /// `embedded_io::{Read, Write}`.

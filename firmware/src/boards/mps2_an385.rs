@@ -4,7 +4,8 @@
 //! UART0 is the CMSDK APB UART at 0x4000_4000 (QEMU's first `-serial`); the counter is
 //! CMSDK APB TIMER0 at 0x4000_0000, clocked at SYSCLK.
 
-use super::{cmsdk, Polled, BOARD};
+use super::{cmsdk, Polled};
+use crate::BOARD;
 
 /// The console UART (UART0), clocked by SYSCLK (the board's clock).
 pub type Uart = Polled<cmsdk::Uart<0x4000_4000, { BOARD.clock_hz }>>;

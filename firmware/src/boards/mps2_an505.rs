@@ -6,7 +6,8 @@
 //! `-serial`); the counter is the IoTKit CMSDK APB TIMER0 at 0x5000_0000 (Secure alias of
 //! 0x4000_0000). Memory map: the board table (`s2s-device`).
 
-use super::{cmsdk, Polled, BOARD};
+use super::{cmsdk, Polled};
+use crate::BOARD;
 
 /// The console UART (UART0), clocked by SYSCLK (the board's clock).
 pub type Uart = Polled<cmsdk::Uart<0x5020_0000, { BOARD.clock_hz }>>;

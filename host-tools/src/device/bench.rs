@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_weights_fit_each_region() {
-        for b in s2s_device::BOARDS.iter().filter(|b| b.qemu.is_some()) {
+        for b in s2s_device::board::register_boards() {
             let w = weights(b);
             assert!(w.len() <= b.memory.model.length as usize, "{}", b.name);
             assert!(w.len() >= 192 * 64, "{}", b.name);

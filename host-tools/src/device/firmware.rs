@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use s2s_device::{Board, BOARDS};
+use s2s_device::board::Driver;
+use s2s_device::Board;
 use seq2seq::{ModelFile, PrecisionKind};
 
 use crate::error::{Error, Result};
@@ -79,6 +80,15 @@ impl Firmware {
         self.cargo_build(board, bin, release, features, true)
     }
 
+    /// The crate that builds `board`'s firmware: this directory for the boards with a
+    /// register driver, `boards/<dir>` for a HAL board (`s2s_device::board::Driver`).
+    pub fn crate_dir(&self, board: &Board) -> PathBuf {
+        match board.driver {
+            Driver::Registers => self.dir.clone(),
+            Driver::Hal { dir } => self.dir.join("boards").join(dir),
+        }
+    }
+
     fn cargo_build(
         &self,
         board: &Board,
@@ -88,12 +98,20 @@ impl Firmware {
         minimal: bool,
     ) -> Result<PathBuf> {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut target_dir = self.dir.join("target");
+        let dir = self.crate_dir(board);
+        if dir != self.dir && (minimal || !features.is_empty() || bin != "firmware") {
+            return Err(Error::usage(format!(
+                "{} is built by its own crate ({}): only its default `firmware` binary,                  without extra features or a minimal build",
+                board.name,
+                dir.display()
+            )));
+        }
+        let mut target_dir = dir.join("target");
         if minimal {
             target_dir.push("minimal");
         }
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(&self.dir)
+        cmd.current_dir(&dir)
             .args(["build", "--bin", bin, "--target", board.target])
             .arg("--target-dir")
             .arg(&target_dir)
@@ -103,6 +121,11 @@ impl Firmware {
         }
         if minimal {
             cmd.arg("--no-default-features");
+        }
+        let mut features = features.to_vec();
+        if dir != self.dir {
+            // A HAL board's crate: the board is also its feature (the chip).
+            features.push(board.name);
         }
         if !features.is_empty() {
             cmd.args(["--features", &features.join(",")]);
@@ -143,11 +166,11 @@ pub fn minimal_features(file: &ModelFile<'_>) -> Vec<&'static str> {
     v
 }
 
-/// The board with the least runtime flash that compiles `precision` by default (the
+/// The QEMU board with a register driver (which has the minimal builds) with the least
+/// runtime flash that compiles `precision` by default (the
 /// first in the table of those with as little), if any.
 pub fn smallest_board(precision: PrecisionKind) -> Option<&'static Board> {
-    BOARDS
-        .iter()
+    s2s_device::board::register_boards()
         .filter(|b| b.precisions.contains(&precision.name()))
         .min_by_key(|b| b.memory.flash.length)
 }

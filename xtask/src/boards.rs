@@ -1,0 +1,70 @@
+//! The boards driven through their HAL (`firmware/boards/<crate>`, each its own cargo
+//! workspace): their CI step, `cargo xtask test`'s rustfmt, clippy and link of each
+//! board's firmware.
+
+use std::process::Command;
+
+use s2s_device::board::Driver;
+use s2s_device::Board;
+
+use super::*;
+
+/// The boards whose firmware is a HAL crate of `firmware/boards/`.
+pub(crate) fn hal_boards() -> impl Iterator<Item = &'static Board> {
+    s2s_device::BOARDS
+        .iter()
+        .filter(|b| matches!(b.driver, Driver::Hal { .. }))
+}
+
+impl Ctx {
+    /// The directory of a HAL board's crate.
+    pub(crate) fn hal_crate(&self, board: &Board) -> Result<PathBuf> {
+        match board.driver {
+            Driver::Hal { dir } => Ok(self.root.join("firmware/boards").join(dir)),
+            Driver::Registers => Err(format!(
+                "{} is built by the firmware crate itself, not a board crate",
+                board.name
+            )),
+        }
+    }
+
+    /// `cargo <command> --release --features <board>` in the board's crate, for the
+    /// board (`S2S_BOARD`).
+    pub(crate) fn hal_cargo(&self, board: &Board, command: &str) -> Result<Command> {
+        let mut c = self.cargo();
+        c.args([command, "--release", "--target", board.target])
+            .args(["--features", board.name])
+            .env("S2S_BOARD", board.name)
+            .current_dir(self.hal_crate(board)?);
+        Ok(c)
+    }
+
+    /// The CI step of a HAL board: rustfmt of its crate, clippy, and the link of its
+    /// `firmware` binary (the ELF that `cargo xtask flash` writes, or that the tests run
+    /// under QEMU); prints its size.
+    pub(crate) fn hal_board_check(&self, board: &Board) -> Result {
+        let dir = self.hal_crate(board)?;
+        self.run(
+            self.cargo()
+                .args(["fmt", "--", "--check"])
+                .current_dir(&dir),
+        )?;
+        self.run(
+            self.hal_cargo(board, "clippy")?
+                .args(["--", "-D", "warnings"]),
+        )?;
+        self.run(&mut self.hal_cargo(board, "build")?)?;
+        let elf = self.hal_elf(board)?;
+        println!("{}: linked {}", board.name, elf.display());
+        Ok(())
+    }
+
+    /// The firmware ELF of a HAL board's release build.
+    pub(crate) fn hal_elf(&self, board: &Board) -> Result<PathBuf> {
+        Ok(self
+            .hal_crate(board)?
+            .join("target")
+            .join(board.target)
+            .join("release/firmware"))
+    }
+}
