@@ -1,7 +1,8 @@
 //! The session of the line protocol (`s2s_device::protocol`) over the UART, generic over
 //! `embedded_io::{Read, Write}`: `READY`, then each request line handed to a
 //! [`LineHandler`] (`ERR <reason>` when it fails), then `DONE` and `STATS` at the end of
-//! the session, and QEMU exits with status 0.
+//! the session, and once the host has acknowledged them (`protocol::ACK`) QEMU exits
+//! with status 0.
 
 use core::fmt;
 
@@ -122,7 +123,7 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
                         _ if too_long => Err(HandlerError("line too long").into()),
                         Request::Source(text) => handler.handle(text, &mut out),
                         Request::Command(cmd) => handler.command(cmd, &mut out),
-                        Request::Unknown(_) | Request::End => {
+                        Request::Unknown(_) | Request::End | Request::Ack => {
                             Err(HandlerError(UNKNOWN_COMMAND).into())
                         }
                     };
@@ -173,7 +174,8 @@ pub fn ready(uart: &mut board::Uart) {
 
 /// The rest of a firmware run after [`start`]: runs the [`session`] with `handler`,
 /// prints the `DONE` and `STATS` lines (`model_bytes`: the size of the model served, 0
-/// for none) and exits QEMU with status 0 (or [`Exit::LinkFailed`] on an I/O error).
+/// for none), waits for the host's acknowledgement ([`await_ack`]) and exits QEMU with
+/// status 0 (or [`Exit::LinkFailed`] on an I/O error).
 pub fn finish<H: LineHandler + ?Sized>(
     uart: &mut board::Uart,
     handler: &mut H,
@@ -185,7 +187,41 @@ pub fn finish<H: LineHandler + ?Sized>(
         Err(_) => fault::exit(Exit::LinkFailed),
     };
     report(uart, &summary, model_bytes);
+    if await_ack(uart).is_err() {
+        fault::exit(Exit::LinkFailed);
+    }
     fault::exit(Exit::Success)
+}
+
+/// Reads lines until the host's [`protocol::ACK`] (other lines are dropped) or the end
+/// of input: the host has then read the last line, so ending the session (QEMU exits,
+/// closing a pseudo-terminal) loses nothing.
+pub fn await_ack<IO: Read>(io: &mut IO) -> Result<(), IO::Error> {
+    let mut line = [0u8; protocol::ACK.len()];
+    let (mut len, mut too_long) = (0, false);
+    let mut byte = [0u8; 1];
+    loop {
+        if io.read(&mut byte)? == 0 {
+            return Ok(());
+        }
+        match byte[0] {
+            b'\r' => {}
+            b'\n' => {
+                let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
+                if !too_long && request == Request::Ack {
+                    return Ok(());
+                }
+                (len, too_long) = (0, false);
+            }
+            b => match line.get_mut(len) {
+                Some(slot) => {
+                    *slot = b;
+                    len += 1;
+                }
+                None => too_long = true,
+            },
+        }
+    }
 }
 
 /// The whole firmware run of a handler that needs no set-up: [`start`], then
