@@ -123,7 +123,7 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized>(
                         _ if too_long => Err(HandlerError("line too long").into()),
                         Request::Source(text) => handler.handle(text, &mut out),
                         Request::Command(cmd) => handler.command(cmd, &mut out),
-                        Request::Unknown(_) | Request::End | Request::Ack => {
+                        Request::Unknown(_) | Request::End => {
                             Err(HandlerError(UNKNOWN_COMMAND).into())
                         }
                     };
@@ -195,10 +195,12 @@ pub fn finish<H: LineHandler + ?Sized>(
 
 /// Reads lines until the host's [`protocol::ACK`] (other lines are dropped) or the end
 /// of input: the host has then read the last line, so ending the session (QEMU exits,
-/// closing a pseudo-terminal) loses nothing.
+/// closing a pseudo-terminal) loses nothing. (The line is matched byte by byte, without
+/// a buffer or the request parser: a few dozen bytes of flash.)
 pub fn await_ack<IO: Read>(io: &mut IO) -> Result<(), IO::Error> {
-    let mut line = [0u8; protocol::ACK.len()];
-    let (mut len, mut too_long) = (0, false);
+    let ack = protocol::ACK.as_bytes();
+    // Bytes of the line that match ACK so far; past `ack.len()` once the line differs.
+    let mut matched = 0;
     let mut byte = [0u8; 1];
     loop {
         if io.read(&mut byte)? == 0 {
@@ -206,20 +208,10 @@ pub fn await_ack<IO: Read>(io: &mut IO) -> Result<(), IO::Error> {
         }
         match byte[0] {
             b'\r' => {}
-            b'\n' => {
-                let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
-                if !too_long && request == Request::Ack {
-                    return Ok(());
-                }
-                (len, too_long) = (0, false);
-            }
-            b => match line.get_mut(len) {
-                Some(slot) => {
-                    *slot = b;
-                    len += 1;
-                }
-                None => too_long = true,
-            },
+            b'\n' if matched == ack.len() => return Ok(()),
+            b'\n' => matched = 0,
+            b if ack.get(matched) == Some(&b) => matched += 1,
+            _ => matched = ack.len() + 1,
         }
     }
 }

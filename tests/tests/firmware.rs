@@ -414,8 +414,9 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
 /// Runtime flash (`STATS flash_runtime`) of the micro:bit's minimal netra build (`s2s
 /// qemu --minimal`: w8a16, gru, additive, no defmt): the size of a build is
 /// deterministic, so this is the measured size (BENCHMARKS.md); lower it when a change
-/// makes the runtime smaller.
-const MICROBIT_MINIMAL_FLASH: usize = 60_920;
+/// makes the runtime smaller. (60,920 before the serial handshake: the `MODEL` line's
+/// CRC and the wait for the host's acknowledgement of `STATS` added 170 bytes.)
+const MICROBIT_MINIMAL_FLASH: usize = 61_090;
 /// The micro:bit's stack peak serving netra w8a16 (default build) when the minimal
 /// build came: the minimal build uses no more.
 const MICROBIT_NETRA_STACK_PEAK: usize = 6_216;

@@ -273,6 +273,9 @@ impl Link for Uart {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 Err(std::io::ErrorKind::TimedOut.into())
             }
+            // QEMU exited with lines sent but unread (a firmware that ended early): the
+            // socket is reset rather than closed. Either way the board has gone.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(0),
             r => r,
         }
     }

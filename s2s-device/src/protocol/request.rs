@@ -55,8 +55,6 @@ pub enum Request<'a> {
     Unknown(&'a [u8]),
     /// The end of the session: `.` or an empty line.
     End,
-    /// [`ACK`]: the host has read the `STATS` line that answers [`Request::End`].
-    Ack,
 }
 
 /// The line that ends a session.
@@ -64,7 +62,8 @@ pub const END: &str = ".";
 /// The line the host sends once it has read the `STATS` line after [`END`]: the
 /// firmware ends the session only then (QEMU exits; a real board starts over), so that a
 /// link which closes when the board goes away (a pseudo-terminal under QEMU) cannot
-/// lose the last lines. Like a command it starts with the byte 0x01, so no source is one.
+/// lose the last lines. Like a command it starts with the byte 0x01, so no source is one;
+/// within a session it is an unknown command. The firmware matches it byte by byte.
 pub const ACK: &str = "\u{1}ack";
 /// The first byte of a command.
 const COMMAND: u8 = 0x01;
@@ -97,7 +96,6 @@ pub fn write_request(out: &mut dyn Sink, r: &Request<'_>) -> fmt::Result {
         }
         Request::Unknown(_) => return Err(fmt::Error),
         Request::End => out.put(END)?,
-        Request::Ack => out.put(ACK)?,
     }
     out.put("\n")
 }
@@ -106,7 +104,6 @@ pub fn write_request(out: &mut dyn Sink, r: &Request<'_>) -> fmt::Result {
 pub fn parse_request(line: &[u8]) -> Request<'_> {
     match line {
         [] | b"." => Request::End,
-        [COMMAND, b'a', b'c', b'k'] => Request::Ack,
         [COMMAND, text @ ..] => core::str::from_utf8(text)
             .ok()
             .and_then(Command::parse)
@@ -129,15 +126,13 @@ mod tests {
             Request::Command(Command::Beam(1)),
             Request::Command(Command::Beam(65535)),
             Request::End,
-            Request::Ack,
         ] {
             let mut s = String::new();
             write_request(&mut s, &r).unwrap();
             assert_eq!(parse_request(s.trim_end_matches('\n').as_bytes()), r);
         }
         assert_eq!(parse_request(b""), Request::End);
-        assert_eq!(parse_request(ACK.as_bytes()), Request::Ack);
-        assert_eq!(parse_request(b"ack"), Request::Source(b"ack"));
+        assert_eq!(parse_request(ACK.as_bytes()), Request::Unknown(b"ack"));
         assert_eq!(
             parse_request(b"\x01beam 3"),
             Request::Command(Command::Beam(3))
