@@ -1,8 +1,9 @@
 //! The session of the line protocol (`s2s_device::protocol`) over the link, generic over
 //! `embedded_io::{Read, Write}` and the board's [`Counter`]: `READY`, then each request
 //! line handed to a [`LineHandler`] (`ERR <reason>` when it fails), then `DONE` and
-//! `STATS` at the end of the session; then QEMU exits with status 0, and a real board
-//! says `READY` again and serves the next session ([`end`]).
+//! `STATS` at the end of the session; once the host has acknowledged them
+//! (`protocol::ACK`, [`await_ack`]) QEMU exits with status 0, and a real board says
+//! `READY` again and serves the next session ([`end`]).
 
 use core::fmt;
 
@@ -208,18 +209,45 @@ pub fn end<W: Write>(link: &mut W, exit: Exit) -> Ended {
 
 /// The rest of a session after `READY` (and the `MODEL` line): runs the [`session`] with
 /// `handler` and counter `C`, prints the `DONE` and `STATS` lines (`model_bytes`: the
-/// size of the model served, 0 for none) and [`end`]s it with status 0 (or
-/// [`Exit::LinkFailed`] on an I/O error).
+/// size of the model served, 0 for none), waits for the host's acknowledgement
+/// ([`await_ack`]) and [`end`]s it with status 0 (or [`Exit::LinkFailed`] on an I/O
+/// error).
 pub fn finish<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
     link: &mut IO,
     handler: &mut H,
     model_bytes: usize,
 ) -> Ended {
     let mut line = [0u8; MAX_LINE];
-    match session::<IO, H, C>(link, handler, &mut line) {
-        Ok(summary) if report(link, &summary, model_bytes) => end(link, Exit::Success),
-        Ok(_) => end(link, Exit::LinkFailed),
-        Err(_) => end(link, Exit::LinkFailed),
+    let summary = match session::<IO, H, C>(link, handler, &mut line) {
+        Ok(summary) => summary,
+        Err(_) => return end(link, Exit::LinkFailed),
+    };
+    if !report(link, &summary, model_bytes) || await_ack(link).is_err() {
+        return end(link, Exit::LinkFailed);
+    }
+    end(link, Exit::Success)
+}
+
+/// Reads lines until the host's [`protocol::ACK`] (other lines are dropped) or the end
+/// of input: the host has then read the last line, so ending the session (QEMU exits,
+/// closing a pseudo-terminal; a real board starts the next one) loses nothing. (The line is matched byte by byte, without
+/// a buffer or the request parser: a few dozen bytes of flash.)
+pub fn await_ack<IO: Read>(io: &mut IO) -> Result<(), IO::Error> {
+    let ack = protocol::ACK.as_bytes();
+    // Bytes of the line that match ACK so far; past `ack.len()` once the line differs.
+    let mut matched = 0;
+    let mut byte = [0u8; 1];
+    loop {
+        if io.read(&mut byte)? == 0 {
+            return Ok(());
+        }
+        match byte[0] {
+            b'\r' => {}
+            b'\n' if matched == ack.len() => return Ok(()),
+            b'\n' => matched = 0,
+            b if ack.get(matched) == Some(&b) => matched += 1,
+            _ => matched = ack.len() + 1,
+        }
     }
 }
 

@@ -294,6 +294,7 @@ where
             P::KIND,
             file.parameters(),
             bytes,
+            file.crc(),
             handler.runner.plan().bytes(),
             positions,
         );
@@ -314,6 +315,7 @@ fn model_line<L: Write>(
     kind: PrecisionKind,
     params: usize,
     bytes: usize,
+    crc: u32,
     plan_bytes: usize,
     positions: usize,
 ) {
@@ -332,6 +334,7 @@ fn model_line<L: Write>(
         precision,
         params: params as u64,
         bytes: bytes as u64,
+        crc,
         arena: plan_bytes as u64,
         arena_capacity: ARENA_BYTES as u64,
         positions: positions as u64,

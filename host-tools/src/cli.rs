@@ -268,6 +268,41 @@ pub enum Cmd {
         #[arg(long)]
         firmware_dir: Option<PathBuf>,
     },
+    /// Run a model on a board at the other end of a serial port and compare every output
+    /// with the host, like `qemu` (tested against QEMU boards over a pseudo-terminal, not
+    /// yet against a physical board).
+    ///
+    /// The model must already be in the board's model region (flashed): the board's
+    /// MODEL line (precision, bytes, CRC-32) must name MODEL, or nothing is sent. s2s
+    /// waits for the board's READY line before sending anything (reset the board if it
+    /// booted before the port was opened), sends each source once the previous answer is
+    /// complete, and acknowledges the board's last line.
+    Serial {
+        /// Model file: the one flashed on the board, run on the host too.
+        model: PathBuf,
+        /// The serial port (/dev/ttyACM0, /dev/ttyUSB0, a pseudo-terminal /dev/pts/N).
+        #[arg(long)]
+        port: String,
+        /// Line rate (ignored by USB CDC ports and pseudo-terminals).
+        #[arg(long, default_value_t = device::SERIAL_BAUD)]
+        baud: u32,
+        /// The board the READY line must name (default: the board it names).
+        #[arg(long)]
+        board: Option<String>,
+        /// Input file, one source per line (standard input by default).
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Also compare the attention weights of every step, exactly (greedy only).
+        #[arg(long)]
+        attention: bool,
+        /// Beam-search every input K wide on the device and the host, in the model's own
+        /// variant (the board's `max_beam` is the widest).
+        #[arg(long, value_name = "K")]
+        beam: Option<usize>,
+        /// Seconds to wait for each line from the board, READY included.
+        #[arg(long, default_value_t = device::SERIAL_TIMEOUT_SECS)]
+        timeout: u64,
+    },
     /// Boot a firmware ELF under QEMU with its UART on the terminal (the firmware's cargo
     /// runner); exits with QEMU's status.
     Boot {

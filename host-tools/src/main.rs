@@ -282,6 +282,29 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 ));
             }
         }
+        Cmd::Serial {
+            model,
+            port,
+            baud,
+            board,
+            input,
+            attention,
+            beam,
+            timeout,
+        } => {
+            if let Some(k) = beam {
+                beam_width(k)?;
+            }
+            let options = SerialArgs {
+                port,
+                baud,
+                board,
+                attention,
+                beam,
+                timeout: Duration::from_secs(timeout),
+            };
+            return serial(&model, input.as_deref(), options, stdout);
+        }
         Cmd::Boot {
             elf,
             board,
@@ -296,6 +319,62 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
     }
     stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The options of `s2s serial`, as given (unread in a build without the feature).
+#[cfg_attr(not(feature = "serial"), allow(dead_code))]
+struct SerialArgs {
+    port: String,
+    baud: u32,
+    board: Option<String>,
+    attention: bool,
+    beam: Option<usize>,
+    timeout: Duration,
+}
+
+/// `s2s serial`.
+#[cfg(feature = "serial")]
+fn serial(
+    model: &std::path::Path,
+    input: Option<&std::path::Path>,
+    a: SerialArgs,
+    stdout: &mut impl Write,
+) -> Result<ExitCode> {
+    let options = device::serial::SerialOptions {
+        baud: a.baud,
+        board: a.board.as_deref().map(device::board).transpose()?,
+        attention: a.attention,
+        beam: a.beam,
+        timeout: a.timeout,
+        ..device::serial::SerialOptions::new(a.port)
+    };
+    let (report, unsent) = device::serial::serial_command(model, input, &options)?;
+    stdout
+        .write_all(report.render().as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(host_tools::Error::io(STDOUT_NAME))?;
+    if !report.agrees() {
+        return Err(host_tools::Error::device(
+            &options.port,
+            format!(
+                "{} of {} inputs differ from the host",
+                report.mismatches.len(),
+                report.inputs
+            ),
+        ));
+    }
+    Ok(lines_status(unsent))
+}
+
+/// `s2s serial` in a build without the `serial` feature: says how to get it.
+#[cfg(not(feature = "serial"))]
+fn serial(
+    _: &std::path::Path,
+    _: Option<&std::path::Path>,
+    _: SerialArgs,
+    _: &mut impl Write,
+) -> Result<ExitCode> {
+    Err(host_tools::Error::usage(device::SERIAL_FEATURE))
 }
 
 /// `s2s train`.

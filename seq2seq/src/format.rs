@@ -789,6 +789,16 @@ impl<'a> ModelFile<'a> {
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
+
+    /// The CRC-32 stored at the end of the file (checked by [`ModelFile::parse`]): with
+    /// the length, what tells two model files apart (the firmware's `MODEL` line).
+    pub fn crc(&self) -> u32 {
+        match *self.bytes {
+            [.., a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+            _ => 0, // never: a parsed file holds a header and its CRC
+        }
+    }
+
     /// The precision of its tensors.
     pub fn precision(&self) -> PrecisionKind {
         self.precision

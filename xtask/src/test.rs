@@ -88,7 +88,7 @@ impl Ctx {
         steps.step("test", || {
             self.run(self.cargo().args(["test", "--workspace"]))
         })?;
-        steps.step("build s2s without the train feature", || {
+        steps.step("build s2s without the train and serial features", || {
             self.run(self.cargo().args([
                 "check",
                 "-p",

@@ -176,6 +176,7 @@ pub fn compare(
         dec_macs,
         phases,
         elapsed: session.elapsed,
+        via: session.via.clone(),
     })
 }
 

@@ -3,16 +3,20 @@
 //!
 //! The firmware ([`firmware`], built for the board) loads the model from its model
 //! region and answers each input line on the UART (the protocol of
-//! `s2s_device::protocol`); [`qemu`] runs it, [`session`] reads its answers back,
-//! [`mod@compare`] checks them against the host (at the device's number of positions, so
-//! capacity errors agree too) and [`report`] sums them up. [`mod@bench`] runs the kernel
-//! benchmark.
+//! `s2s_device::protocol`); [`qemu`] runs it, [`link`] holds the session over QEMU's
+//! UART socket or (`s2s serial`, [`serial`], feature `serial`) a serial port,
+//! [`session`] reads its answers back, [`mod@compare`] checks them against the host (at
+//! the device's number of positions, so capacity errors agree too) and [`report`] sums
+//! them up. [`mod@bench`] runs the kernel benchmark.
 
 pub mod bench;
 pub mod compare;
 pub mod firmware;
+pub mod link;
 pub mod qemu;
 pub mod report;
+#[cfg(feature = "serial")]
+pub mod serial;
 pub mod session;
 
 use std::path::{Path, PathBuf};
@@ -24,13 +28,21 @@ use s2s_device::Board;
 pub use compare::compare;
 pub use firmware::Firmware;
 pub use report::{PerPhase, QemuReport};
-pub use session::{parse_session, DeviceSession};
+pub use session::{parse_lines, parse_session, DeviceSession, Ending};
 
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
+use link::Pace;
 
 /// Default timeout of a QEMU run, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
+/// Default line rate of `s2s serial`.
+pub const SERIAL_BAUD: u32 = 115_200;
+/// Default wait of `s2s serial` for each line (`READY` included), in seconds.
+pub const SERIAL_TIMEOUT_SECS: u64 = 60;
+/// What `s2s serial` says in a build without its feature.
+pub const SERIAL_FEATURE: &str = "s2s serial needs the `serial` feature of host-tools, \
+     left out of this build: cargo install --path host-tools --features serial";
 
 /// How to run a model on a board.
 #[derive(Clone, Debug)]
@@ -89,42 +101,33 @@ pub fn qemu_check(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<Qe
     compare(&host, &session, inputs, o.attention, o.beam)
 }
 
-/// Builds the firmware for the board (cargo rebuilds only what changed), runs `inputs`
-/// through `model` under QEMU (with the `ATT` lines if asked) and reads the session back.
-/// Errors carry the firmware's own error line when it has one.
-pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<DeviceSession> {
+/// Checks what a run sends: every input can be sent, `--attention` goes without
+/// `--beam`, the beam width fits the protocol. Returns the width.
+fn check_run(inputs: &[String], attention: bool, beam: Option<usize>) -> Result<Option<u16>> {
     if let Some((bad, why)) = inputs
         .iter()
         .find_map(|l| check_source(l).err().map(|why| (l, why)))
     {
         return Err(Error::usage(format!("input {bad:?} cannot be sent: {why}")));
     }
-    if o.attention && o.beam.is_some() {
+    if attention && beam.is_some() {
         return Err(Error::usage(
             "--attention compares greedy decoding: it does not go with --beam",
         ));
     }
-    let beam = match o.beam {
-        Some(k) => Some(u16::try_from(k).ok().filter(|&k| k > 0).ok_or_else(|| {
-            Error::usage(format!("--beam {k}: the protocol takes widths 1 to 65535"))
-        })?),
-        None => None,
-    };
-    let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let elf = if o.minimal {
-        let m = LoadedModel::load(model)?;
-        let mut features = firmware::minimal_features(&m.file());
-        if o.profile {
-            features.push("profile");
-        }
-        firmware.build_minimal(o.board, "firmware", o.release, &features)?
-    } else {
-        let features: &[&str] = if o.profile { &["profile"] } else { &[] };
-        firmware.build_with(o.board, "firmware", o.release, features)?
-    };
+    match beam {
+        Some(k) => Ok(Some(u16::try_from(k).ok().filter(|&k| k > 0).ok_or_else(
+            || Error::usage(format!("--beam {k}: the protocol takes widths 1 to 65535")),
+        )?)),
+        None => Ok(None),
+    }
+}
+
+/// The lines a run sends: the attention and beam commands it needs, then `inputs`.
+fn requests(inputs: &[String], attention: bool, beam: Option<u16>) -> Vec<String> {
     let mut sent = Vec::with_capacity(inputs.len() + 2);
     let commands = [
-        o.attention.then_some(Command::Attention(true)),
+        attention.then_some(Command::Attention(true)),
         beam.map(Command::Beam),
     ];
     for cmd in commands.into_iter().flatten() {
@@ -133,7 +136,32 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         sent.push(line.trim_end().to_string());
     }
     sent.extend_from_slice(inputs);
-    let run = qemu::run(o.board, &elf, Some(model), &sent, o.timeout)?;
+    sent
+}
+
+/// Builds the firmware for the board (cargo rebuilds only what changed), runs `inputs`
+/// through `model` under QEMU (with the `ATT` lines if asked) and reads the session back.
+/// Errors carry the firmware's own error line when it has one.
+pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<DeviceSession> {
+    let beam = check_run(inputs, o.attention, o.beam)?;
+    // A file the host refuses still goes to the board: its refusal is the firmware's
+    // to show (`ERR model: ...`).
+    let host = LoadedModel::load(model);
+    let attends = host.as_ref().is_ok_and(|m| m.file().desc().has_attention());
+    let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
+    let elf = if o.minimal {
+        let mut features = firmware::minimal_features(&host?.file());
+        if o.profile {
+            features.push("profile");
+        }
+        firmware.build_minimal(o.board, "firmware", o.release, &features)?
+    } else {
+        let features: &[&str] = if o.profile { &["profile"] } else { &[] };
+        firmware.build_with(o.board, "firmware", o.release, features)?
+    };
+    let sent = requests(inputs, o.attention, beam);
+    let pace = Pace::Answers { attends };
+    let run = qemu::run_paced(o.board, &elf, Some(model), &sent, pace, o.timeout)?;
     parse_session(&run, o.board, inputs.len(), o.attention, beam).map_err(|e| match e {
         Error::Device { board, message } => Error::Device {
             board,
@@ -143,18 +171,12 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     })
 }
 
-/// `s2s qemu`: builds the firmware for the board, runs the sources of `input` (standard
-/// input for `None`) on it under QEMU and on the host, and returns the comparison
-/// (whether the two agree is [`QemuReport::agrees`]) and the count of lines that could
-/// not be sent. Empty and `.` lines are skipped (they would end the firmware's
-/// session), with a note on standard error; a line that is not UTF-8 or cannot be sent
-/// (it starts with the command byte 0x01) gets an error line naming `file:line` on
-/// standard error and the other lines go on.
-pub fn qemu_command(
-    model: &Path,
-    input: Option<&Path>,
-    o: &QemuOptions,
-) -> Result<(QemuReport, usize)> {
+/// Reads the sources of a run from `input` (standard input for `None`). Empty and `.`
+/// lines are skipped (they would end the firmware's session), with a note on standard
+/// error; a line that is not UTF-8 or cannot be sent (it starts with the command byte
+/// 0x01) gets an error line naming `file:line` on standard error and the other lines go
+/// on. Returns the sources and the count of lines that could not be sent.
+pub fn read_inputs(input: Option<&Path>) -> Result<(Vec<String>, usize)> {
     let mut lines = crate::io::LineReader::open(input)?;
     let (mut inputs, mut skipped, mut unsent) = (Vec::new(), 0, 0);
     while let Some(line) = lines.next_line()? {
@@ -180,6 +202,19 @@ pub fn qemu_command(
     if skipped > 0 {
         eprintln!("skipped {skipped} empty or `.` lines (they end a firmware session)");
     }
+    Ok((inputs, unsent))
+}
+
+/// `s2s qemu`: builds the firmware for the board, runs the sources of `input` (standard
+/// input for `None`, read by [`read_inputs`]) on it under QEMU and on the host, and
+/// returns the comparison (whether the two agree is [`QemuReport::agrees`]) and the
+/// count of lines that could not be sent.
+pub fn qemu_command(
+    model: &Path,
+    input: Option<&Path>,
+    o: &QemuOptions,
+) -> Result<(QemuReport, usize)> {
+    let (inputs, unsent) = read_inputs(input)?;
     Ok((qemu_check(model, &inputs, o)?, unsent))
 }
 

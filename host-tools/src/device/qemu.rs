@@ -13,8 +13,9 @@
 //! - the model file, if any, goes to the board's model region with
 //!   `-device loader,file=MODEL,addr=ADDR,force-raw=on`.
 //!
-//! [`run`] sends input lines and collects the output; [`boot`] puts the UART on the
-//! terminal (the firmware's cargo runner).
+//! [`run`] and [`run_paced`] hold a session over the UART socket ([`super::link`]) and
+//! collect the output; [`boot`] puts the UART on the terminal (the firmware's cargo
+//! runner).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -22,14 +23,14 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use s2s_device::exit::Exit;
-use s2s_device::protocol::END;
+use s2s_device::protocol::{parse_reply, Reply, ACK};
 use s2s_device::Board;
 
+use super::link::{self, Limits, Link, Pace};
 use crate::error::{Error, Result};
 
 /// The QEMU binary, unless the `QEMU_SYSTEM_ARM` environment variable names another.
@@ -254,61 +255,46 @@ fn read_all<R: Read + Send + 'static>(mut r: R) -> JoinHandle<Vec<u8>> {
     })
 }
 
-/// Reads the UART until QEMU closes it; signals `ready` once a `READY` line has arrived.
-fn read_uart(mut stream: UnixStream, ready: mpsc::Sender<()>) -> JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        let mut ready = Some(ready);
-        while let Ok(n @ 1..) = stream.read(&mut chunk) {
-            buf.extend_from_slice(&chunk[..n]);
-            if ready.is_some()
-                && buf
-                    .split(|&b| b == b'\n')
-                    .rev()
-                    .skip(1)
-                    .any(|l| l.starts_with(b"READY"))
-            {
-                let _ = ready.take().map(|r| r.send(()));
+/// QEMU's UART socket as a [`Link`]; errors name the board.
+struct Uart {
+    stream: UnixStream,
+    board: &'static str,
+}
+
+impl Link for Uart {
+    fn name(&self) -> &str {
+        self.board
+    }
+
+    fn read(&mut self, buf: &mut [u8], timeout: Duration) -> std::io::Result<usize> {
+        self.stream
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        match self.stream.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                Err(std::io::ErrorKind::TimedOut.into())
             }
+            // QEMU exited with lines sent but unread (a firmware that ended early): the
+            // socket is reset rather than closed. Either way the board has gone.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(0),
+            r => r,
         }
-        buf
-    })
-}
+    }
 
-/// Writes `text` to the UART once the firmware is ready (it has printed `READY`, so its
-/// UART is set up and nothing sent is dropped). Returns the socket, still open: QEMU takes
-/// a half-closed socket for a disconnect.
-fn write_uart(
-    mut tx: UnixStream,
-    ready: mpsc::Receiver<()>,
-    text: String,
-) -> JoinHandle<UnixStream> {
-    thread::spawn(move || {
-        if ready.recv().is_ok() {
-            // The firmware may exit before reading everything: write errors are expected.
-            let _ = tx.write_all(text.as_bytes());
-        }
-        tx
-    })
-}
-
-fn split_lines(bytes: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(bytes);
-    text.split_terminator('\n')
-        .map(|l| l.trim_end_matches('\r').to_string())
-        .collect()
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
 }
 
 /// Boots `elf` on `board` in QEMU, loads `model` (if any) into the board's model region,
-/// writes the `input` lines to the UART followed by the end of the session, and collects
-/// the UART lines, semihosting bytes and exit status. QEMU is killed after `timeout`
-/// (an error with the last UART lines).
-pub fn run(
+/// runs a session ([`link::converse`]) that sends the `input` lines paced by `pace`,
+/// and collects the UART lines, semihosting bytes and exit status. QEMU is killed after
+/// `timeout` (an error with the last UART lines).
+pub fn run_paced(
     board: &Board,
     elf: &Path,
     model: Option<&Path>,
     input: &[String],
+    pace: Pace,
     timeout: Duration,
 ) -> Result<QemuRun> {
     let started_at = Instant::now();
@@ -316,30 +302,25 @@ pub fn run(
     let mut qemu = start(board, elf, model, deadline)?;
     let stdout = qemu.child().stdout.take().map(read_all);
     let stderr = qemu.child().stderr.take().map(read_all);
-    let tx = qemu
+    let stream = qemu
         .uart
         .try_clone()
         .map_err(io_error("cloning the UART socket"))?;
-    let rx = qemu
-        .uart
-        .try_clone()
-        .map_err(io_error("cloning the UART socket"))?;
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut text = String::new();
-    for line in input.iter().map(String::as_str).chain([END]) {
-        text.push_str(line);
-        text.push('\n');
-    }
-    let uart = read_uart(rx, ready_tx);
-    let writer = write_uart(tx, ready_rx, text);
+    let mut uart = Uart {
+        stream,
+        board: board.name,
+    };
+    let limits = Limits {
+        line: timeout,
+        deadline: Some(deadline),
+    };
+    // On an error QEMU is killed (dropped) and its output left unread.
+    let talk = link::converse(&mut uart, input, pace, limits, &mut |_| Ok(()))?;
     let (status, timed_out) = qemu.wait(deadline)?;
-    let writer_socket = writer.join().ok();
-    let uart_bytes = uart.join().unwrap_or_default();
-    drop(writer_socket);
     drop(qemu);
     let join = |h: Option<JoinHandle<Vec<u8>>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
     let result = QemuRun {
-        uart_lines: split_lines(&uart_bytes),
+        uart_lines: talk.lines,
         exit_code: status.code(),
         signal: status.signal(),
         semihosting: join(stdout),
@@ -359,8 +340,21 @@ pub fn run(
     Ok(result)
 }
 
+/// [`run_paced`] with [`Pace::Bulk`]: every `input` line at once after `READY` (any
+/// firmware of the protocol), then the UART lines until QEMU exits.
+pub fn run(
+    board: &Board,
+    elf: &Path,
+    model: Option<&Path>,
+    input: &[String],
+    timeout: Duration,
+) -> Result<QemuRun> {
+    run_paced(board, elf, model, input, Pace::Bulk, timeout)
+}
+
 /// Boots `elf` on `board` with the UART on this process's standard input and output
-/// (lines typed go to the firmware as they are) and the firmware's defmt log decoded to
+/// (lines typed go to the firmware as they are; the `STATS` line at the end of a session
+/// is acknowledged with `s2s_device::protocol::ACK`) and the firmware's defmt log decoded to
 /// standard error by `defmt-print` (saved to `<elf>.defmt` without it). Returns QEMU's
 /// exit status (124 after `timeout`).
 pub fn boot(board: &Board, elf: &Path, model: Option<&Path>, timeout: Duration) -> Result<i32> {
@@ -384,8 +378,30 @@ pub fn boot(board: &Board, elf: &Path, model: Option<&Path>, timeout: Duration) 
         .uart
         .try_clone()
         .map_err(io_error("cloning the UART socket"))?;
+    let mut ack = qemu
+        .uart
+        .try_clone()
+        .map_err(io_error("cloning the UART socket"))?;
+    // The UART to the terminal; the session's STATS line is acknowledged as the
+    // protocol asks, so that the firmware ends.
     let printer = thread::spawn(move || {
-        let _ = std::io::copy(&mut out, &mut std::io::stdout().lock());
+        let mut line = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while let Ok(n @ 1..) = out.read(&mut chunk) {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(&chunk[..n]).and_then(|()| stdout.flush());
+            for &b in &chunk[..n] {
+                if b != b'\n' {
+                    line.push(b);
+                    continue;
+                }
+                if let Ok(Reply::Stats(_)) = parse_reply(String::from_utf8_lossy(&line).trim_end())
+                {
+                    let _ = ack.write_all(format!("{ACK}\n").as_bytes());
+                }
+                line.clear();
+            }
+        }
     });
     // Blocks on standard input; the process ends without waiting for it.
     thread::spawn(move || {
@@ -456,21 +472,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uart_lines_are_split() {
+    fn uart_lines_are_found_by_prefix() {
         let run = QemuRun {
-            uart_lines: split_lines(
-                b"READY microbit\r\nSTATS ram_static=20 stack_peak=300\npartial",
-            ),
+            uart_lines: ["READY microbit", "STATS ram_static=20 stack_peak=300"]
+                .map(String::from)
+                .to_vec(),
             ..QemuRun::default()
         };
-        assert_eq!(
-            run.uart_lines,
-            [
-                "READY microbit",
-                "STATS ram_static=20 stack_peak=300",
-                "partial"
-            ]
-        );
         assert_eq!(
             run.line_starting_with("STATS "),
             Some(run.uart_lines[1].as_str())

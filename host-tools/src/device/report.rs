@@ -109,8 +109,10 @@ pub struct QemuReport {
     /// From a `profile` firmware build: the instructions by phase, all decoded inputs
     /// together (see [`QemuReport::per_phase`]).
     pub phases: Option<PhaseCounts>,
-    /// Wall-clock time of the QEMU run.
+    /// Wall-clock time of the run.
     pub elapsed: Duration,
+    /// What carried the session: `QEMU`, or `serial <port>`.
+    pub via: String,
 }
 
 impl QemuReport {
@@ -274,7 +276,11 @@ impl QemuReport {
             thousands(i.arena_capacity),
             i.positions
         );
-        let _ = writeln!(s, "QEMU            {:.1} s", self.elapsed.as_secs_f64());
+        let via = match self.via.split_once(' ') {
+            Some((kind, port)) => format!("{kind:<16}{:.1} s ({port})", self.elapsed.as_secs_f64()),
+            None => format!("{:<16}{:.1} s", self.via, self.elapsed.as_secs_f64()),
+        };
+        let _ = writeln!(s, "{via}");
         s
     }
 }

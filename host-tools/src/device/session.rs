@@ -19,6 +19,8 @@ pub struct ModelInfo {
     pub params: usize,
     /// Model file bytes.
     pub bytes: usize,
+    /// The CRC-32 stored at the end of the model file.
+    pub crc: u32,
     /// Workspace bytes (`Plan::bytes`) for `positions`.
     pub arena: usize,
     /// The board's arena.
@@ -70,39 +72,65 @@ pub struct DeviceSession {
     pub outputs: Vec<Result<DeviceOutput, String>>,
     /// The `STATS` line.
     pub stats: DeviceStats,
-    /// Wall-clock time of the QEMU run.
+    /// Wall-clock time of the run.
     pub elapsed: Duration,
+    /// What carried the session: `QEMU`, or `serial <port>`.
+    pub via: String,
+}
+
+/// How a session's lines ended, whatever carried them.
+#[derive(Clone, Debug)]
+pub struct Ending {
+    /// The session ended as it should: QEMU exited with status 0, or a serial port's
+    /// `STATS` line was acknowledged.
+    pub ok: bool,
+    /// How it ended, in words, for messages (`exit status 3`).
+    pub status: String,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+    /// What carried the session: `QEMU`, or `serial <port>`.
+    pub via: String,
+}
+
+impl Ending {
+    /// How a QEMU run ended.
+    pub fn of_qemu(run: &QemuRun) -> Ending {
+        Ending {
+            ok: run.exit() == Some(Exit::Success),
+            status: run.status(),
+            elapsed: run.elapsed,
+            via: "QEMU".into(),
+        }
+    }
 }
 
 /// Reads the UART lines of a run in order.
 struct Lines<'r> {
-    run: &'r QemuRun,
-    board: &'static Board,
+    lines: &'r [String],
+    ending: &'r Ending,
+    /// What errors name: the board, or the serial port.
+    name: &'r str,
     at: usize,
 }
 
 impl<'r> Lines<'r> {
     fn peek(&self) -> Option<Reply<'r>> {
-        self.run
-            .uart_lines
-            .get(self.at)
-            .and_then(|l| parse_reply(l).ok())
+        self.lines.get(self.at).and_then(|l| parse_reply(l).ok())
     }
 
     /// The error for an unexpected line at the current position.
     fn fail(&self, what: &str) -> Error {
         let seen = self
-            .run
-            .uart_lines
+            .lines
             .get(self.at)
             .map_or("end of output".to_string(), |l| format!("{l:?}"));
+        let tail = &self.lines[self.lines.len().saturating_sub(5)..];
         Error::device(
-            self.board.name,
+            self.name,
             format!(
-                "{what}: got {seen} (UART line {}, {}); last UART lines: {:?}",
+                "{what}: got {seen} (UART line {}, {}); last UART lines: {tail:?}",
                 self.at + 1,
-                self.run.status(),
-                self.run.tail()
+                self.ending.status,
             ),
         )
     }
@@ -115,8 +143,9 @@ impl<'r> Lines<'r> {
     }
 }
 
-/// Parses a firmware session from its UART lines: `inputs` input lines were sent (after
-/// the attention command when `attention`, and the beam command when `beam`).
+/// Parses a firmware session from the UART lines of a QEMU run: `inputs` input lines
+/// were sent (after the attention command when `attention`, and the beam command when
+/// `beam`).
 pub fn parse_session(
     run: &QemuRun,
     board: &'static Board,
@@ -124,15 +153,44 @@ pub fn parse_session(
     attention: bool,
     beam: Option<u16>,
 ) -> Result<DeviceSession> {
-    let mut lines = Lines { run, board, at: 0 };
+    let ending = Ending::of_qemu(run);
+    parse_lines(
+        &run.uart_lines,
+        &ending,
+        board,
+        board.name,
+        inputs,
+        attention,
+        beam,
+    )
+}
+
+/// [`parse_session`] over any link: the UART `lines` of a session that ended as
+/// `ending`; errors name `name` (the board, or the serial port).
+pub fn parse_lines(
+    lines: &[String],
+    ending: &Ending,
+    board: &'static Board,
+    name: &str,
+    inputs: usize,
+    attention: bool,
+    beam: Option<u16>,
+) -> Result<DeviceSession> {
+    let run = ending;
+    let mut lines = Lines {
+        lines,
+        ending,
+        name,
+        at: 0,
+    };
     let ready = format!("expected `READY {}`", board.name);
     lines.next(&ready, |r| (r == Reply::Ready(board.name)).then_some(()))?;
     if let Some(Reply::ModelError(reason)) = lines.peek() {
         return Err(Error::device(
-            board.name,
+            name,
             format!(
                 "the firmware cannot serve the model: ERR model: {reason} ({})",
-                run.status()
+                run.status
             ),
         ));
     }
@@ -144,6 +202,7 @@ pub fn parse_session(
         precision: m.precision.to_string(),
         params: m.params as usize,
         bytes: m.bytes as usize,
+        crc: m.crc,
         arena: m.arena as usize,
         arena_capacity: m.arena_capacity as usize,
         positions: m.positions as usize,
@@ -157,7 +216,7 @@ pub fn parse_session(
     if let Some(k) = beam {
         if let Some(Reply::Err(reason)) = lines.peek() {
             return Err(Error::device(
-                board.name,
+                name,
                 format!("the firmware refuses `beam {k}`: ERR {reason}"),
             ));
         }
@@ -182,8 +241,8 @@ pub fn parse_session(
         Reply::Stats(s) => Some(s),
         _ => None,
     })?;
-    if run.exit() != Some(Exit::Success) {
-        return Err(lines.fail("the firmware did not exit with status 0"));
+    if !run.ok {
+        return Err(lines.fail("the session did not end as it should"));
     }
     Ok(DeviceSession {
         board,
@@ -197,6 +256,7 @@ pub fn parse_session(
             model_bytes: s.model_bytes as usize,
         },
         elapsed: run.elapsed,
+        via: run.via.clone(),
     })
 }
 
@@ -262,7 +322,7 @@ mod tests {
         s2s_device::board::find("microbit").unwrap()
     }
 
-    const MODEL: &str = "MODEL w8a16 params=10 bytes=200 arena=64/1024 positions=25";
+    const MODEL: &str = "MODEL w8a16 params=10 bytes=200 crc=0x0000abcd arena=64/1024 positions=25";
     const STATS: &str = "STATS ram_static=1 stack_peak=2 stack_size=3 flash_runtime=4 model_region=0x00010000+196608 model_bytes=200";
 
     #[test]
@@ -289,6 +349,7 @@ mod tests {
         );
         let s = parse_session(&run, microbit(), 3, true, None).unwrap();
         assert_eq!(s.model.arena, 64);
+        assert_eq!(s.model.crc, 0xabcd);
         assert_eq!(s.model.positions, 25);
         assert_eq!(s.stats.model_bytes, 200);
         let first = s.outputs[0].as_ref().unwrap();

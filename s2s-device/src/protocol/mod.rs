@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! device: READY <board>
-//! device: MODEL <precision> params=<n> bytes=<n> arena=<workspace>/<capacity> positions=<n>
+//! device: MODEL <precision> params=<n> bytes=<n> crc=0x<crc> arena=<workspace>/<capacity>
+//!               positions=<n>
 //!         (or `ERR model: <reason>` and exit status 3)
 //! host:   <source>                 one per line; `\r` ignored; at most `max_line` bytes
 //! device: OUT <id> <id> ...        output ids, end token excluded
@@ -19,6 +20,7 @@
 //! device: DONE lines=<n> errors=<n> handler_ticks=<n> handler_insns=<n>
 //! device: STATS ram_static=<n> stack_peak=<n> stack_size=<n> flash_runtime=<n>
 //!               model_region=0x<start>+<n> model_bytes=<n>
+//! host:   \x01ack                   STATS read: the session ends (QEMU exits)
 //! device: PANIC <message> at <file>:<line>  /  HARDFAULT pc=0x.. lr=0x.. xpsr=0x..
 //! ```
 //!
@@ -32,6 +34,9 @@
 //! * A request's options (e.g. a beam width) are commands ([`Command`]) that set them
 //!   for the lines that follow, answered by `OK ...` or refused by `ERR ...`; more
 //!   answers per line (n-best) are more reply lines before the next request's.
+//! * The host sends nothing before it has read `READY` (the board's UART is set up only
+//!   then), and acknowledges the last line (`STATS`) with [`ACK`]; a second `READY` in a
+//!   session means that the board was reset.
 //! * Nothing here needs semihosting: a real board runs the same lines over its serial
 //!   port; only the exit statuses ([`crate::exit`]) are QEMU's.
 
@@ -45,4 +50,4 @@ pub use reply::{
     write_model_error, write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att,
     AttWeight, Cnt, Done, Fault, ModelInfo, ParseError, PhaseCounts, Reply, Stats, PHASES,
 };
-pub use request::{check_source, parse_request, write_request, Command, Request, END};
+pub use request::{check_source, parse_request, write_request, Command, Request, ACK, END};

@@ -17,6 +17,9 @@ pub struct ModelInfo<'a> {
     pub params: u64,
     /// Model file bytes.
     pub bytes: u64,
+    /// The CRC-32 stored at the end of the model file (`seq2seq::ModelFile::crc`): with
+    /// `bytes`, what tells the host which file the board serves.
+    pub crc: u32,
     /// Workspace bytes for `positions`.
     pub arena: u64,
     /// The board's arena.
@@ -208,12 +211,14 @@ pub fn write_ready(out: &mut dyn Sink, board: &str) -> fmt::Result {
     out.put("\n")
 }
 
-/// `MODEL <precision> params=.. bytes=.. arena=../.. positions=..`.
+/// `MODEL <precision> params=.. bytes=.. crc=0x.. arena=../.. positions=..`.
 pub fn write_model(out: &mut dyn Sink, m: &ModelInfo<'_>) -> fmt::Result {
     out.put("MODEL ")?;
     out.put(m.precision)?;
     put_field(out, "params", m.params)?;
     put_field(out, "bytes", m.bytes)?;
+    out.put(" crc=0x")?;
+    put_hex32(out, m.crc)?;
     put_field(out, "arena", m.arena)?;
     out.put("/")?;
     put_u64(out, m.arena_capacity)?;
@@ -396,6 +401,7 @@ pub fn parse_reply(line: &str) -> Result<Reply<'_>, ParseError> {
                     precision,
                     params: num(fields, "params")?,
                     bytes: num(fields, "bytes")?,
+                    crc: hex(field(fields, "crc")?)?,
                     arena: arena.parse().ok()?,
                     arena_capacity: cap.parse().ok()?,
                     positions: num(fields, "positions")?,
@@ -501,6 +507,7 @@ mod tests {
             precision: "w8a16",
             params: 78_705,
             bytes: 129_072,
+            crc: 0x0a1b_2c3d,
             arena: 10_064,
             arena_capacity: 10_240,
             positions: 25,
@@ -508,7 +515,7 @@ mod tests {
         let (line, r) = round_trip(|s| write_model(s, &model));
         assert_eq!(
             line,
-            "MODEL w8a16 params=78705 bytes=129072 arena=10064/10240 positions=25"
+            "MODEL w8a16 params=78705 bytes=129072 crc=0x0a1b2c3d arena=10064/10240 positions=25"
         );
         assert_eq!(r, Reply::Model(model));
         assert_eq!(
@@ -627,6 +634,10 @@ mod tests {
     fn malformed_lines_are_errors() {
         for (line, kind) in [
             ("MODEL w8a16 params=x", "MODEL"),
+            (
+                "MODEL w8a16 params=1 bytes=2 arena=3/4 positions=5",
+                "MODEL",
+            ),
             ("OUT 1 x", "OUT"),
             ("CNT enc=1", "CNT"),
             ("CNT enc=1 tok=1,,x", "CNT"),

@@ -59,6 +59,12 @@ pub enum Request<'a> {
 
 /// The line that ends a session.
 pub const END: &str = ".";
+/// The line the host sends once it has read the `STATS` line after [`END`]: the
+/// firmware ends the session only then (QEMU exits; a real board starts over), so that a
+/// link which closes when the board goes away (a pseudo-terminal under QEMU) cannot
+/// lose the last lines. Like a command it starts with the byte 0x01, so no source is one;
+/// within a session it is an unknown command. The firmware matches it byte by byte.
+pub const ACK: &str = "\u{1}ack";
 /// The first byte of a command.
 const COMMAND: u8 = 0x01;
 
@@ -126,6 +132,7 @@ mod tests {
             assert_eq!(parse_request(s.trim_end_matches('\n').as_bytes()), r);
         }
         assert_eq!(parse_request(b""), Request::End);
+        assert_eq!(parse_request(ACK.as_bytes()), Request::Unknown(b"ack"));
         assert_eq!(
             parse_request(b"\x01beam 3"),
             Request::Command(Command::Beam(3))
