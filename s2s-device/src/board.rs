@@ -311,6 +311,75 @@ pub fn register_boards() -> impl Iterator<Item = &'static Board> {
         .filter(|b| b.driver == Driver::Registers && b.qemu.is_some())
 }
 
+/// The boards that the HAL crate `firmware/boards/<dir>` drives ([`Driver::Hal`]).
+pub fn hal_boards(dir: &str) -> impl Iterator<Item = &'static Board> + '_ {
+    BOARDS
+        .iter()
+        .filter(move |b| matches!(b.driver, Driver::Hal { dir: d } if d == dir))
+}
+
+/// For the build script of the HAL crate `firmware/boards/<dir>`: the board it is being
+/// built for. `s2s_board` is `S2S_BOARD` (the firmware library's build script reads the
+/// board table by it); it must name a board of that crate ([`hal_boards`]) whose cargo
+/// feature is the only board feature on (`feature_on(name)`).
+pub fn hal_build_board<'a>(
+    dir: &'a str,
+    s2s_board: Option<&'a str>,
+    feature_on: impl Fn(&str) -> bool,
+) -> Result<&'static Board, HalBuildError<'a>> {
+    let mut on = hal_boards(dir).filter(|b| feature_on(b.name));
+    let (Some(board), None) = (on.next(), on.next()) else {
+        return Err(HalBuildError::Features { dir });
+    };
+    if s2s_board != Some(board.name) {
+        return Err(HalBuildError::Mismatch {
+            feature: board.name,
+            s2s_board,
+        });
+    }
+    Ok(board)
+}
+
+/// Why [`hal_build_board`] refused a build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HalBuildError<'a> {
+    /// Not exactly one of the crate's board features is on.
+    Features {
+        /// The crate's directory under `firmware/boards/`.
+        dir: &'a str,
+    },
+    /// `S2S_BOARD` is not the board whose feature is on.
+    Mismatch {
+        /// The board whose feature is on.
+        feature: &'static str,
+        /// `S2S_BOARD`, if set.
+        s2s_board: Option<&'a str>,
+    },
+}
+
+impl core::fmt::Display for HalBuildError<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            HalBuildError::Features { dir } => {
+                write!(
+                    f,
+                    "build firmware/boards/{dir} with exactly one board feature:"
+                )?;
+                for b in hal_boards(dir) {
+                    write!(f, " {}", b.name)?;
+                }
+                Ok(())
+            }
+            HalBuildError::Mismatch { feature, s2s_board } => write!(
+                f,
+                "set S2S_BOARD={feature} for --features {feature} (S2S_BOARD is {s2s_board:?})"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for HalBuildError<'_> {}
+
 /// The board named `name`.
 pub fn find(name: &str) -> Option<&'static Board> {
     BOARDS.iter().find(|b| b.name == name)
@@ -425,6 +494,35 @@ impl core::fmt::Display for ModuleFile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_hal_build_needs_one_board_feature_and_its_s2s_board() {
+        let only = |name: &'static str| move |f: &str| f == name;
+        let b = hal_build_board("stm32f4", Some("netduinoplus2"), only("netduinoplus2"));
+        assert_eq!(b.map(|b| b.name), Ok("netduinoplus2"));
+        let none = hal_build_board("stm32f4", Some("netduinoplus2"), |_| false);
+        assert_eq!(
+            none.unwrap_err(),
+            HalBuildError::Features { dir: "stm32f4" }
+        );
+        let two = hal_build_board("stm32f4", Some("netduinoplus2"), |_| true);
+        let msg = two.unwrap_err().to_string();
+        assert!(
+            msg.contains("netduinoplus2") && msg.contains("nucleo-f411re"),
+            "{msg}"
+        );
+        let other = hal_build_board("stm32f4", Some("nucleo-f411re"), only("netduinoplus2"));
+        assert!(matches!(
+            other,
+            Err(HalBuildError::Mismatch {
+                feature: "netduinoplus2",
+                ..
+            })
+        ));
+        // A board of another crate is no feature of this one.
+        let foreign = hal_build_board("stm32f4", Some("nrf52840-dk"), only("nrf52840-dk"));
+        assert!(matches!(foreign, Err(HalBuildError::Features { .. })));
+    }
+
     use super::*;
 
     #[test]

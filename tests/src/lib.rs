@@ -31,6 +31,21 @@ fn cargo() -> Command {
     c
 }
 
+/// The first `n` golden evaluation words (`words-eval.txt`) of at most `max_len`
+/// characters; fails when the file has fewer.
+pub fn eval_words(n: usize, max_len: usize) -> Vec<String> {
+    let path = golden("words-eval.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let words: Vec<String> = text
+        .lines()
+        .filter(|w| !w.is_empty() && w.chars().count() <= max_len)
+        .take(n)
+        .map(String::from)
+        .collect();
+    assert_eq!(words.len(), n, "{} has too few words", path.display());
+    words
+}
+
 /// Cargo's target directory (as `cargo metadata` reports it: `CARGO_TARGET_DIR` and
 /// configuration honoured).
 pub fn target_dir() -> &'static Path {

@@ -15,7 +15,7 @@ use s2s_device::board::{find, Board};
 use s2s_device::exit::Exit;
 use s2s_device::protocol::PHASES;
 use s2s_kernels::{Fmt, Phase, PrecisionKind, Requant};
-use s2s_tests::{golden, model_file, scratch_dir};
+use s2s_tests::{eval_words, model_file, scratch_dir};
 use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::Cells;
 use seq2seq::desc::{Activation, Extras, Logits, ModelDesc, Part, MAX_OUT_PARTS};
@@ -30,20 +30,6 @@ const NETRA_MAX_LEN: usize = 25;
 const PAIR_TIMEOUT: Duration = Duration::from_secs(900);
 /// Timeout of a run that should end at boot.
 const SHORT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The first `INPUTS` evaluation words of at most `max_len` characters.
-fn eval_words(max_len: usize) -> Vec<String> {
-    let path = golden("words-eval.txt");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let words: Vec<String> = text
-        .lines()
-        .filter(|w| !w.is_empty() && w.chars().count() <= max_len)
-        .take(INPUTS)
-        .map(String::from)
-        .collect();
-    assert_eq!(words.len(), INPUTS, "{} has too few words", path.display());
-    words
-}
 
 /// Runs the first 200 evaluation words through `model` (of `target/models/`) on `board`
 /// and on the host, and requires every output (and, with `attention`, every attention
@@ -193,7 +179,7 @@ fn within_ceilings(path: &Path, report: &QemuReport) {
 /// `path` under `options`, and requires every input decoded and every output equal.
 fn matches_host(path: &Path, max_len: usize, options: &QemuOptions) -> QemuReport {
     let (model, board) = (path.display(), options.board.name);
-    let words = eval_words(max_len);
+    let words = eval_words(INPUTS, max_len);
     let report = device::qemu_check(path, &words, options)
         .unwrap_or_else(|e| panic!("{model} on {board}: {e}"));
     println!("{}", report.render());
@@ -245,7 +231,7 @@ fn g2p_en_f32_beam_2_on_mps2_an386_matches_the_host() {
 #[test]
 fn netra_w8a16_profile_phases_add_up_on_mps2_an386() {
     let path = model_file("netra-w8a16.s2s");
-    let words: Vec<String> = eval_words(NETRA_MAX_LEN).into_iter().take(20).collect();
+    let words = eval_words(20, NETRA_MAX_LEN);
     let options = QemuOptions {
         profile: true,
         timeout: SHORT_TIMEOUT,
@@ -812,7 +798,7 @@ fn the_panic_free_build_serves_and_refuses_damaged_models() {
     std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
     let inconsistent = dir.join("bias-renamed.s2s");
     std::fs::write(&inconsistent, bias_renamed(&bytes)).unwrap();
-    let mut words = eval_words(12);
+    let mut words = eval_words(INPUTS, 12);
     words.truncate(8);
     let answers = |run: &qemu::QemuRun| -> Vec<String> {
         let lines = run.uart_lines.iter();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use host_tools::device::{self, QemuOptions};
 use s2s_device::board::{find, Driver};
-use s2s_tests::{golden, model_file};
+use s2s_tests::{eval_words, model_file};
 
 /// Inputs per model.
 const INPUTS: usize = 200;
@@ -19,20 +19,6 @@ const INPUTS: usize = 200;
 const NETRA_MAX_LEN: usize = 25;
 /// Timeout of a 200-input run.
 const TIMEOUT: Duration = Duration::from_secs(900);
-
-/// The first `INPUTS` evaluation words of at most `max_len` characters.
-fn eval_words(max_len: usize) -> Vec<String> {
-    let path = golden("words-eval.txt");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let words: Vec<String> = text
-        .lines()
-        .filter(|w| !w.is_empty() && w.chars().count() <= max_len)
-        .take(INPUTS)
-        .map(String::from)
-        .collect();
-    assert_eq!(words.len(), INPUTS, "{} has too few words", path.display());
-    words
-}
 
 /// The golden words through `model` on netduinoplus2 and on the host, with the
 /// attention rows: every output and every weight equal.
@@ -45,7 +31,7 @@ fn netduinoplus2_matches_the_host(model: &str) {
         ..QemuOptions::new(board)
     };
     let path = model_file(model);
-    let report = device::qemu_check(&path, &eval_words(NETRA_MAX_LEN), &options)
+    let report = device::qemu_check(&path, &eval_words(INPUTS, NETRA_MAX_LEN), &options)
         .unwrap_or_else(|e| panic!("{model} on netduinoplus2: {e}"));
     println!("{}", report.render());
     assert!(report.agrees(), "{}", report.render());
