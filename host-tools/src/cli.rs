@@ -241,16 +241,8 @@ pub enum Cmd {
         model: PathBuf,
         #[command(flatten)]
         board: BoardArgs,
-        /// Input file, one source per line (standard input by default).
-        #[arg(long)]
-        input: Option<PathBuf>,
-        /// Also compare the attention weights of every step, exactly (greedy only).
-        #[arg(long)]
-        attention: bool,
-        /// Beam-search every input K wide on the device and the host, in the model's own
-        /// variant (the board's `max_beam` is the widest).
-        #[arg(long, value_name = "K")]
-        beam: Option<usize>,
+        #[command(flatten)]
+        check: DeviceCheckArgs,
         /// Use a debug build of the firmware (release by default; debug builds fit only
         /// the mps2 boards' runtime flash).
         #[arg(long)]
@@ -289,16 +281,8 @@ pub enum Cmd {
         /// The board the READY line must name (default: the board it names).
         #[arg(long)]
         board: Option<String>,
-        /// Input file, one source per line (standard input by default).
-        #[arg(long)]
-        input: Option<PathBuf>,
-        /// Also compare the attention weights of every step, exactly (greedy only).
-        #[arg(long)]
-        attention: bool,
-        /// Beam-search every input K wide on the device and the host, in the model's own
-        /// variant (the board's `max_beam` is the widest).
-        #[arg(long, value_name = "K")]
-        beam: Option<usize>,
+        #[command(flatten)]
+        check: DeviceCheckArgs,
         /// Seconds to wait for each line from the board, READY included.
         #[arg(long, default_value_t = device::SERIAL_TIMEOUT_SECS)]
         timeout: u64,
@@ -382,6 +366,21 @@ pub struct BeamArgs {
     /// steps of 0.5).
     #[arg(long)]
     pub alpha: Option<f64>,
+}
+
+/// What `s2s qemu` and `s2s serial` run on the device and compare with the host.
+#[derive(clap::Args)]
+pub struct DeviceCheckArgs {
+    /// Input file, one source per line (standard input by default).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Also compare the attention weights of every step, exactly (greedy only).
+    #[arg(long)]
+    pub attention: bool,
+    /// Beam-search every input K wide on the device and the host, in the model's own
+    /// variant (the board's `max_beam` is the widest).
+    #[arg(long, value_name = "K")]
+    pub beam: Option<usize>,
 }
 
 /// The board and timeout of a QEMU run.

@@ -38,6 +38,39 @@ fn lines_status(failed: usize) -> ExitCode {
     }
 }
 
+/// The checked `--beam` of `s2s qemu` and `s2s serial`.
+fn device_beam(check: &cli::DeviceCheckArgs) -> Result<Option<usize>> {
+    if let Some(k) = check.beam {
+        beam_width(k)?;
+    }
+    Ok(check.beam)
+}
+
+/// The end of `s2s qemu` and `s2s serial`: prints the report; an error naming `device`
+/// when an output differs from the host's, else the status of the lines not sent.
+fn device_verdict(
+    report: &device::QemuReport,
+    unsent: usize,
+    device: &str,
+    stdout: &mut impl Write,
+) -> Result<ExitCode> {
+    stdout
+        .write_all(report.render().as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(host_tools::Error::io(STDOUT_NAME))?;
+    if !report.agrees() {
+        return Err(host_tools::Error::device(
+            device,
+            format!(
+                "{} of {} inputs differ from the host",
+                report.mismatches.len(),
+                report.inputs
+            ),
+        ));
+    }
+    Ok(lines_status(unsent))
+}
+
 /// The beam search of `--beam`, `--beam-variant` and `--alpha`.
 fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
     let Some(width) = b.beam else {
@@ -243,20 +276,15 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
         Cmd::Qemu {
             model,
             board,
-            input,
-            attention,
-            beam,
+            check,
             debug,
             minimal,
             profile,
             firmware_dir,
         } => {
-            if let Some(k) = beam {
-                beam_width(k)?;
-            }
             let options = QemuOptions {
-                attention,
-                beam,
+                attention: check.attention,
+                beam: device_beam(&check)?,
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,
@@ -264,46 +292,26 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
-            let (report, unsent) = device::qemu_command(&model, input.as_deref(), &options)?;
-            stdout
-                .write_all(report.render().as_bytes())
-                .map_err(host_tools::Error::io(STDOUT_NAME))?;
-            if unsent > 0 && report.agrees() {
-                return Ok(lines_status(unsent));
-            }
-            if !report.agrees() {
-                return Err(host_tools::Error::device(
-                    options.board.name,
-                    format!(
-                        "{} of {} inputs differ from the host",
-                        report.mismatches.len(),
-                        report.inputs
-                    ),
-                ));
-            }
+            let (report, unsent) = device::qemu_command(&model, check.input.as_deref(), &options)?;
+            return device_verdict(&report, unsent, options.board.name, stdout);
         }
         Cmd::Serial {
             model,
             port,
             baud,
             board,
-            input,
-            attention,
-            beam,
+            check,
             timeout,
         } => {
-            if let Some(k) = beam {
-                beam_width(k)?;
-            }
             let options = SerialArgs {
                 port,
                 baud,
                 board,
-                attention,
-                beam,
+                attention: check.attention,
+                beam: device_beam(&check)?,
                 timeout: Duration::from_secs(timeout),
             };
-            return serial(&model, input.as_deref(), options, stdout);
+            return serial(&model, check.input.as_deref(), options, stdout);
         }
         Cmd::Boot {
             elf,
@@ -349,21 +357,7 @@ fn serial(
         ..device::serial::SerialOptions::new(a.port)
     };
     let (report, unsent) = device::serial::serial_command(model, input, &options)?;
-    stdout
-        .write_all(report.render().as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(host_tools::Error::io(STDOUT_NAME))?;
-    if !report.agrees() {
-        return Err(host_tools::Error::device(
-            &options.port,
-            format!(
-                "{} of {} inputs differ from the host",
-                report.mismatches.len(),
-                report.inputs
-            ),
-        ));
-    }
-    Ok(lines_status(unsent))
+    device_verdict(&report, unsent, &options.port, stdout)
 }
 
 /// `s2s serial` in a build without the `serial` feature: says how to get it.
