@@ -36,6 +36,7 @@ pub mod link;
 #[cfg(all(feature = "defmt", s2s_semihosting))]
 mod log;
 pub mod measure;
+mod meter;
 pub mod model;
 pub mod run;
 

@@ -30,11 +30,7 @@ use core::fmt;
 use s2s_device::exit::Exit;
 use s2s_device::protocol::{self, AttWeight, Command};
 
-#[cfg(feature = "profile")]
-use s2s_device::protocol::PHASES;
 use s2s_kernels::text::{Describe, Sink};
-#[cfg(feature = "profile")]
-use s2s_kernels::Phase;
 use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
@@ -45,6 +41,9 @@ use embedded_io::{Read, Write};
 
 use crate::app::{self, FmtOut, HandlerError, LineHandler};
 use crate::capacity::{ARENA_BYTES, MAX_BEAM, MAX_POSITIONS, MAX_STEPS};
+use crate::meter::Meter;
+#[cfg(feature = "profile")]
+use crate::meter::{write_cnt_phases, Profile};
 use crate::{measure, Counter, BOARD};
 
 /// Why an input line failed.
@@ -361,161 +360,6 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
     /// The phases of the line (`profile`).
     #[cfg(feature = "profile")]
     profile: Profile,
-}
-
-/// Times the encoder pass and each decoder step with the board counter (and, with the
-/// `profile` feature, their phases).
-struct Meter<'c, C> {
-    counter: &'c mut C,
-    enc: u32,
-    ticks: &'c mut [u32],
-    steps: usize,
-    #[cfg(feature = "profile")]
-    profile: &'c mut Profile,
-}
-
-impl<P: Precision, C: Counter> Observer<P> for Meter<'_, C> {
-    fn encoded(&mut self, _positions: usize) {
-        self.enc = self.counter.read();
-        #[cfg(feature = "profile")]
-        self.profile.end(self.enc, true);
-        self.counter.start();
-    }
-
-    fn step(&mut self, step: &Step<'_, P>) {
-        self.tick(step.index);
-    }
-
-    fn searched(&mut self, index: usize, _expanded: usize) {
-        self.tick(index);
-    }
-
-    #[cfg(feature = "profile")]
-    const PHASES: bool = true;
-
-    // Out of line: the marks in the cells and the attention then add a call to their
-    // frames, not this bookkeeping's registers (the micro:bit's stack is small).
-    #[cfg(feature = "profile")]
-    #[inline(never)]
-    fn phase(&mut self, phase: Phase) {
-        self.profile.switch(self.counter.read(), phase);
-    }
-}
-
-impl<C: Counter> Meter<'_, C> {
-    /// Step `index` has ended.
-    fn tick(&mut self, index: usize) {
-        let ticks = self.counter.read();
-        #[cfg(feature = "profile")]
-        self.profile.end(ticks, false);
-        if let Some(slot) = self.ticks.get_mut(index) {
-            *slot = ticks;
-        }
-        self.steps = index + 1;
-        self.counter.start();
-    }
-}
-
-/// Counter ticks of one line by phase (`profile` feature): the encoder pass's, and all
-/// decoder steps' together, with the phase marks counted. Readings are ticks since the
-/// counter's start (that of the encoder pass or of the step), as for `CNT`, so that the
-/// phases of a pass or step add up to its count exactly. (Kept small: it is on the
-/// stack, in the line handler.)
-#[cfg(feature = "profile")]
-#[derive(Default)]
-struct Profile {
-    /// The phase running since `since`.
-    current: u8,
-    /// Whether the encoder pass has ended.
-    decoding: bool,
-    marks: [u16; 2],
-    since: u32,
-    enc: [u32; PHASES],
-    tok: [u32; PHASES],
-}
-
-#[cfg(feature = "profile")]
-impl Profile {
-    /// A line starts: the encoder pass, in [`Phase::Rest`].
-    fn new() -> Self {
-        Profile {
-            current: Phase::Rest as u8,
-            ..Profile::default()
-        }
-    }
-
-    /// Adds the ticks from `since` to `now` to the current phase.
-    fn close(&mut self, now: u32) {
-        let part = if self.decoding {
-            &mut self.tok
-        } else {
-            &mut self.enc
-        };
-        if let Some(t) = part.get_mut(usize::from(self.current)) {
-            *t = t.wrapping_add(now.wrapping_sub(self.since));
-        }
-        self.since = now;
-    }
-
-    /// The run is in `phase` from the reading `now` on.
-    fn switch(&mut self, now: u32, phase: Phase) {
-        self.close(now);
-        self.current = phase as u8;
-        let marks = &mut self.marks[usize::from(self.decoding)];
-        *marks = marks.wrapping_add(1);
-    }
-
-    /// The encoder pass (`encoder`) or a decoder step ended at the reading `now`; the
-    /// counter restarts and the next step starts in [`Phase::Rest`].
-    fn end(&mut self, now: u32, encoder: bool) {
-        self.close(now);
-        self.decoding |= encoder;
-        (self.current, self.since) = (Phase::Rest as u8, 0);
-    }
-
-    /// The counts in instructions, with the instructions of one mark.
-    fn counts(&self, mark_insns: u64) -> protocol::PhaseCounts {
-        let insns = |t: [u32; PHASES]| t.map(|t| measure::ticks_to_insns(t.into()));
-        protocol::PhaseCounts {
-            enc: insns(self.enc),
-            tok: insns(self.tok),
-            marks: self.marks.map(u64::from),
-            mark_insns,
-        }
-    }
-}
-
-#[cfg(feature = "profile")]
-impl<C: Counter> Meter<'_, C> {
-    /// Instructions of one phase mark as the model's marks run it (the counter read and
-    /// the bookkeeping): 16 marks in a row, counted, then the profile reset.
-    #[inline(never)]
-    fn mark_insns<P: Precision>(&mut self) -> u64 {
-        const N: u32 = 16;
-        self.counter.start();
-        for _ in 0..N {
-            Observer::<P>::phase(self, core::hint::black_box(Phase::Rest));
-        }
-        let ticks = self.counter.read();
-        *self.profile = Profile::new();
-        measure::ticks_to_insns(u64::from(ticks)) / u64::from(N)
-    }
-}
-
-/// The `CNT` line with the phases (`profile`). Out of line: the counts are made only
-/// while it runs, not in the decoding's frame (the micro:bit's stack is small).
-#[cfg(feature = "profile")]
-#[inline(never)]
-fn write_cnt_phases(
-    out: &mut dyn Sink,
-    enc: u32,
-    ticks: &[u32],
-    profile: &Profile,
-    mark_insns: u64,
-) -> fmt::Result {
-    let insns = |ticks: &u32| measure::ticks_to_insns(u64::from(*ticks));
-    let phases = profile.counts(mark_insns);
-    protocol::write_cnt(out, insns(&enc), ticks.iter().map(insns), Some(&phases))
 }
 
 /// The greedy decoding of one line, out of line (as the model runner has always
