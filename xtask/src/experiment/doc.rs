@@ -44,10 +44,12 @@ fn pct(v: &Value) -> String {
     v.as_f64().map_or("-".into(), |x| format!("{x:.2}"))
 }
 
-/// The runs: configuration, data, seed, parameters, epochs and times.
-fn runs_table(e: &Exp) -> String {
+/// The runs: configuration, data, seed, parameters, epochs and times. A run without a
+/// log here keeps its row of `old` (the document as it is), which an earlier session
+/// measured.
+fn runs_table(e: &Exp, old: &str) -> String {
     let mut s = String::from(
-        "| run | configuration | seed | parameters | epochs (best) | training + validation | s/epoch | budget | valid TER / SER % |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| run | configuration | seed | threads | parameters | epochs (best) | training + validation | s/epoch | budget | valid TER / SER % |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in RUNS {
         let report = json(&e.path(&format!("{}.json", r.name)));
@@ -64,15 +66,29 @@ fn runs_table(e: &Exp) -> String {
                 format!("{:.0} min", t / 60.0),
                 format!("{per:.0}"),
             ),
-            None => ("not run".into(), "-".into(), "-".into()),
+            None => {
+                let prefix = format!("| {} |", r.name);
+                if let Some(row) = old.lines().find(|l| l.starts_with(&prefix)) {
+                    let _ = writeln!(s, "{row}");
+                    continue;
+                }
+                ("not run".into(), "-".into(), "-".into())
+            }
         };
         let valid = report.as_ref().map_or("-".into(), |j| {
             format!("{} / {}", pct(&j["valid_ter"]), pct(&j["valid_ser"]))
         });
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {params} | {epochs} | {time} | {per} | {} min | {valid} |",
-            r.name, r.config, r.seed, r.budget_minutes
+            "| {} | `{}` | {} | {} | {params} | {epochs} | {time} | {per} | {} min | {valid} |",
+            r.name,
+            r.config,
+            r.seed,
+            match r.threads {
+                0 => "all".to_string(),
+                n => n.to_string(),
+            },
+            r.budget_minutes
         );
     }
     s
@@ -138,11 +154,9 @@ fn eval_table(v: &Value, first: &str, entropy: bool) -> String {
     s
 }
 
-fn cmudict(e: &Exp) -> String {
+fn cmudict(e: &Exp) -> Option<String> {
     let mut s = String::new();
-    let Some(test) = json(&e.result("cmudict-test.json")) else {
-        return "Not run yet: `cargo xtask experiment --stage cmudict-eval`.\n".into();
-    };
+    let test = json(&e.result("cmudict-test.json"))?;
     s += "Test split, PER / WER in % (phoneme and word error rates, stress kept; `s2s eval`), overall and by source length (n words):\n\n";
     s += &eval_table(&test, "all", false);
     if let Some(strat) = json(&e.result("cmudict-stratified.json")) {
@@ -182,23 +196,19 @@ fn cmudict(e: &Exp) -> String {
         }
     }
     s += "\n![PER by source length](experiments/cmudict-length.png)\n";
-    s
+    Some(s)
 }
 
-fn length(e: &Exp) -> String {
-    let Some(v) = json(&e.result("length-test.json")) else {
-        return "Not run yet: `cargo xtask experiment --stage length-eval`.\n".into();
-    };
+fn length(e: &Exp) -> Option<String> {
+    let v = json(&e.result("length-test.json"))?;
     let mut s = String::from("Test split, character error rate / sequence error rate in % by source length (n strings):\n\n");
     s += &eval_table(&v, "all", false);
     s += "\n![error rate against source length](experiments/length-error.png)\n";
-    s
+    Some(s)
 }
 
-fn dates(e: &Exp) -> String {
-    let Some(v) = json(&e.result("dates-test.json")) else {
-        return "Not run yet: `cargo xtask experiment --stage dates-eval`.\n".into();
-    };
+fn dates(e: &Exp) -> Option<String> {
+    let v = json(&e.result("dates-test.json"))?;
     let m = &v["models"][0];
     let mut s = format!(
         "Test split ({} dates): character error rate {} %, sequence error rate {} %.\n\n",
@@ -227,13 +237,11 @@ fn dates(e: &Exp) -> String {
             );
         }
     }
-    s
+    Some(s)
 }
 
-fn device(e: &Exp) -> String {
-    let Some(v) = json(&e.result("device.json")) else {
-        return "Not run yet: `cargo xtask experiment --stage device`.\n".into();
-    };
+fn device(e: &Exp) -> Option<String> {
+    let v = json(&e.result("device.json"))?;
     let mut s = String::from("| model | board | w8a16 file | sequence / token agreement with f32 (test) | instructions per decoded token | encoder instructions per source sequence |\n|---|---|---|---|---|---|\n");
     for (name, r) in v.as_object().into_iter().flatten() {
         let _ = writeln!(
@@ -261,7 +269,7 @@ fn device(e: &Exp) -> String {
             }
         }
     }
-    s
+    Some(s)
 }
 
 fn setup() -> String {
@@ -286,19 +294,71 @@ fn fill(doc: &str, name: &str, body: &str) -> String {
     }
 }
 
-/// Writes docs/EXPERIMENTS.md from the results so far.
+/// The text between the markers of `name`, if there are both.
+fn section<'d>(doc: &'d str, name: &str) -> Option<&'d str> {
+    let (open, close) = (
+        format!("<!-- generated:{name} -->\n"),
+        format!("<!-- /generated:{name} -->"),
+    );
+    let a = doc.find(&open)? + open.len();
+    let b = doc[a..].find(&close)? + a;
+    Some(&doc[a..b])
+}
+
+/// Writes docs/EXPERIMENTS.md from the results so far. A section whose results are
+/// not in `target/experiments/` keeps its text: results measured in an earlier session
+/// (on another machine) stay until a stage that is run again replaces them.
 pub fn write(e: &Exp) -> Result {
     let path = e.ctx.root.join("docs/EXPERIMENTS.md");
     let mut doc = std::fs::read_to_string(&path).unwrap_or_else(|_| SKELETON.to_string());
-    for (name, body) in [
-        ("setup", setup()),
-        ("runs", runs_table(e)),
-        ("cmudict", cmudict(e)),
-        ("length", length(e)),
-        ("dates", dates(e)),
-        ("device", device(e)),
+    let runs = runs_table(e, section(&doc, "runs").unwrap_or(""));
+    doc = fill(&doc, "setup", &setup());
+    doc = fill(&doc, "runs", &runs);
+    for (name, stage, body) in [
+        ("cmudict", "cmudict-eval", cmudict(e)),
+        ("length", "length-eval", length(e)),
+        ("dates", "dates-eval", dates(e)),
+        ("device", "device", device(e)),
     ] {
-        doc = fill(&doc, name, &body);
+        doc = update(&doc, name, stage, body);
     }
     crate::write(&path, &doc)
+}
+
+/// The document with section `name` replaced by `body`; without a body (no results
+/// here) the section keeps its text, or says which stage makes it if it has none.
+fn update(doc: &str, name: &str, stage: &str, body: Option<String>) -> String {
+    match body {
+        Some(b) => fill(doc, name, &b),
+        None => match section(doc, name) {
+            Some(old) if !old.trim().is_empty() => doc.to_string(),
+            _ => fill(
+                doc,
+                name,
+                &format!("Not run yet: `cargo xtask experiment --stage {stage}`.\n"),
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_without_results_keep_their_text() {
+        let doc = SKELETON;
+        let doc = update(doc, "length", "length-eval", None);
+        assert_eq!(
+            section(&doc, "length"),
+            Some("Not run yet: `cargo xtask experiment --stage length-eval`.\n")
+        );
+        let doc = update(&doc, "length", "length-eval", Some("measured\n".into()));
+        assert_eq!(section(&doc, "length"), Some("measured\n"));
+        // A later session without the results keeps what an earlier one measured.
+        let doc = update(&doc, "length", "length-eval", None);
+        assert_eq!(section(&doc, "length"), Some("measured\n"));
+        assert_eq!(section(&doc, "dates"), Some(""));
+        assert!(doc.contains("## 3. The three patterns"));
+    }
 }

@@ -200,6 +200,7 @@ impl Exp<'_> {
         let ckpt = self.path(&format!("{name}.ckpt"));
         let log = self.path(&format!("{name}.csv"));
         let seed = run.seed.to_string();
+        let threads = run.threads.to_string();
         let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
             &"train",
             &"--config",
@@ -219,13 +220,20 @@ impl Exp<'_> {
             &"--resume",
             &"--seed",
             &seed,
+            &"--threads",
+            &threads,
         ];
         for a in run.args {
             args.push(a);
         }
         println!(
-            "budget: about {} minutes on 2 cores (checkpoints after every epoch in {})",
+            "budget: about {} minutes on {} (checkpoints after every epoch in {})",
             run.budget_minutes,
+            match run.threads {
+                0 => "all cores".to_string(),
+                1 => "one core".to_string(),
+                n => format!("{n} threads"),
+            },
             self.ctx.show(&ckpt)
         );
         self.run_s2s(&args)
