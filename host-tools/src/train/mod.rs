@@ -247,7 +247,10 @@ pub fn train_file(
     {
         return Err(cfg.error(
             Place::File,
-            "s2s train trains per-layer bridges of the final states, no input feeding and a              tanh attentional layer; this configuration asks for a mean or shared bridge,              input feeding or another attentional activation (import such a model trained              elsewhere with `s2s import`)",
+            "s2s train trains per-layer bridges of the final states, no input feeding and a \
+             tanh attentional layer; this configuration asks for a mean or shared bridge, \
+             input feeding or another attentional activation (import such a model trained \
+             elsewhere with `s2s import`)",
         ));
     }
     let threads = match opt.threads {

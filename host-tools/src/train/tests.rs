@@ -412,6 +412,24 @@ fn bad_inputs_are_one_line_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("lstm.toml") && e.contains("GRU cells"), "{e}");
+    let mean = dir.join("mean.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = ["dense", "zeros", "last"].iter().fold(text, |t, i| {
+        t.replace(&format!("init = \"{i}\""), "init = \"mean\"")
+    });
+    assert!(text.contains("init = \"mean\""), "{text}");
+    std::fs::write(&mean, text).unwrap();
+    let e = train_file(&mean, &data, None, &out, &opt)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mean.toml") && e.contains("mean or shared bridge"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("  ") && !e.contains('\n'),
+        "one line, single spaces: {e}"
+    );
     assert!(!out.exists(), "nothing written on an error");
     std::fs::remove_dir_all(&dir).unwrap();
 }
