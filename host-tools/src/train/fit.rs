@@ -118,7 +118,10 @@ impl Fit<'_> {
                 ..EpochRow::default()
             };
             progress.end_epoch(&row, opt.epochs);
-            state.best_ter = ter;
+            // The untrained model is the baseline of the log, not a rival: a first
+            // epoch whose output is worse than the untrained model's (too long, where
+            // the untrained one says nothing) must not count against the patience.
+            state.best_ter = f64::INFINITY;
             state.history.push(row);
             self.checkpoint(&mut state, adam, true)?;
         }

@@ -342,6 +342,31 @@ fn the_same_seed_gives_the_same_weights_resumed_or_not() {
 }
 
 #[test]
+fn the_untrained_model_does_not_count_against_the_patience() {
+    // A learning rate too small to change a weight: every epoch decodes like the
+    // untrained model. The first epoch is still the best one (the untrained model is
+    // the baseline, not a rival), the second is not better, and patience 1 stops there.
+    let dir = tmp("patience");
+    let cfg = config(&dir, "small", VARIANTS[2].1, false);
+    let (data, valid) = (dir.join("train.tsv"), dir.join("valid.tsv"));
+    let all = dates::generate(60, 5);
+    crate::data::write_pairs(&data, &all[..40]).unwrap();
+    crate::data::write_pairs(&valid, &all[40..]).unwrap();
+    let opt = TrainOptions {
+        epochs: 4,
+        lr: 1e-30,
+        patience: 1,
+        seed: 3,
+        threads: 1,
+        quiet: true,
+        ..TrainOptions::default()
+    };
+    let r = train_file(&cfg, &data, Some(&valid), &dir.join("p.s2s"), &opt).unwrap();
+    assert_eq!((r.epochs, r.best_epoch), (2, 1), "{r:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn vocabularies_follow_the_rule() {
     let dir = tmp("vocab");
     let path = config(&dir, "v", VARIANTS[0].1, false);
