@@ -40,10 +40,12 @@ const CMUDICT: &[&str] = &[
     "--quiet",
 ];
 
-/// The options of both length-task runs.
+/// The options of both length-task runs. 40 epochs: at 12 the vanilla model's loss
+/// was still falling steadily (2.34 -> 2.31 in the last two epochs) after 6 of its 60
+/// minutes.
 const LENGTH: &[&str] = &[
     "--epochs",
-    "12",
+    "40",
     "--batch",
     "64",
     "--lr",
