@@ -191,6 +191,19 @@ pub enum Cmd {
         /// The same results on every board whatever the layout.
         #[arg(long, default_value = "row", value_parser = parse_layout)]
         layout: s2s_kernels::Layout,
+        /// Also measure what a residual plane for single rows (not stored: a
+        /// measurement) would buy: agreement with the float model on these sources (one
+        /// per line or `source<TAB>reference`, `#` comments; other words than the
+        /// calibration's) for each `--row-budgets` file size.
+        #[arg(long)]
+        row_curve: Option<PathBuf>,
+        /// With `--row-curve`: the file sizes, in percent of the f32 file.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "26,27,28,29,30,32,34,36,40"
+        )]
+        row_budgets: Vec<f64>,
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,

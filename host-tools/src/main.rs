@@ -209,8 +209,17 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             planes,
             target_agreement,
             layout,
+            row_curve,
+            row_budgets,
             output,
         } => {
+            for &b in &row_budgets {
+                host_tools::error::percentage("--row-budgets", b, true)?;
+            }
+            let curve = row_curve.as_deref().map(|eval| quantize::CurveRequest {
+                eval,
+                budgets: row_budgets,
+            });
             let scheme = match scheme {
                 SchemeArg::W8a16 => Scheme::W8a16,
                 SchemeArg::W8f32 => Scheme::W8f32,
@@ -230,6 +239,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                     scheme,
                     &planes,
                     layout,
+                    curve.as_ref(),
                     &output
                 )?
             );

@@ -196,3 +196,150 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
     );
     assert_one_error(&r, &["--sensitivity", "--beam"]);
 }
+
+/// The points of a `--row-curve` table: (budget, rows, overall agreement).
+fn curve(report: &str) -> Vec<(f64, usize, f64)> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("row curve:"))
+        .skip(2)
+        .take_while(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|b| b.parse::<f64>().is_ok())
+        })
+        .map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            let num = |i: usize| c[i].parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+            (num(0), num(4) as usize, num(5))
+        })
+        .collect()
+}
+
+#[test]
+fn row_curve_runs_from_one_plane_to_every_residual() {
+    let netra = model_file("netra.s2s");
+    let dir = scratch_dir("row-curve");
+    let lines: Vec<String> = std::fs::read_to_string(golden("words-eval.txt"))
+        .unwrap()
+        .lines()
+        .map(|w| format!("{w}\n"))
+        .collect();
+    let (calib, eval) = (dir.join("calib.txt"), dir.join("eval.txt"));
+    std::fs::write(&calib, lines[..200].concat()).unwrap();
+    std::fs::write(&eval, lines[200..400].concat()).unwrap();
+    // The curve from no residual row (a 1 % budget) to every one (100 %), next to the
+    // file with one plane everywhere.
+    let one = dir.join("one.s2s");
+    let out = s2s(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--calib",
+            &calib,
+            &"--planes",
+            &"none",
+            &"--row-curve",
+            &eval,
+            &"--row-budgets",
+            &"1,31,100",
+            &"-o",
+            &one,
+        ],
+        "",
+    );
+    let report = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{report}");
+    let points = curve(&report);
+    assert_eq!(points.len(), 3, "{report}");
+    let layers = table(&s2s_ok(
+        &[
+            &"check",
+            &one,
+            &"--reference",
+            &netra,
+            &"--input",
+            &eval,
+            &"--sensitivity",
+        ],
+        "",
+    ));
+    // No row: the same weights as the one-plane file, in f32 arithmetic.
+    let every = "every layer (f32 math)";
+    assert_eq!(points[0].1, 0, "{report}");
+    assert_eq!(points[0].2, layers[every].1, "{report}");
+    // Some rows within 31 %, and every row at 100 %: the file with every layer's
+    // residual plane.
+    assert!(points[1].1 > 0 && points[1].1 < points[2].1, "{report}");
+    let names: Vec<&str> = layers
+        .keys()
+        .map(String::as_str)
+        .filter(|n| *n != every)
+        .collect();
+    let two = dir.join("two.s2s");
+    s2s_ok(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--calib",
+            &calib,
+            &"--planes",
+            &names.join(","),
+            &"-o",
+            &two,
+        ],
+        "",
+    );
+    let all = table(&s2s_ok(
+        &[
+            &"check",
+            &two,
+            &"--reference",
+            &netra,
+            &"--input",
+            &eval,
+            &"--sensitivity",
+        ],
+        "",
+    ));
+    assert_eq!(points[2].2, all[every].1, "{report}");
+    assert!(points[2].2 > points[0].2, "{report}");
+    // Refusals: no calibration, a budget that is not a percentage.
+    let r = s2s(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--row-curve",
+            &eval,
+            &"-o",
+            &dir.join("x.s2s"),
+        ],
+        "",
+    );
+    assert_one_error(&r, &["--row-curve needs --calib"]);
+    let r = s2s(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &"w8f32",
+            &"--calib",
+            &calib,
+            &"--row-curve",
+            &eval,
+            &"--row-budgets",
+            &"0",
+            &"-o",
+            &dir.join("x.s2s"),
+        ],
+        "",
+    );
+    assert_one_error(&r, &["--row-budgets 0"]);
+    assert!(!dir.join("x.s2s").exists());
+}

@@ -41,6 +41,44 @@ pub struct Sensitivity {
     pub rows: Vec<Row>,
 }
 
+/// The lines of `sources` the float `reference` decodes, with its outputs.
+pub(crate) fn reference_outputs(
+    reference: &LoadedModel,
+    sources: &[String],
+) -> Result<(Vec<String>, Vec<Vec<u16>>)> {
+    Ok(decode_each(reference, sources, Keep::default())?
+        .into_iter()
+        .zip(sources)
+        .filter_map(|(d, src)| Some((src.clone(), d.ok()?.ids)))
+        .unzip())
+}
+
+/// How many of `lines` model `m` decodes to `want`, overall and per bucket of
+/// [`BUCKETS`] of source length.
+pub(crate) fn agreement_by_length(
+    m: &LoadedModel,
+    lines: &[String],
+    want: &[Vec<u16>],
+) -> Result<(Agreement, Vec<Agreement>)> {
+    let got = decode_each(m, lines, Keep::default())?;
+    let mut all = Agreement::default();
+    let mut by = vec![Agreement::default(); BUCKETS.len()];
+    for ((g, w), src) in got.iter().zip(want).zip(lines) {
+        let same = g.as_ref().is_ok_and(|g| &g.ids == w) as usize;
+        let len = src.chars().count();
+        all.sequences += 1;
+        all.same += same;
+        if let Some(b) = BUCKETS
+            .iter()
+            .position(|(lo, hi)| (*lo..=*hi).contains(&len))
+        {
+            by[b].sequences += 1;
+            by[b].same += same;
+        }
+    }
+    Ok((all, by))
+}
+
 /// Measures the sensitivity of every layer of the quantized `quant` (w8a16 or w8f32)
 /// against its f32 `reference` on `sources`. Lines the reference cannot decode are left
 /// out (`s2s check` reports them).
@@ -49,32 +87,9 @@ pub fn sensitivity(
     reference: &LoadedModel,
     sources: &[String],
 ) -> Result<Sensitivity> {
-    let keep = Keep::default();
-    let want: Vec<(usize, Vec<u16>)> = decode_each(reference, sources, keep)?
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, d)| Some((i, d.ok()?.ids)))
-        .collect();
-    let lines: Vec<String> = want.iter().map(|(i, _)| sources[*i].clone()).collect();
+    let (lines, want) = reference_outputs(reference, sources)?;
     let measure = |replaced: &[(LayerSpec, &[f32])]| -> Result<(Agreement, Vec<Agreement>)> {
-        let m = with_weights(reference, replaced)?;
-        let got = decode_each(&m, &lines, keep)?;
-        let mut all = Agreement::default();
-        let mut by = vec![Agreement::default(); BUCKETS.len()];
-        for ((g, (_, w)), src) in got.iter().zip(&want).zip(&lines) {
-            let same = g.as_ref().is_ok_and(|g| &g.ids == w) as usize;
-            let len = src.chars().count();
-            all.sequences += 1;
-            all.same += same;
-            if let Some(b) = BUCKETS
-                .iter()
-                .position(|(lo, hi)| (*lo..=*hi).contains(&len))
-            {
-                by[b].sequences += 1;
-                by[b].same += same;
-            }
-        }
-        Ok((all, by))
+        agreement_by_length(&with_weights(reference, replaced)?, &lines, &want)
     };
     let specs = quant.file().desc().layer_specs();
     let mut weights = Vec::with_capacity(specs.len());

@@ -19,6 +19,7 @@ pub mod dequant;
 pub mod formats;
 pub mod gptq;
 pub mod planes;
+pub mod row_curve;
 
 use std::fmt::Write;
 use std::path::Path;
@@ -30,6 +31,7 @@ use seq2seq::format::{DType, Slot, TensorId};
 
 pub use calibrate::{calibrate, Calibration};
 pub use planes::Planes;
+pub use row_curve::CurveRequest;
 
 use crate::error::{Error, Place, Result};
 use crate::io::{read_lines, write_atomic};
@@ -216,13 +218,15 @@ pub fn quantize(
 
 /// `s2s quantize`: quantizes the f32 model file `model` with `scheme` (calibrated on the
 /// sources of `calib`, with a progress bar on standard error), weights in `layout`, and
-/// writes `output` atomically. Returns the report, ending with what was written.
+/// writes `output` atomically; with `curve`, the report also has the row curve
+/// ([`row_curve`]). Returns the report, ending with what was written.
 pub fn quantize_file(
     model: &Path,
     calib: Option<&Path>,
     scheme: Scheme,
     planes: &Planes,
     layout: Layout,
+    curve: Option<&CurveRequest>,
     output: &Path,
 ) -> Result<String> {
     let m = LoadedModel::load(model)?;
@@ -249,7 +253,27 @@ pub fn quantize_file(
         }
         (Scheme::W8f32, None) => None,
     };
+    let curve = match (curve, &calibration) {
+        (None, _) => None,
+        (Some(_), None) => return Err(Error::usage("--row-curve needs --calib")),
+        (Some(req), Some(c)) => {
+            // As `s2s check --input` reads it: `#` comments and blank lines skipped,
+            // the source of `source<TAB>reference` lines.
+            let (rows, errors) = crate::data::data_rows(req.eval)?;
+            if let Some(e) = errors.into_iter().next() {
+                return Err(e);
+            }
+            let eval: Vec<String> = rows
+                .into_iter()
+                .map(|(_, t)| t.split('\t').next().unwrap_or("").to_string())
+                .collect();
+            let (one, _) = quantize(&m, scheme, &Planes::None, layout, Some(c))?;
+            let one = one.to_bytes().map_err(Error::model(output))?.len();
+            Some(row_curve::row_curve(&m, c, &eval, one, &req.budgets)?.render())
+        }
+    };
     let (builder, mut report) = quantize(&m, scheme, planes, layout, calibration.as_ref())?;
+    report += curve.as_deref().unwrap_or("");
     let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;

@@ -38,9 +38,14 @@ impl QuantLayer {
     }
     /// The weights as the quantized model sees them, with one or two planes.
     fn dequantized(&self, planes: usize) -> Vec<f32> {
+        self.dequantized_rows(&vec![planes > 1; self.spec.rows])
+    }
+    /// The weights with the residual plane in the rows marked `two` only.
+    pub(crate) fn dequantized_rows(&self, two: &[bool]) -> Vec<f32> {
         let cols = self.spec.cols;
         (0..self.codes[0].len())
             .map(|i| {
+                let planes = 1 + two[i / cols] as usize;
                 (0..planes)
                     .map(|p| self.codes[p][i] as f32 * self.scales[p][i / cols])
                     .sum()
@@ -49,36 +54,73 @@ impl QuantLayer {
     }
 }
 
+/// The f32 weights of layer `s` of the f32 model `m`.
+pub(crate) fn float_weights<'m>(m: &'m LoadedModel, s: &LayerSpec) -> Result<&'m [f32]> {
+    let id = TensorId::new(s.role, s.layer, s.dir, Slot::Weight);
+    match m.file().data::<f32>(id) {
+        Ok(Some((_, d))) => Ok(d),
+        Ok(None) => Err(missing(m, id)),
+        Err(e) => Err(Error::model(&m.path)(e)),
+    }
+}
+
+/// What stands for an embedding's input statistics: an embedding row's error reaches
+/// the model through the first recurrent layer's input matrix, so it is weighed by
+/// `W^T W` of that matrix's first `cols` columns (upper triangle, `cols x cols`).
+pub(crate) fn embedding_hessian(m: &LoadedModel, s: &LayerSpec) -> Result<Vec<f64>> {
+    let consumer = if s.role == Role::EncEmb {
+        Role::EncWih
+    } else {
+        Role::DecWih
+    };
+    let n = s.cols;
+    let mut h = vec![0.0f64; n * n];
+    for c in m
+        .file()
+        .desc()
+        .layer_specs()
+        .iter()
+        .filter(|c| c.role == consumer && c.layer == 0)
+    {
+        for row in float_weights(m, c)?.chunks(c.cols) {
+            for i in 0..n {
+                for j in i..n {
+                    h[i * n + j] += row[i] as f64 * row[j] as f64;
+                }
+            }
+        }
+    }
+    Ok(h)
+}
+
+/// The first rows of the blocks of layer `s` that share inputs (and so a Hessian in
+/// the calibration), in order.
+pub(crate) fn hessian_blocks(c: &Calibration, s: &LayerSpec) -> Vec<usize> {
+    let mut starts: Vec<usize> = c
+        .hessians
+        .map
+        .keys()
+        .filter(|k| (k.0, k.1, k.2) == (s.role, s.layer, s.dir))
+        .map(|k| k.3)
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
 /// Rounds every layer of the f32 model to int8 (with error compensation when there is
 /// a calibration) and prepares each one's residual plane.
 pub(crate) fn round_layers(
     m: &LoadedModel,
     calib: Option<&Calibration>,
 ) -> Result<Vec<QuantLayer>> {
-    let file = m.file();
-    let desc = file.desc();
-    let weight = |s: &LayerSpec| -> Result<&[f32]> {
-        let id = TensorId::new(s.role, s.layer, s.dir, Slot::Weight);
-        match file.data::<f32>(id) {
-            Ok(Some((_, d))) => Ok(d),
-            Ok(None) => Err(missing(m, id)),
-            Err(e) => Err(Error::model(&m.path)(e)),
-        }
-    };
+    let desc = *m.file().desc();
     let mut out = vec![];
     for s in desc.layer_specs() {
-        let w = weight(&s)?;
+        let w = float_weights(m, &s)?;
         let (mut q, mut scales) = quantize_rows(w, s.cols);
         if let Some(c) = calib {
             // Error-compensating rounding, block by block of rows that share inputs.
-            let mut starts: Vec<usize> = c
-                .hessians
-                .map
-                .keys()
-                .filter(|k| (k.0, k.1, k.2) == (s.role, s.layer, s.dir))
-                .map(|k| k.3)
-                .collect();
-            starts.sort_unstable();
+            let starts = hessian_blocks(c, &s);
             for (i, &r0) in starts.iter().enumerate() {
                 let r1 = starts.get(i + 1).copied().unwrap_or(s.rows);
                 let (_, h) = &c.hessians.map[&(s.role, s.layer, s.dir, r0)];
@@ -88,29 +130,8 @@ pub(crate) fn round_layers(
                 scales[r0..r1].copy_from_slice(&bs);
             }
             if s.is_embedding() {
-                // An embedding row's error reaches the model through the first
-                // recurrent layer's input matrix: weigh it by W^T W of those columns.
-                let consumer = if s.role == Role::EncEmb {
-                    Role::EncWih
-                } else {
-                    Role::DecWih
-                };
-                let n = s.cols;
-                let mut h = vec![0.0f64; n * n];
-                for c in desc
-                    .layer_specs()
-                    .iter()
-                    .filter(|c| c.role == consumer && c.layer == 0)
-                {
-                    for row in weight(c)?.chunks(c.cols) {
-                        for i in 0..n {
-                            for j in i..n {
-                                h[i * n + j] += row[i] as f64 * row[j] as f64;
-                            }
-                        }
-                    }
-                }
-                (q, scales) = crate::quantize::gptq::quantize_rows(w, n, &h);
+                let h = embedding_hessian(m, &s)?;
+                (q, scales) = crate::quantize::gptq::quantize_rows(w, s.cols, &h);
             }
         }
         let residual: Vec<f32> = w
@@ -224,7 +245,7 @@ pub(crate) fn choose_planes(
 }
 
 /// Agreement points each layer costs when it alone is rounded to one int8 plane.
-fn solo_costs(
+pub(crate) fn solo_costs(
     m: &LoadedModel,
     layers: &[QuantLayer],
     lines: &[String],
