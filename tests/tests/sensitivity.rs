@@ -2,6 +2,7 @@
 //! quantized, measured on netra (200 golden words, a few seconds in release).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use s2s_tests::{assert_one_error, golden, model_file, s2s, s2s_ok, scratch_dir};
 
@@ -19,6 +20,42 @@ fn table(report: &str) -> BTreeMap<String, (String, f64)> {
             (name.trim().to_string(), (cols[1].to_string(), all))
         })
         .collect()
+}
+
+/// `s2s check MODEL --reference REFERENCE --input INPUT --sensitivity`, its layer rows.
+fn sensitivity(model: &Path, reference: &Path, input: &Path) -> BTreeMap<String, (String, f64)> {
+    table(&s2s_ok(
+        &[
+            &"check",
+            &model,
+            &"--reference",
+            &reference,
+            &"--input",
+            &input,
+            &"--sensitivity",
+        ],
+        "",
+    ))
+}
+
+/// `s2s quantize NETRA --scheme SCHEME --calib CALIB --planes PLANES -o OUT`, which must
+/// succeed.
+fn quantize(netra: &Path, scheme: &str, calib: &Path, planes: &str, out: &Path) {
+    s2s_ok(
+        &[
+            &"quantize",
+            &netra,
+            &"--scheme",
+            &scheme,
+            &"--calib",
+            &calib,
+            &"--planes",
+            &planes,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
 }
 
 #[test]
@@ -67,21 +104,7 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
     );
     // The same int8 weights in a file: one plane each.
     let one = dir.join("netra-w8f32-one.s2s");
-    s2s_ok(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8f32",
-            &"--calib",
-            &words,
-            &"--planes",
-            &"none",
-            &"-o",
-            &one,
-        ],
-        "",
-    );
+    quantize(&netra, "w8f32", &words, "none", &one);
     let checked = s2s_ok(
         &[
             &"check",
@@ -113,33 +136,8 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
     // The same weights in w8a16 (the scales recovered from the requantizers and the
     // input formats): the same rows, but for a word decided by a near tie (0.5 points).
     let a16 = dir.join("netra-w8a16-one.s2s");
-    s2s_ok(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            &words,
-            &"--planes",
-            &"none",
-            &"-o",
-            &a16,
-        ],
-        "",
-    );
-    let rows16 = table(&s2s_ok(
-        &[
-            &"check",
-            &a16,
-            &"--reference",
-            &netra,
-            &"--input",
-            &words,
-            &"--sensitivity",
-        ],
-        "",
-    ));
+    quantize(&netra, "w8a16", &words, "none", &a16);
+    let rows16 = sensitivity(&a16, &netra, &words);
     assert_eq!(rows16.len(), rows.len());
     for (name, (planes, all)) in &rows {
         let (p16, a16) = &rows16[name];
@@ -150,18 +148,7 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
         );
     }
     // The file with its planes: a layer given a second plane is listed with two.
-    let two = table(&s2s_ok(
-        &[
-            &"check",
-            &q,
-            &"--reference",
-            &netra,
-            &"--input",
-            &words,
-            &"--sensitivity",
-        ],
-        "",
-    ));
+    let two = sensitivity(&q, &netra, &words);
     for name in costs.keys() {
         assert_eq!(two[name].0, "2", "{name}");
     }
@@ -254,18 +241,7 @@ fn row_curve_runs_from_one_plane_to_every_residual() {
     assert!(out.status.success(), "{report}");
     let points = curve(&report);
     assert_eq!(points.len(), 3, "{report}");
-    let layers = table(&s2s_ok(
-        &[
-            &"check",
-            &one,
-            &"--reference",
-            &netra,
-            &"--input",
-            &eval,
-            &"--sensitivity",
-        ],
-        "",
-    ));
+    let layers = sensitivity(&one, &netra, &eval);
     // No row: the same weights as the one-plane file, in f32 arithmetic.
     let every = "every layer (f32 math)";
     assert_eq!(points[0].1, 0, "{report}");
@@ -279,33 +255,8 @@ fn row_curve_runs_from_one_plane_to_every_residual() {
         .filter(|n| *n != every)
         .collect();
     let two = dir.join("two.s2s");
-    s2s_ok(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8f32",
-            &"--calib",
-            &calib,
-            &"--planes",
-            &names.join(","),
-            &"-o",
-            &two,
-        ],
-        "",
-    );
-    let all = table(&s2s_ok(
-        &[
-            &"check",
-            &two,
-            &"--reference",
-            &netra,
-            &"--input",
-            &eval,
-            &"--sensitivity",
-        ],
-        "",
-    ));
+    quantize(&netra, "w8f32", &calib, &names.join(","), &two);
+    let all = sensitivity(&two, &netra, &eval);
     assert_eq!(points[2].2, all[every].1, "{report}");
     assert!(points[2].2 > points[0].2, "{report}");
     // Refusals: no calibration, a budget that is not a percentage.
