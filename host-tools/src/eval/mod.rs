@@ -143,7 +143,13 @@ pub fn eval_file(
     if let Some(path) = &opt.plot {
         let first = &reports[0].1;
         let chart = Chart {
-            title: format!("token error rate by source length on {}", data.display()),
+            // The file's name, not its path: the picture is the same wherever it is made.
+            title: format!(
+                "token error rate by source length on {}",
+                data.file_name().map_or(data.display().to_string(), |n| n
+                    .to_string_lossy()
+                    .into_owned())
+            ),
             x_caption: "source length".into(),
             x_labels: first
                 .buckets
