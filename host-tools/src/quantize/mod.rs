@@ -100,6 +100,14 @@ pub fn quantize(
     layout: Layout,
     calib: Option<&Calibration>,
 ) -> Result<(ModelBuilder, String)> {
+    can_quantize(m, scheme, layout)?;
+    let layers = planes::round_layers(m, calib)?;
+    quantize_rounded(m, scheme, planes, layout, calib, &layers)
+}
+
+/// Refuses what cannot be quantized: a model that is not f32, a layout other than
+/// `row` for w8f32.
+fn can_quantize(m: &LoadedModel, scheme: Scheme, layout: Layout) -> Result {
     let file = m.file();
     if file.precision() != PrecisionKind::F32 {
         return Err(Error::usage(format!(
@@ -114,6 +122,19 @@ pub fn quantize(
             layout.name()
         )));
     }
+    Ok(())
+}
+
+/// [`quantize`] with every layer already rounded ([`planes::round_layers`]).
+fn quantize_rounded(
+    m: &LoadedModel,
+    scheme: Scheme,
+    planes: &Planes,
+    layout: Layout,
+    calib: Option<&Calibration>,
+    layers: &[planes::QuantLayer],
+) -> Result<(ModelBuilder, String)> {
+    let file = m.file();
     let mut desc: ModelDesc = *file.desc();
     let mut report = String::new();
     let precision = match scheme {
@@ -126,8 +147,7 @@ pub fn quantize(
     }
     desc.check().map_err(Error::model(&m.path))?;
 
-    let layers = planes::round_layers(m, calib)?;
-    let two = planes::choose_planes(m, &layers, planes, calib, &mut report)?;
+    let two = planes::choose_planes(m, layers, planes, calib, &mut report)?;
     let mut b = builder_like(&file, precision, desc);
     let (mut smin, mut smax) = (f32::MAX, 0.0f32);
     for (l, &two) in layers.iter().zip(&two) {
@@ -253,6 +273,9 @@ pub fn quantize_file(
         }
         (Scheme::W8f32, None) => None,
     };
+    // Rounding (GPTQ) is the costly part: once, for the file and the row curve.
+    can_quantize(&m, scheme, layout)?;
+    let layers = planes::round_layers(&m, calibration.as_ref())?;
     let curve = match (curve, &calibration) {
         (None, _) => None,
         (Some(_), None) => return Err(Error::usage("--row-curve needs --calib")),
@@ -267,12 +290,13 @@ pub fn quantize_file(
                 .into_iter()
                 .map(|(_, t)| t.split('\t').next().unwrap_or("").to_string())
                 .collect();
-            let (one, _) = quantize(&m, scheme, &Planes::None, layout, Some(c))?;
+            let (one, _) = quantize_rounded(&m, scheme, &Planes::None, layout, Some(c), &layers)?;
             let one = one.to_bytes().map_err(Error::model(output))?.len();
-            Some(row_curve::row_curve(&m, c, &eval, one, &req.budgets)?.render())
+            Some(row_curve::row_curve(&m, c, &layers, &eval, one, &req.budgets)?.render())
         }
     };
-    let (builder, mut report) = quantize(&m, scheme, planes, layout, calibration.as_ref())?;
+    let (builder, mut report) =
+        quantize_rounded(&m, scheme, planes, layout, calibration.as_ref(), &layers)?;
     report += curve.as_deref().unwrap_or("");
     let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;

@@ -16,9 +16,7 @@ use std::fmt::Write;
 use seq2seq::desc::LayerSpec;
 
 use super::calibrate::Calibration;
-use super::planes::{
-    embedding_hessian, float_weights, hessian_blocks, round_layers, solo_costs, QuantLayer,
-};
+use super::planes::{embedding_hessian, float_weights, hessian_blocks, solo_costs, QuantLayer};
 use crate::error::Result;
 use crate::eval::check::Agreement;
 use crate::eval::rates::{Report, BUCKETS};
@@ -119,19 +117,19 @@ pub struct RowCurve {
     pub points: Vec<CurvePoint>,
 }
 
-/// Measures the curve of the f32 model `m` calibrated on `calib`, on the sources
-/// `eval`, for each budget (percent of the f32 file). `one_plane_bytes` is the size of
-/// its quantized file with one plane everywhere.
-pub fn row_curve(
+/// Measures the curve of the f32 model `m` calibrated on `calib`, its layers rounded
+/// on it (`layers`), on the sources `eval`, for each budget (percent of the f32 file).
+/// `one_plane_bytes` is the size of its quantized file with one plane everywhere.
+pub(crate) fn row_curve(
     m: &LoadedModel,
     calib: &Calibration,
+    layers: &[QuantLayer],
     eval: &[String],
     one_plane_bytes: usize,
     budgets: &[f64],
 ) -> Result<RowCurve> {
-    let layers = round_layers(m, Some(calib))?;
     let (calib_lines, calib_want) = reference_outputs(m, &calib.lines)?;
-    let costs = solo_costs(m, &layers, &calib_lines, &calib_want)?;
+    let costs = solo_costs(m, layers, &calib_lines, &calib_want)?;
     let desc = *m.file().desc();
     // (score, layer, row, bytes), best first. A layer that cost nothing alone on the
     // calibration set still ranks its rows, after every costly layer's.
