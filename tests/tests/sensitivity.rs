@@ -2,7 +2,9 @@
 //! quantized, measured on netra (200 golden words, a few seconds in release).
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::Path;
+use std::process::Output;
 
 use s2s_tests::{assert_one_error, golden, model_file, s2s, s2s_ok, scratch_dir};
 
@@ -38,24 +40,31 @@ fn sensitivity(model: &Path, reference: &Path, input: &Path) -> BTreeMap<String,
     ))
 }
 
-/// `s2s quantize NETRA --scheme SCHEME --calib CALIB --planes PLANES -o OUT`, which must
-/// succeed.
+/// `s2s quantize NETRA --scheme SCHEME --calib CALIB OPTIONS... -o OUT`.
+fn quantize_with(
+    netra: &Path,
+    scheme: &str,
+    calib: &Path,
+    options: &[&dyn AsRef<OsStr>],
+    out: &Path,
+) -> Output {
+    let mut args: Vec<&dyn AsRef<OsStr>> = vec![
+        &"quantize",
+        &netra,
+        &"--scheme",
+        &scheme,
+        &"--calib",
+        &calib,
+    ];
+    args.extend_from_slice(options);
+    args.extend([&"-o" as &dyn AsRef<OsStr>, &out]);
+    s2s(&args, "")
+}
+
+/// The same with `--planes PLANES`, which must succeed.
 fn quantize(netra: &Path, scheme: &str, calib: &Path, planes: &str, out: &Path) {
-    s2s_ok(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &scheme,
-            &"--calib",
-            &calib,
-            &"--planes",
-            &planes,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = quantize_with(netra, scheme, calib, &[&"--planes", &planes], out);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
 }
 
 #[test]
@@ -73,20 +82,12 @@ fn sensitivity_rows_are_the_quantizer_s_own_costs() {
     // The quantizer measures each layer's cost alone (f32 arithmetic, the layer's int8
     // weights) to choose its planes, and says so for each layer it gives one.
     let q = dir.join("netra-w8f32.s2s");
-    let report = s2s(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8f32",
-            &"--calib",
-            &words,
-            &"--target-agreement",
-            &"100",
-            &"-o",
-            &q,
-        ],
-        "",
+    let report = quantize_with(
+        &netra,
+        "w8f32",
+        &words,
+        &[&"--target-agreement", &"100"],
+        &q,
     );
     assert!(report.status.success());
     let costs: BTreeMap<String, f64> = String::from_utf8_lossy(&report.stderr)
@@ -218,24 +219,19 @@ fn row_curve_runs_from_one_plane_to_every_residual() {
     // The curve from no residual row (a 1 % budget) to every one (100 %), next to the
     // file with one plane everywhere.
     let one = dir.join("one.s2s");
-    let out = s2s(
+    let out = quantize_with(
+        &netra,
+        "w8f32",
+        &calib,
         &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8f32",
-            &"--calib",
-            &calib,
             &"--planes",
             &"none",
             &"--row-curve",
             &eval,
             &"--row-budgets",
             &"1,31,100",
-            &"-o",
-            &one,
         ],
-        "",
+        &one,
     );
     let report = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{report}");
@@ -274,22 +270,12 @@ fn row_curve_runs_from_one_plane_to_every_residual() {
         "",
     );
     assert_one_error(&r, &["--row-curve needs --calib"]);
-    let r = s2s(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8f32",
-            &"--calib",
-            &calib,
-            &"--row-curve",
-            &eval,
-            &"--row-budgets",
-            &"0",
-            &"-o",
-            &dir.join("x.s2s"),
-        ],
-        "",
+    let r = quantize_with(
+        &netra,
+        "w8f32",
+        &calib,
+        &[&"--row-curve", &eval, &"--row-budgets", &"0"],
+        &dir.join("x.s2s"),
     );
     assert_one_error(&r, &["--row-budgets 0"]);
     assert!(!dir.join("x.s2s").exists());
