@@ -103,6 +103,10 @@ pub enum Error {
     /// The tensor library failed while training (a shape or numeric failure).
     #[error("training: {0}")]
     Training(String),
+    /// A weights file could not be read, or its content is wrong (the `s2s-weights`
+    /// readers' error: one line naming the file and the place in it).
+    #[error(transparent)]
+    Weights(#[from] s2s_weights::Error),
     /// A device run failed or disagreed with the host.
     #[error("{board}: {message}")]
     Device {

@@ -1,7 +1,8 @@
 //! Host side of the project: the `s2s` command-line tool's library.
 //!
 //! * [`data`]: string pairs, and seeded generators of synthetic tasks;
-//! * [`formats`]: reading trained weights (safetensors, npz, Keras 3, HDF5);
+//! * [`formats`]: reading trained weights (safetensors, npz/npy, Keras 3 `.keras`, HDF5
+//!   `.h5`, ONNX), from the `s2s-weights` crate, and the table `s2s tensors` prints;
 //! * [`import`]: model configurations and the f32 model file they make;
 //! * [`train`] (feature `train`): training a model from string pairs;
 //! * [`model`]: loading model files and running them through the no_std core;

@@ -29,20 +29,22 @@
 //! one fits (`zip`, `npyz`, `safetensors`, `half`); HDF5 is read by our own reader
 //! (see the `hdf5` module for why).
 
+#![forbid(unsafe_code)]
+
 mod archive;
 mod convert;
-pub(crate) mod hdf5;
+mod error;
+mod hdf5;
 mod listing;
 mod npy;
-pub(crate) mod onnx;
+mod onnx;
 mod safetensors;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::error::{Error, Place, Result};
-
-pub use listing::{list_tensors, write_listing, Listing};
+pub use error::{Error, Place, Result};
+pub use listing::{list_tensors, Listing};
 
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,15 +165,10 @@ fn read_weights_in(
     } else if onnx::is_onnx(bytes) || origin.ends_with(".onnx") {
         onnx::read_onnx(bytes, origin, folder)?
     } else {
-        return Err(Error::invalid(
-            origin,
-            Place::File,
-            format!(
-                "unrecognised weights format (starts with {}); \
-                 expected safetensors, .npz, .keras, HDF5, .npy or ONNX",
-                hex_head(bytes)
-            ),
-        ));
+        return Err(Error::UnknownFormat {
+            file: origin.to_string(),
+            head: hex_head(bytes),
+        });
     };
     w.tensors.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(pair) = w
@@ -179,11 +176,10 @@ fn read_weights_in(
         .windows(2)
         .find(|pair| pair[0].name == pair[1].name)
     {
-        return Err(Error::invalid(
-            origin,
-            Place::File,
-            format!("tensor name {} appears twice", pair[0].name),
-        ));
+        return Err(Error::DuplicateName {
+            file: origin.to_string(),
+            name: pair[0].name.clone(),
+        });
     }
     w.skipped.sort();
     Ok(w)
@@ -193,7 +189,11 @@ fn read_weights_in(
 fn read_hdf5_in(bytes: &[u8], origin: &str) -> Result<Weights> {
     hdf5::read_hdf5(bytes).map_err(|e| {
         let place = e.object.map_or(Place::File, Place::Inside);
-        Error::invalid(origin, place, e.message)
+        Error::Hdf5 {
+            file: origin.to_string(),
+            place,
+            message: e.message,
+        }
     })
 }
 
@@ -203,15 +203,10 @@ fn read_lone_npy(bytes: &[u8], origin: &str) -> Result<Weights> {
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_else(|| origin.to_string());
-    let read = npy::read_npy(bytes).map_err(|m| npy_error(origin, &stem, m))?;
+    let read = npy::read_npy(bytes).map_err(|m| Error::npy(origin, &stem, m))?;
     let mut w = Weights::default();
     add_npy(&mut w, &stem, read);
     Ok(w)
-}
-
-/// The error of array `name` of `origin`.
-fn npy_error(origin: &str, name: &str, message: String) -> Error {
-    Error::invalid(origin, Place::Inside(format!("array {name}")), message)
 }
 
 /// Adds an array read as `name` to `w`.

@@ -1,5 +1,7 @@
 //! Bounds-checked little-endian reading and the Jenkins lookup3 checksum HDF5 uses.
 
+use crate::error::Problem;
+
 /// Sizes of file addresses ("offsets") and lengths, from the superblock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Sizes {
@@ -22,30 +24,34 @@ pub(super) struct File<'a> {
 
 impl<'a> File<'a> {
     /// Converts a file address into a position in `bytes`, checking it is inside.
-    pub(super) fn position(&self, address: u64, what: &str) -> Result<usize, String> {
+    pub(super) fn position(&self, address: u64, what: &str) -> Result<usize, Problem> {
         usize::try_from(address)
             .ok()
             .and_then(|address| address.checked_add(self.base))
             .filter(|&position| position < self.bytes.len())
-            .ok_or_else(|| format!("{what} address {address:#x} is outside the file"))
+            .ok_or_else(|| Problem(format!("{what} address {address:#x} is outside the file")))
     }
 
     /// The `len` bytes at `address`.
-    pub(super) fn region(&self, address: u64, len: u64, what: &str) -> Result<&'a [u8], String> {
+    pub(super) fn region(&self, address: u64, len: u64, what: &str) -> Result<&'a [u8], Problem> {
         let start = self.position(address, what)?;
         usize::try_from(len)
             .ok()
             .and_then(|len| start.checked_add(len))
             .and_then(|end| self.bytes.get(start..end))
             .ok_or_else(|| {
-                format!(
+                Problem(format!(
                     "{what} ({len} bytes at address {address:#x}) runs past the end of the file"
-                )
+                ))
             })
     }
 
     /// A reader positioned at `address`, able to read to the end of the file.
-    pub(super) fn reader_at(&self, address: u64, what: &'static str) -> Result<Reader<'a>, String> {
+    pub(super) fn reader_at(
+        &self,
+        address: u64,
+        what: &'static str,
+    ) -> Result<Reader<'a>, Problem> {
         let start = self.position(address, what)?;
         Ok(Reader::new(&self.bytes[start..], self.sizes, what))
     }
@@ -91,44 +97,44 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `len` bytes.
-    pub(super) fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
+    pub(super) fn take(&mut self, len: usize) -> Result<&'a [u8], Problem> {
         let end = self
             .pos
             .checked_add(len)
             .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| format!("{} is truncated", self.what))?;
+            .ok_or_else(|| Problem(format!("{} is truncated", self.what)))?;
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
     }
 
-    pub(super) fn skip(&mut self, len: usize) -> Result<(), String> {
+    pub(super) fn skip(&mut self, len: usize) -> Result<(), Problem> {
         self.take(len).map(|_| ())
     }
 
-    pub(super) fn u8(&mut self) -> Result<u8, String> {
+    pub(super) fn u8(&mut self) -> Result<u8, Problem> {
         Ok(self.take(1)?[0])
     }
 
-    pub(super) fn u16(&mut self) -> Result<u16, String> {
+    pub(super) fn u16(&mut self) -> Result<u16, Problem> {
         self.uint(2).map(|v| v as u16)
     }
 
-    pub(super) fn u32(&mut self) -> Result<u32, String> {
+    pub(super) fn u32(&mut self) -> Result<u32, Problem> {
         self.uint(4).map(|v| v as u32)
     }
 
-    pub(super) fn u64(&mut self) -> Result<u64, String> {
+    pub(super) fn u64(&mut self) -> Result<u64, Problem> {
         self.uint(8)
     }
 
     /// A little-endian unsigned integer of `len` (at most 8) bytes.
-    pub(super) fn uint(&mut self, len: usize) -> Result<u64, String> {
+    pub(super) fn uint(&mut self, len: usize) -> Result<u64, Problem> {
         if len > 8 {
-            return Err(format!(
+            return Err(Problem(format!(
                 "{}: {len}-byte integer field is too wide",
                 self.what
-            ));
+            )));
         }
         let raw = self.take(len)?;
         Ok(raw
@@ -138,7 +144,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A file address; `None` for the undefined address (all bits set).
-    pub(super) fn address(&mut self) -> Result<Option<u64>, String> {
+    pub(super) fn address(&mut self) -> Result<Option<u64>, Problem> {
         let width = self.sizes.offset;
         let value = self.uint(width)?;
         let undefined = if width == 8 {
@@ -150,35 +156,35 @@ impl<'a> Reader<'a> {
     }
 
     /// A length field.
-    pub(super) fn length(&mut self) -> Result<u64, String> {
+    pub(super) fn length(&mut self) -> Result<u64, Problem> {
         self.uint(self.sizes.length)
     }
 
     /// Checks for a 4-byte signature such as `OHDR`.
-    pub(super) fn expect_signature(&mut self, signature: &[u8; 4]) -> Result<(), String> {
+    pub(super) fn expect_signature(&mut self, signature: &[u8; 4]) -> Result<(), Problem> {
         let found = self.take(4)?;
         if found == signature {
             Ok(())
         } else {
-            Err(format!(
+            Err(Problem(format!(
                 "{}: expected signature {} but found {:?}",
                 self.what,
                 String::from_utf8_lossy(signature),
                 String::from_utf8_lossy(found)
-            ))
+            )))
         }
     }
 }
 
 /// Verifies that the 4 bytes after `covered` hold lookup3(`covered`).
-pub(super) fn verify_checksum(covered: &[u8], stored: u32, what: &str) -> Result<(), String> {
+pub(super) fn verify_checksum(covered: &[u8], stored: u32, what: &str) -> Result<(), Problem> {
     let computed = lookup3(covered);
     if computed == stored {
         Ok(())
     } else {
-        Err(format!(
+        Err(Problem(format!(
             "{what}: checksum mismatch (stored {stored:08x}, computed {computed:08x})"
-        ))
+        )))
     }
 }
 
@@ -272,6 +278,6 @@ mod tests {
         assert_eq!(reader.address(), Ok(None));
         assert_eq!(reader.length(), Ok(0x1234));
         assert_eq!(reader.remaining(), 1);
-        assert_eq!(reader.u16(), Err("test structure is truncated".to_string()));
+        assert_eq!(reader.u16(), Err("test structure is truncated".into()));
     }
 }

@@ -2,7 +2,8 @@
 //! layout, filter pipeline, links, link info, symbol table and continuation.
 
 use super::reader::{Reader, Sizes};
-use crate::formats::convert::{ByteOrder, FloatKind};
+use crate::convert::{ByteOrder, FloatKind};
+use crate::error::Problem;
 
 /// Dataspace: the dataset's dimensions.
 pub(super) const DATASPACE: u16 = 0x0001;
@@ -41,7 +42,7 @@ pub(super) enum Dataspace {
 }
 
 /// Dataspace message, versions 1 and 2.
-pub(super) fn parse_dataspace(data: &[u8], sizes: Sizes) -> Result<Dataspace, String> {
+pub(super) fn parse_dataspace(data: &[u8], sizes: Sizes) -> Result<Dataspace, Problem> {
     let mut reader = Reader::new(data, sizes, "dataspace message");
     let version = reader.u8()?;
     let rank = usize::from(reader.u8()?);
@@ -51,20 +52,20 @@ pub(super) fn parse_dataspace(data: &[u8], sizes: Sizes) -> Result<Dataspace, St
         2 => match reader.u8()? {
             0 | 1 => {}
             2 => return Ok(Dataspace::Null),
-            other => return Err(format!("dataspace type {other} is invalid")),
+            other => return Err(Problem(format!("dataspace type {other} is invalid"))),
         },
         _ => {
-            return Err(format!(
+            return Err(Problem(format!(
                 "dataspace message version {version} is unsupported"
-            ))
+            )))
         }
     }
     if rank > MAX_RANK {
-        return Err(format!("dataspace rank {rank} exceeds {MAX_RANK}"));
+        return Err(Problem(format!("dataspace rank {rank} exceeds {MAX_RANK}")));
     }
     let raw = (0..rank)
         .map(|_| reader.length())
-        .collect::<Result<Vec<u64>, String>>()?;
+        .collect::<Result<Vec<u64>, Problem>>()?;
     let max_dims = if flags & 0x01 != 0 {
         let width = sizes.length;
         let unlimited = if width >= 8 {
@@ -77,14 +78,16 @@ pub(super) fn parse_dataspace(data: &[u8], sizes: Sizes) -> Result<Dataspace, St
                 let max = reader.length()?;
                 Ok(if max == unlimited { u64::MAX } else { max })
             })
-            .collect::<Result<Vec<u64>, String>>()?
+            .collect::<Result<Vec<u64>, Problem>>()?
     } else {
         raw.clone()
     };
     let dims = raw
         .iter()
-        .map(|&dim| usize::try_from(dim).map_err(|_| format!("dimension {dim} is too large")))
-        .collect::<Result<Vec<usize>, String>>()?;
+        .map(|&dim| {
+            usize::try_from(dim).map_err(|_| Problem(format!("dimension {dim} is too large")))
+        })
+        .collect::<Result<Vec<usize>, Problem>>()?;
     Ok(Dataspace::Shape { dims, max_dims })
 }
 
@@ -121,7 +124,7 @@ fn class_name(class: u8, bits0: u8, size: u32) -> String {
 
 /// Datatype message: only the floating-point class (1) is decoded; its bit layout must
 /// be exactly IEEE half, single or double precision, or bfloat16.
-pub(super) fn parse_datatype(data: &[u8], sizes: Sizes) -> Result<Element, String> {
+pub(super) fn parse_datatype(data: &[u8], sizes: Sizes) -> Result<Element, Problem> {
     let mut reader = Reader::new(data, sizes, "datatype message");
     let class_and_version = reader.u8()?;
     let bits = reader.take(3)?;
@@ -134,9 +137,9 @@ pub(super) fn parse_datatype(data: &[u8], sizes: Sizes) -> Result<Element, Strin
         (0, 0) => ByteOrder::Little,
         (1, 0) => ByteOrder::Big,
         _ => {
-            return Err(format!(
+            return Err(Problem(format!(
                 "unsupported datatype (class 1, size {size}, VAX byte order)"
-            ))
+            )))
         }
     };
     let layout = FloatLayout {
@@ -150,9 +153,11 @@ pub(super) fn parse_datatype(data: &[u8], sizes: Sizes) -> Result<Element, Strin
         mantissa_bits: reader.u8()?,
         bias: reader.u32()?,
     };
-    let kind = layout
-        .kind()
-        .ok_or_else(|| format!("unsupported datatype (class 1, size {size}, {layout})"))?;
+    let kind = layout.kind().ok_or_else(|| {
+        Problem(format!(
+            "unsupported datatype (class 1, size {size}, {layout})"
+        ))
+    })?;
     Ok(Element::Float(kind, order))
 }
 
@@ -244,13 +249,13 @@ pub(super) enum ChunkIndex {
 }
 
 /// Data layout message, versions 3 and 4.
-pub(super) fn parse_layout<'a>(data: &'a [u8], sizes: Sizes) -> Result<Layout<'a>, String> {
+pub(super) fn parse_layout<'a>(data: &'a [u8], sizes: Sizes) -> Result<Layout<'a>, Problem> {
     let mut reader = Reader::new(data, sizes, "data layout message");
     let version = reader.u8()?;
     if !(3..=4).contains(&version) {
-        return Err(format!(
+        return Err(Problem(format!(
             "data layout message version {version} is unsupported (only 3 and 4)"
-        ));
+        )));
     }
     match reader.u8()? {
         0 => {
@@ -264,30 +269,30 @@ pub(super) fn parse_layout<'a>(data: &'a [u8], sizes: Sizes) -> Result<Layout<'a
         2 if version == 3 => parse_chunked_v3(&mut reader).map(Layout::Chunked),
         2 => parse_chunked_v4(&mut reader).map(Layout::Chunked),
         3 => Err("virtual dataset layout is unsupported".into()),
-        other => Err(format!("data layout class {other} is invalid")),
+        other => Err(Problem(format!("data layout class {other} is invalid"))),
     }
 }
 
 /// v3 chunked: dimensionality, B-tree address, then that many 4-byte sizes (the last
 /// one being the element size).
-fn parse_chunked_v3(reader: &mut Reader<'_>) -> Result<ChunkLayout, String> {
+fn parse_chunked_v3(reader: &mut Reader<'_>) -> Result<ChunkLayout, Problem> {
     let count = usize::from(reader.u8()?);
     let address = reader.address()?;
     let sizes = (0..count)
         .map(|_| reader.u32().map(u64::from))
-        .collect::<Result<Vec<u64>, String>>()?;
+        .collect::<Result<Vec<u64>, Problem>>()?;
     chunk_layout(&sizes, ChunkIndex::BTreeV1, address)
 }
 
 /// v4 chunked: flags, dimensionality, size width, sizes, index type and its parameters,
 /// then the index address.
-fn parse_chunked_v4(reader: &mut Reader<'_>) -> Result<ChunkLayout, String> {
+fn parse_chunked_v4(reader: &mut Reader<'_>) -> Result<ChunkLayout, Problem> {
     let flags = reader.u8()?;
     let count = usize::from(reader.u8()?);
     let width = usize::from(reader.u8()?);
     let sizes = (0..count)
         .map(|_| reader.uint(width))
-        .collect::<Result<Vec<u64>, String>>()?;
+        .collect::<Result<Vec<u64>, Problem>>()?;
     let index = match reader.u8()? {
         1 => {
             if flags & 0x02 != 0 {
@@ -311,7 +316,7 @@ fn parse_chunked_v4(reader: &mut Reader<'_>) -> Result<ChunkLayout, String> {
             reader.skip(6)?;
             ChunkIndex::Unsupported("version 2 B-tree")
         }
-        other => return Err(format!("chunk index type {other} is invalid")),
+        other => return Err(Problem(format!("chunk index type {other} is invalid"))),
     };
     let address = reader.address()?;
     chunk_layout(&sizes, index, address)
@@ -322,18 +327,18 @@ fn chunk_layout(
     sizes: &[u64],
     index: ChunkIndex,
     address: Option<u64>,
-) -> Result<ChunkLayout, String> {
+) -> Result<ChunkLayout, Problem> {
     let Some((&element_size, dims)) = sizes.split_last() else {
         return Err("chunked layout has no dimensions".into());
     };
     if dims.is_empty() || dims.len() > MAX_RANK {
-        return Err(format!("chunk rank {} is invalid", dims.len()));
+        return Err(Problem(format!("chunk rank {} is invalid", dims.len())));
     }
     let dims = dims
         .iter()
         .map(|&dim| usize::try_from(dim).ok().filter(|&dim| dim > 0))
         .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| format!("chunk dimensions {sizes:?} are invalid"))?;
+        .ok_or_else(|| Problem(format!("chunk dimensions {sizes:?} are invalid")))?;
     Ok(ChunkLayout {
         dims,
         element_size,
@@ -343,7 +348,7 @@ fn chunk_layout(
 }
 
 /// Filter pipeline message: the number of filters (versions 1 and 2 agree on this).
-pub(super) fn filter_count(data: &[u8], sizes: Sizes) -> Result<u8, String> {
+pub(super) fn filter_count(data: &[u8], sizes: Sizes) -> Result<u8, Problem> {
     let mut reader = Reader::new(data, sizes, "filter pipeline message");
     let _version = reader.u8()?;
     reader.u8()
@@ -351,11 +356,13 @@ pub(super) fn filter_count(data: &[u8], sizes: Sizes) -> Result<u8, String> {
 
 /// A link message: `Some((name, object address))` for a hard link, `None` for soft and
 /// external links, which are not followed.
-pub(super) fn parse_link(data: &[u8], sizes: Sizes) -> Result<Option<(String, u64)>, String> {
+pub(super) fn parse_link(data: &[u8], sizes: Sizes) -> Result<Option<(String, u64)>, Problem> {
     let mut reader = Reader::new(data, sizes, "link message");
     let version = reader.u8()?;
     if version != 1 {
-        return Err(format!("link message version {version} is unsupported"));
+        return Err(Problem(format!(
+            "link message version {version} is unsupported"
+        )));
     }
     let flags = reader.u8()?;
     let link_type = if flags & 0x08 != 0 { reader.u8()? } else { 0 };
@@ -373,28 +380,28 @@ pub(super) fn parse_link(data: &[u8], sizes: Sizes) -> Result<Option<(String, u6
     }
     let address = reader
         .address()?
-        .ok_or_else(|| format!("hard link {name} has an undefined address"))?;
+        .ok_or_else(|| Problem(format!("hard link {name} has an undefined address")))?;
     Ok(Some((name, address)))
 }
 
 /// Checks a link name is usable as a path component.
-pub(super) fn link_name(raw: &[u8]) -> Result<String, String> {
+pub(super) fn link_name(raw: &[u8]) -> Result<String, Problem> {
     let name = String::from_utf8_lossy(raw).into_owned();
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(format!("invalid link name {name:?}"));
+        return Err(Problem(format!("invalid link name {name:?}")));
     }
     Ok(name)
 }
 
 /// Link info message: true if the group keeps its links in dense storage (a fractal
 /// heap), which this reader does not implement.
-pub(super) fn uses_dense_links(data: &[u8], sizes: Sizes) -> Result<bool, String> {
+pub(super) fn uses_dense_links(data: &[u8], sizes: Sizes) -> Result<bool, Problem> {
     let mut reader = Reader::new(data, sizes, "link info message");
     let version = reader.u8()?;
     if version != 0 {
-        return Err(format!(
+        return Err(Problem(format!(
             "link info message version {version} is unsupported"
-        ));
+        )));
     }
     let flags = reader.u8()?;
     if flags & 0x01 != 0 {
@@ -404,7 +411,7 @@ pub(super) fn uses_dense_links(data: &[u8], sizes: Sizes) -> Result<bool, String
 }
 
 /// Symbol table message: the group's v1 B-tree and local heap addresses.
-pub(super) fn parse_symbol_table(data: &[u8], sizes: Sizes) -> Result<(u64, u64), String> {
+pub(super) fn parse_symbol_table(data: &[u8], sizes: Sizes) -> Result<(u64, u64), Problem> {
     let mut reader = Reader::new(data, sizes, "symbol table message");
     let btree = reader.address()?;
     let heap = reader.address()?;
@@ -415,7 +422,7 @@ pub(super) fn parse_symbol_table(data: &[u8], sizes: Sizes) -> Result<(u64, u64)
 }
 
 /// Continuation message: address and length of the next block of messages.
-pub(super) fn parse_continuation(data: &[u8], sizes: Sizes) -> Result<(u64, u64), String> {
+pub(super) fn parse_continuation(data: &[u8], sizes: Sizes) -> Result<(u64, u64), Problem> {
     let mut reader = Reader::new(data, sizes, "continuation message");
     let address = reader
         .address()?

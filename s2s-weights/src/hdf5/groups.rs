@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use super::messages::link_name;
 use super::reader::File;
+use crate::error::Problem;
 
 /// Symbol table entries caching a soft link's value use this cache type.
 const SOFT_LINK_CACHE: u32 = 2;
@@ -16,7 +17,7 @@ pub(super) fn symbol_table_links(
     file: &File<'_>,
     btree: u64,
     heap: u64,
-) -> Result<Vec<(String, u64)>, String> {
+) -> Result<Vec<(String, u64)>, Problem> {
     let names = local_heap_data(file, heap)?;
     let mut nodes = Vec::new();
     collect_symbol_nodes(file, btree, None, &mut HashSet::new(), &mut nodes)?;
@@ -29,12 +30,14 @@ pub(super) fn symbol_table_links(
 
 /// The data segment of a local heap: signature, version 0, reserved, segment size,
 /// free-list offset, segment address.
-fn local_heap_data<'a>(file: &File<'a>, address: u64) -> Result<&'a [u8], String> {
+fn local_heap_data<'a>(file: &File<'a>, address: u64) -> Result<&'a [u8], Problem> {
     let mut reader = file.reader_at(address, "local heap")?;
     reader.expect_signature(b"HEAP")?;
     let version = reader.u8()?;
     if version != 0 {
-        return Err(format!("local heap version {version} is unsupported"));
+        return Err(Problem(format!(
+            "local heap version {version} is unsupported"
+        )));
     }
     reader.skip(3)?;
     let size = reader.length()?;
@@ -54,23 +57,25 @@ fn collect_symbol_nodes(
     expected_level: Option<u8>,
     visited: &mut HashSet<u64>,
     nodes: &mut Vec<u64>,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     if !visited.insert(address) {
-        return Err(format!("group B-tree node {address:#x} is reached twice"));
+        return Err(Problem(format!(
+            "group B-tree node {address:#x} is reached twice"
+        )));
     }
     let mut reader = file.reader_at(address, "group B-tree node")?;
     reader.expect_signature(b"TREE")?;
     let node_type = reader.u8()?;
     if node_type != 0 {
-        return Err(format!(
+        return Err(Problem(format!(
             "group B-tree node {address:#x} has type {node_type}, expected 0"
-        ));
+        )));
     }
     let level = reader.u8()?;
     if expected_level.is_some_and(|expected| expected != level) {
-        return Err(format!(
+        return Err(Problem(format!(
             "group B-tree node {address:#x} has level {level}, expected {expected_level:?}"
-        ));
+        )));
     }
     let entries = reader.u16()?;
     reader.address()?; // left sibling
@@ -100,14 +105,14 @@ fn read_symbol_node(
     address: u64,
     names: &[u8],
     links: &mut Vec<(String, u64)>,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let mut reader = file.reader_at(address, "symbol table node")?;
     reader.expect_signature(b"SNOD")?;
     let version = reader.u8()?;
     if version != 1 {
-        return Err(format!(
+        return Err(Problem(format!(
             "symbol table node version {version} is unsupported"
-        ));
+        )));
     }
     reader.skip(1)?;
     let count = reader.u16()?;
@@ -120,18 +125,23 @@ fn read_symbol_node(
         if cache_type == SOFT_LINK_CACHE {
             continue; // soft links are not followed
         }
-        let header = header.ok_or_else(|| format!("link {name} has an undefined address"))?;
+        let header =
+            header.ok_or_else(|| Problem(format!("link {name} has an undefined address")))?;
         links.push((name, header));
     }
     Ok(())
 }
 
 /// The NUL-terminated name at `offset` in a local heap's data segment.
-fn heap_string(heap: &[u8], offset: u64) -> Result<String, String> {
+fn heap_string(heap: &[u8], offset: u64) -> Result<String, Problem> {
     let tail = usize::try_from(offset)
         .ok()
         .and_then(|offset| heap.get(offset..))
-        .ok_or_else(|| format!("link name offset {offset} is outside the local heap"))?;
+        .ok_or_else(|| {
+            Problem(format!(
+                "link name offset {offset} is outside the local heap"
+            ))
+        })?;
     let end = tail
         .iter()
         .position(|&byte| byte == 0)

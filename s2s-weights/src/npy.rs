@@ -10,6 +10,8 @@ use std::io::Cursor;
 use half::f16;
 use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar};
 
+use crate::error::Problem;
+
 /// The 6-byte magic that starts every `.npy` file.
 pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
@@ -46,12 +48,21 @@ pub(crate) enum Npy {
     Other(String),
 }
 
+/// The elements of an `.npy` array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Elements {
+    /// Floats of this size in bytes (2, 4 or 8).
+    Float(usize),
+    /// Not floats: the element type as numpy writes it.
+    Other(String),
+}
+
 /// The header of an `.npy` file.
 pub(crate) struct Header {
     /// Where the data starts (the header's length).
     pub(crate) data_start: usize,
-    /// The float element size (2, 4 or 8), or the element type that is not a float.
-    pub(crate) kind: Result<usize, String>,
+    /// The float element size, or the element type that is not a float.
+    pub(crate) kind: Elements,
     /// Bytes of data a float array of this shape needs (0 for other types).
     pub(crate) payload: usize,
     shape: Vec<usize>,
@@ -71,18 +82,23 @@ impl Header {
     }
 
     /// The error for `len` bytes of float data that are not the `payload` bytes.
-    pub(crate) fn length_error(&self, len: u64) -> String {
-        format!(
+    pub(crate) fn length_error(&self, len: u64) -> Problem {
+        Problem(format!(
             "data is {len} bytes but shape {:?} of {} needs {}",
             self.shape, self.descr, self.payload
-        )
+        ))
+    }
+
+    /// Whether the array holds floats (whose data is read).
+    pub(crate) fn is_float(&self) -> bool {
+        matches!(self.kind, Elements::Float(_))
     }
 }
 
 /// Where the data of an `.npy` starts, from its first bytes (at least
 /// [`PREAMBLE_BYTES`] of them, or the whole file): the magic, the version (1, 2 or 3)
 /// and a header length of at most [`MAX_HEADER_BYTES`] are checked.
-pub(crate) fn data_start(prefix: &[u8]) -> Result<usize, String> {
+pub(crate) fn data_start(prefix: &[u8]) -> Result<usize, Problem> {
     if !prefix.starts_with(MAGIC) {
         return Err("bad header: no .npy magic".into());
     }
@@ -92,14 +108,14 @@ pub(crate) fn data_start(prefix: &[u8]) -> Result<usize, String> {
             (m, 12 + u32::from_le_bytes([a, b, c, d]) as usize)
         }
         [_, _, _, _, _, _, m, _, ..] if !(1..=3).contains(&m) => {
-            return Err(format!("bad header: unsupported .npy format version {m}"))
+            return Err(format!("bad header: unsupported .npy format version {m}").into())
         }
         _ => return Err("bad header: truncated".into()),
     };
     if len > MAX_HEADER_BYTES {
-        return Err(format!(
+        return Err(Problem(format!(
             "bad header: version {major} header of {len} bytes, more than {MAX_HEADER_BYTES}"
-        ));
+        )));
     }
     Ok(len)
 }
@@ -114,16 +130,16 @@ const MAX_NESTING: usize = 4;
 /// `pest`) whose time grows exponentially with the nesting, so a 508-byte header of
 /// nested tuples took over 30 s (found by the `npz` fuzz target;
 /// `fuzz/regressions/npz/nested-shape-timeout.npz`).
-fn check_nesting(header: &[u8]) -> Result<(), String> {
+fn check_nesting(header: &[u8]) -> Result<(), Problem> {
     let mut depth = 0usize;
     for &b in header {
         match b {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    return Err(format!(
+                    return Err(Problem(format!(
                         "bad header: brackets nested more than {MAX_NESTING} deep"
-                    ));
+                    )));
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
@@ -135,13 +151,13 @@ fn check_nesting(header: &[u8]) -> Result<(), String> {
 
 /// Parses the header at the start of `bytes` (which hold at least [`data_start`]
 /// bytes).
-pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
+pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, Problem> {
     let start = data_start(bytes)?;
     if bytes.len() < start {
-        return Err(format!(
+        return Err(Problem(format!(
             "bad header: {start} bytes long but the file has {}",
             bytes.len()
-        ));
+        )));
     }
     check_nesting(&bytes[..start])?;
     let mut cursor = Cursor::new(&bytes[..start]);
@@ -161,17 +177,17 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| format!("shape {:?} is too large", header.shape()))?;
     let (kind, payload) = if ts.type_char() != TypeChar::Float {
-        (Err(ts.to_string()), 0)
+        (Elements::Other(ts.to_string()), 0)
     } else {
         let size = ts.size_field() as usize;
         if !matches!(size, 2 | 4 | 8) {
-            return Err(format!("unsupported float dtype {ts}"));
+            return Err(Problem(format!("unsupported float dtype {ts}")));
         }
         let payload = shape
             .iter()
             .try_fold(size, |acc, &d| acc.checked_mul(d))
             .ok_or_else(|| format!("shape {shape:?} is too large"))?;
-        (Ok(size), payload)
+        (Elements::Float(size), payload)
     };
     Ok(Header {
         data_start: cursor.position() as usize,
@@ -184,10 +200,10 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, String> {
 }
 
 /// The array of `header` from its `data` (exactly `header.payload` bytes for floats).
-pub(crate) fn read_data(header: Header, data: &[u8]) -> Result<Npy, String> {
+pub(crate) fn read_data(header: Header, data: &[u8]) -> Result<Npy, Problem> {
     let size = match header.kind {
-        Ok(size) => size,
-        Err(dtype) => return Ok(Npy::Other(dtype)),
+        Elements::Float(size) => size,
+        Elements::Other(dtype) => return Ok(Npy::Other(dtype)),
     };
     if data.len() != header.payload {
         return Err(header.length_error(data.len() as u64));
@@ -221,7 +237,7 @@ pub(crate) fn read_data(header: Header, data: &[u8]) -> Result<Npy, String> {
 }
 
 /// Reads a whole `.npy` file; the error is one line.
-pub(crate) fn read_npy(bytes: &[u8]) -> Result<Npy, String> {
+pub(crate) fn read_npy(bytes: &[u8]) -> Result<Npy, Problem> {
     let header = read_header(bytes)?;
     let data = &bytes[header.data_start.min(bytes.len())..];
     read_data(header, data)

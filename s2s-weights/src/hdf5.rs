@@ -55,8 +55,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
-use super::convert::decode;
-use super::{Tensor, Weights};
+use crate::convert::decode;
+use crate::error::Problem;
+use crate::{Tensor, Weights};
 use chunks::{read_chunked, Geometry};
 use header::{read_object_header, Message};
 use messages::{
@@ -81,14 +82,14 @@ pub(crate) struct Hdf5Error {
 }
 
 impl Hdf5Error {
-    fn file(message: String) -> Self {
+    fn file(message: Problem) -> Self {
         Hdf5Error {
             object: None,
-            message,
+            message: message.0,
         }
     }
 
-    fn at(kind: &str, path: &str, message: String) -> Self {
+    fn at(kind: &str, path: &str, message: Problem) -> Self {
         let object = if path.is_empty() {
             format!("root {kind}")
         } else {
@@ -96,7 +97,7 @@ impl Hdf5Error {
         };
         Hdf5Error {
             object: Some(object),
-            message,
+            message: message.0,
         }
     }
 }
@@ -147,7 +148,7 @@ fn find_superblock(bytes: &[u8]) -> Option<usize> {
 
 /// Parses the superblock at `at`, returning the file view and the root group's
 /// object header address.
-fn parse_superblock(bytes: &[u8], at: usize) -> Result<(File<'_>, u64), String> {
+fn parse_superblock(bytes: &[u8], at: usize) -> Result<(File<'_>, u64), Problem> {
     let mut reader = Reader::new(
         &bytes[at..],
         Sizes {
@@ -186,7 +187,11 @@ fn parse_superblock(bytes: &[u8], at: usize) -> Result<(File<'_>, u64), String> 
             verify_checksum(covered, reader.u32()?, "superblock")?;
             (sizes, root)
         }
-        _ => return Err(format!("superblock version {version} is unsupported")),
+        _ => {
+            return Err(Problem(format!(
+                "superblock version {version} is unsupported"
+            )))
+        }
     };
     let root = root.ok_or("the root group address is undefined")?;
     let file = File {
@@ -198,12 +203,14 @@ fn parse_superblock(bytes: &[u8], at: usize) -> Result<(File<'_>, u64), String> 
 }
 
 /// Reads the address and length widths.
-fn read_sizes(reader: &mut Reader<'_>) -> Result<Sizes, String> {
+fn read_sizes(reader: &mut Reader<'_>) -> Result<Sizes, Problem> {
     let offset = usize::from(reader.u8()?);
     let length = usize::from(reader.u8()?);
     for (what, size) in [("address", offset), ("length", length)] {
         if ![2, 4, 8].contains(&size) {
-            return Err(format!("{size}-byte {what} fields are unsupported"));
+            return Err(Problem(format!(
+                "{size}-byte {what} fields are unsupported"
+            )));
         }
     }
     Ok(Sizes { offset, length })
@@ -236,8 +243,10 @@ impl Walker<'_> {
                 match read_dataset(&self.file, &messages, path)
                     .map_err(|message| Hdf5Error::at("dataset", path, message))?
                 {
-                    Ok(tensor) => self.weights.tensors.push(tensor),
-                    Err(dtype) => self.weights.skipped.push((path.to_string(), dtype)),
+                    Dataset::Float(tensor) => self.weights.tensors.push(tensor),
+                    Dataset::NotFloat(dtype) => {
+                        self.weights.skipped.push((path.to_string(), dtype))
+                    }
                 }
                 Ok(())
             }
@@ -251,11 +260,11 @@ impl Walker<'_> {
         path: &str,
         depth: usize,
     ) -> Result<(), Hdf5Error> {
-        let fail = |message: String| Hdf5Error::at("group", path, message);
+        let fail = |message: Problem| Hdf5Error::at("group", path, message);
         if depth > MAX_DEPTH {
-            return Err(fail(format!(
+            return Err(fail(Problem(format!(
                 "groups are nested more than {MAX_DEPTH} deep"
-            )));
+            ))));
         }
         let links = group_links(&self.file, messages).map_err(fail)?;
         for (name, address) in links {
@@ -284,7 +293,7 @@ fn classify(messages: &[Message<'_>]) -> ObjectKind {
 }
 
 /// The hard links of a group, from its symbol table or its link messages.
-fn group_links(file: &File<'_>, messages: &[Message<'_>]) -> Result<Vec<(String, u64)>, String> {
+fn group_links(file: &File<'_>, messages: &[Message<'_>]) -> Result<Vec<(String, u64)>, Problem> {
     let mut links = Vec::new();
     for message in messages {
         match message.kind {
@@ -309,27 +318,31 @@ fn required<'m, 'a>(
     messages: &'m [Message<'a>],
     kind: u16,
     what: &str,
-) -> Result<&'m Message<'a>, String> {
+) -> Result<&'m Message<'a>, Problem> {
     let message = messages
         .iter()
         .find(|message| message.kind == kind)
-        .ok_or_else(|| format!("has no {what} message"))?;
+        .ok_or_else(|| Problem(format!("has no {what} message")))?;
     if message.is_shared() {
-        return Err(format!("shared {what} messages are unsupported"));
+        return Err(Problem(format!("shared {what} messages are unsupported")));
     }
     Ok(message)
 }
 
-/// Reads a dataset; `Ok(None)` if its elements are not floating point.
-fn read_dataset(
-    file: &File<'_>,
-    messages: &[Message<'_>],
-    path: &str,
-) -> Result<Result<Tensor, String>, String> {
+/// What a dataset holds.
+enum Dataset {
+    /// Floats, read.
+    Float(Tensor),
+    /// Elements of another type (named), not read.
+    NotFloat(String),
+}
+
+/// Reads a dataset; [`Dataset::NotFloat`] if its elements are not floating point.
+fn read_dataset(file: &File<'_>, messages: &[Message<'_>], path: &str) -> Result<Dataset, Problem> {
     let datatype = required(messages, DATATYPE, "datatype")?;
     let (kind, order) = match parse_datatype(datatype.data, file.sizes)? {
         Element::Float(kind, order) => (kind, order),
-        Element::NotFloat(dtype) => return Ok(Err(dtype)),
+        Element::NotFloat(dtype) => return Ok(Dataset::NotFloat(dtype)),
     };
     let dataspace = required(messages, DATASPACE, "dataspace")?;
     let Dataspace::Shape { dims, max_dims } = parse_dataspace(dataspace.data, file.sizes)? else {
@@ -345,14 +358,14 @@ fn read_dataset(
     let size = dims
         .iter()
         .try_fold(kind.size(), |acc, &dim| acc.checked_mul(dim))
-        .ok_or_else(|| format!("shape {dims:?} is too large"))?;
+        .ok_or_else(|| Problem(format!("shape {dims:?} is too large")))?;
     let raw: Cow<'_, [u8]> = match layout {
         Layout::Compact(data) if data.len() == size => Cow::Borrowed(data),
         Layout::Compact(data) => {
-            return Err(format!(
+            return Err(Problem(format!(
                 "compact data is {} bytes, expected {size}",
                 data.len()
-            ))
+            )))
         }
         Layout::Contiguous { .. } if size == 0 => Cow::Borrowed(&[]),
         Layout::Contiguous {
@@ -361,9 +374,9 @@ fn read_dataset(
         } => {
             let address = address.ok_or("has no data written (undefined data address)")?;
             if stored != size as u64 {
-                return Err(format!(
+                return Err(Problem(format!(
                     "contiguous data is {stored} bytes, expected {size}"
-                ));
+                )));
             }
             Cow::Borrowed(file.region(address, stored, "raw data")?)
         }
@@ -381,7 +394,7 @@ fn read_dataset(
             Cow::Owned(read_chunked(file, &geometry, &layout)?)
         }
     };
-    Ok(Ok(Tensor {
+    Ok(Dataset::Float(Tensor {
         name: path.to_string(),
         data: decode(&raw, kind, order),
         shape: dims,

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use super::messages::{ChunkIndex, ChunkLayout};
 use super::reader::{verify_checksum, File};
+use crate::error::Problem;
 
 /// The dataset geometry chunks are placed into.
 pub(super) struct Geometry<'s> {
@@ -37,19 +38,19 @@ pub(super) fn read_chunked(
     file: &File<'_>,
     geometry: &Geometry<'_>,
     layout: &ChunkLayout,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Problem> {
     let rank = geometry.shape.len();
     if layout.dims.len() != rank || geometry.max_dims.len() != rank {
-        return Err(format!(
+        return Err(Problem(format!(
             "chunk rank {} differs from the dataspace rank {rank}",
             layout.dims.len()
-        ));
+        )));
     }
     if layout.element_size != geometry.element_size as u64 {
-        return Err(format!(
+        return Err(Problem(format!(
             "chunk element size {} differs from the datatype size {}",
             layout.element_size, geometry.element_size
-        ));
+        )));
     }
     let chunk_bytes = product(&layout.dims)
         .and_then(|n| n.checked_mul(geometry.element_size))
@@ -65,9 +66,9 @@ pub(super) fn read_chunked(
         return Ok(Vec::new());
     }
     if needed > file.bytes.len() / chunk_bytes {
-        return Err(format!(
+        return Err(Problem(format!(
             "needs {needed} chunks of {chunk_bytes} bytes, more than the file holds"
-        ));
+        )));
     }
     let address = layout
         .address
@@ -89,7 +90,7 @@ pub(super) fn read_chunked(
             fixed_array_chunks(file, address, &index_grid(geometry, layout)?, layout)?
         }
         ChunkIndex::Unsupported(name) => {
-            return Err(format!("chunk index type '{name}' is unsupported"))
+            return Err(Problem(format!("chunk index type '{name}' is unsupported")))
         }
     };
     assemble(file, geometry, &layout.dims, chunk_bytes, needed, chunks)
@@ -102,14 +103,14 @@ fn product(values: &[usize]) -> Option<usize> {
 
 /// Chunks per dimension over the *maximum* dimensions, which grid-based indexes
 /// (implicit, fixed array) linearise in row-major order.
-fn index_grid(geometry: &Geometry<'_>, layout: &ChunkLayout) -> Result<Vec<u64>, String> {
+fn index_grid(geometry: &Geometry<'_>, layout: &ChunkLayout) -> Result<Vec<u64>, Problem> {
     geometry
         .max_dims
         .iter()
         .zip(&layout.dims)
         .map(|(&max, &chunk)| {
             if max == u64::MAX {
-                Err("unlimited dimension with a fixed-size chunk index".to_string())
+                Err("unlimited dimension with a fixed-size chunk index".into())
             } else {
                 Ok(max.div_ceil(chunk as u64))
             }
@@ -135,7 +136,7 @@ fn implicit_chunks(
     grid: &[u64],
     layout: &ChunkLayout,
     chunk_bytes: usize,
-) -> Result<Vec<ChunkRef>, String> {
+) -> Result<Vec<ChunkRef>, Problem> {
     let total = grid
         .iter()
         .try_fold(1u64, |acc, &n| acc.checked_mul(n))
@@ -157,7 +158,7 @@ fn fixed_array_chunks(
     address: u64,
     grid: &[u64],
     layout: &ChunkLayout,
-) -> Result<Vec<ChunkRef>, String> {
+) -> Result<Vec<ChunkRef>, Problem> {
     let mut header = file.reader_at(address, "fixed array header")?;
     header.expect_signature(b"FAHD")?;
     let _version = header.u8()?;
@@ -174,14 +175,14 @@ fn fixed_array_chunks(
     verify_checksum(covered, header.u32()?, "fixed array header")?;
     let expected = grid.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n));
     if Some(entries) != expected {
-        return Err(format!(
+        return Err(Problem(format!(
             "fixed array holds {entries} entries, expected {expected:?}"
-        ));
+        )));
     }
     if entry_size != file.sizes.offset {
-        return Err(format!(
+        return Err(Problem(format!(
             "fixed array entry size {entry_size} is unsupported"
-        ));
+        )));
     }
     if u32::from(page_bits) < 64 && entries > 1u64 << page_bits {
         return Err("paged fixed array chunk index is unsupported".into());
@@ -210,7 +211,7 @@ fn btree_chunks(
     root: u64,
     rank: usize,
     chunk_bytes: usize,
-) -> Result<Vec<ChunkRef>, String> {
+) -> Result<Vec<ChunkRef>, Problem> {
     let mut chunks = Vec::new();
     let mut walk = BTreeWalk {
         file,
@@ -246,15 +247,17 @@ impl BTreeWalk<'_, '_> {
         address: u64,
         expected_level: Option<u8>,
         chunks: &mut Vec<ChunkRef>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         if !self.visited.insert(address) {
-            return Err(format!("chunk B-tree node {address:#x} is reached twice"));
+            return Err(Problem(format!(
+                "chunk B-tree node {address:#x} is reached twice"
+            )));
         }
         let (level, entries) = self.read_node(address)?;
         if expected_level.is_some_and(|expected| expected != level) {
-            return Err(format!(
+            return Err(Problem(format!(
                 "chunk B-tree node {address:#x} has level {level}, expected {expected_level:?}"
-            ));
+            )));
         }
         for mut entry in entries {
             if let Some(below) = level.checked_sub(1) {
@@ -263,16 +266,16 @@ impl BTreeWalk<'_, '_> {
             }
             entry.origin.truncate(self.rank);
             if entry.filter_mask != 0 {
-                return Err(format!(
+                return Err(Problem(format!(
                     "chunk at {:?} has filters applied (unsupported)",
                     entry.origin
-                ));
+                )));
             }
             if entry.size as usize != self.chunk_bytes {
-                return Err(format!(
+                return Err(Problem(format!(
                     "chunk at {:?} is {} bytes, expected {}",
                     entry.origin, entry.size, self.chunk_bytes
-                ));
+                )));
             }
             chunks.push(ChunkRef {
                 origin: entry.origin,
@@ -284,14 +287,14 @@ impl BTreeWalk<'_, '_> {
 
     /// Node: signature, type 1, level, entry count, siblings, then per entry a key
     /// (chunk size, filter mask, rank + 1 offsets) and a child address.
-    fn read_node(&self, address: u64) -> Result<(u8, Vec<ChunkEntry>), String> {
+    fn read_node(&self, address: u64) -> Result<(u8, Vec<ChunkEntry>), Problem> {
         let mut reader = self.file.reader_at(address, "chunk B-tree node")?;
         reader.expect_signature(b"TREE")?;
         let node_type = reader.u8()?;
         if node_type != 1 {
-            return Err(format!(
+            return Err(Problem(format!(
                 "chunk B-tree node {address:#x} has type {node_type}, expected 1"
-            ));
+            )));
         }
         let level = reader.u8()?;
         let count = reader.u16()?;
@@ -303,7 +306,7 @@ impl BTreeWalk<'_, '_> {
             let filter_mask = reader.u32()?;
             let origin = (0..=self.rank)
                 .map(|_| reader.u64())
-                .collect::<Result<Vec<u64>, String>>()?;
+                .collect::<Result<Vec<u64>, Problem>>()?;
             let child = reader
                 .address()?
                 .ok_or("chunk B-tree child address is undefined")?;
@@ -326,7 +329,7 @@ fn assemble(
     chunk_bytes: usize,
     needed: usize,
     chunks: Vec<ChunkRef>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Problem> {
     let shape = geometry.shape;
     let mut placed: Vec<(Vec<usize>, &[u8])> = Vec::new();
     let mut seen = HashSet::new();
@@ -343,22 +346,22 @@ fn assemble(
             continue;
         };
         if origin.iter().zip(dims).any(|(&o, &d)| o % d != 0) {
-            return Err(format!(
+            return Err(Problem(format!(
                 "chunk origin {origin:?} is not on a chunk boundary"
-            ));
+            )));
         }
         if !seen.insert(origin.clone()) {
-            return Err(format!("chunk at {origin:?} appears twice"));
+            return Err(Problem(format!("chunk at {origin:?} appears twice")));
         }
         let data = file.region(chunk.address, chunk_bytes as u64, "chunk")?;
         starts.push(file.position(chunk.address, "chunk")?);
         placed.push((origin, data));
     }
     if placed.len() != needed {
-        return Err(format!(
+        return Err(Problem(format!(
             "only {} of {needed} chunks are allocated (sparse chunked data is unsupported)",
             placed.len()
-        ));
+        )));
     }
     starts.sort_unstable();
     if starts
@@ -386,7 +389,7 @@ fn copy_chunk(
     element_size: usize,
     origin: &[usize],
     data: &[u8],
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let rank = shape.len();
     let extent: Vec<usize> = (0..rank)
         .map(|axis| dims[axis].min(shape[axis] - origin[axis]))

@@ -12,7 +12,7 @@ use ::safetensors::{Dtype, SafeTensors};
 
 use super::convert::{decode, ByteOrder, FloatKind};
 use super::{Tensor, Weights};
-use crate::error::{Error, Place, Result};
+use crate::error::{Error, Place, Problem, Result};
 
 /// Returns true if `bytes` looks like a safetensors file: a plausible header length
 /// followed by the start of a JSON object.
@@ -29,7 +29,7 @@ pub(crate) fn is_safetensors(bytes: &[u8]) -> bool {
 /// The file's header and tensor views, validated by the crate; errors name `origin`.
 pub(crate) fn deserialize<'b>(bytes: &'b [u8], origin: &str) -> Result<SafeTensors<'b>> {
     SafeTensors::deserialize(bytes).map_err(|error| {
-        Error::invalid(
+        Error::safetensors(
             origin,
             Place::File,
             format!("invalid safetensors file: {error}"),
@@ -43,7 +43,8 @@ pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Weights> {
     let file = deserialize(bytes, origin)?;
     let mut w = Weights::default();
     for (name, view) in file.tensors() {
-        let fail = |message: String| Error::invalid(origin, Place::Tensor(name.clone()), message);
+        let fail =
+            |message: Problem| Error::safetensors(origin, Place::Tensor(name.clone()), message.0);
         let Some(kind) = float_kind(view.dtype()).map_err(fail)? else {
             w.skipped.push((name, view.dtype().to_string()));
             continue;
@@ -54,11 +55,11 @@ pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Weights> {
             .iter()
             .try_fold(kind.size(), |acc, &dim| acc.checked_mul(dim));
         if expected != Some(data.len()) {
-            return Err(fail(format!(
+            return Err(fail(Problem(format!(
                 "{} bytes of data for shape {:?}",
                 data.len(),
                 view.shape()
-            )));
+            ))));
         }
         w.tensors.push(Tensor {
             shape: view.shape().to_vec(),
@@ -70,7 +71,7 @@ pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Weights> {
 }
 
 /// The conversion for `dtype`, `None` for non-float dtypes (named, not read).
-fn float_kind(dtype: Dtype) -> Result<Option<FloatKind>, String> {
+fn float_kind(dtype: Dtype) -> Result<Option<FloatKind>, Problem> {
     Ok(Some(match dtype {
         Dtype::F16 => FloatKind::F16,
         Dtype::BF16 => FloatKind::Bf16,
@@ -86,7 +87,7 @@ fn float_kind(dtype: Dtype) -> Result<Option<FloatKind>, String> {
         | Dtype::I64
         | Dtype::U64
         | Dtype::C64 => return Ok(None),
-        other => return Err(format!("unsupported float dtype {other}")),
+        other => return Err(Problem(format!("unsupported float dtype {other}"))),
     }))
 }
 

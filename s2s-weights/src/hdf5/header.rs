@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::messages::{parse_continuation, CONTINUATION};
 use super::reader::{verify_checksum, File, Reader};
+use crate::error::Problem;
 
 /// More continuation blocks than this in one header is treated as corruption; real
 /// headers have a handful.
@@ -33,7 +34,7 @@ impl Message<'_> {
 pub(super) fn read_object_header<'a>(
     file: &File<'a>,
     address: u64,
-) -> Result<Vec<Message<'a>>, String> {
+) -> Result<Vec<Message<'a>>, Problem> {
     let start = file.region(address, 4, "object header")?;
     let version2 = start == b"OHDR";
     let (mut messages, track_order) = if version2 {
@@ -53,9 +54,9 @@ pub(super) fn read_object_header<'a>(
         }
         let (block, len) = parse_continuation(message.data, file.sizes)?;
         if !visited.insert(block) || visited.len() > MAX_HEADER_BLOCKS {
-            return Err(format!(
+            return Err(Problem(format!(
                 "object header continuation at {block:#x} repeats or chains too far"
-            ));
+            )));
         }
         let bytes = file.region(block, len, "object header continuation")?;
         let more = if version2 {
@@ -70,13 +71,13 @@ pub(super) fn read_object_header<'a>(
 
 /// Version 1 prefix: version, reserved, message count, reference count, header size,
 /// padding to 16 bytes; the first block of messages follows.
-fn read_v1_prefix<'a>(file: &File<'a>, address: u64) -> Result<Vec<Message<'a>>, String> {
+fn read_v1_prefix<'a>(file: &File<'a>, address: u64) -> Result<Vec<Message<'a>>, Problem> {
     let mut reader = file.reader_at(address, "object header")?;
     let version = reader.u8()?;
     if version != 1 {
-        return Err(format!(
+        return Err(Problem(format!(
             "no object header at {address:#x} (version byte {version}, no OHDR signature)"
-        ));
+        )));
     }
     reader.skip(1 + 2 + 4)?;
     let size = reader.u32()?;
@@ -86,7 +87,7 @@ fn read_v1_prefix<'a>(file: &File<'a>, address: u64) -> Result<Vec<Message<'a>>,
 }
 
 /// Version 1 messages: type (2), size (2), flags (1), reserved (3), body.
-fn read_v1_messages<'a>(file: &File<'a>, block: &'a [u8]) -> Result<Vec<Message<'a>>, String> {
+fn read_v1_messages<'a>(file: &File<'a>, block: &'a [u8]) -> Result<Vec<Message<'a>>, Problem> {
     let mut reader = Reader::new(block, file.sizes, "object header message");
     let mut messages = Vec::new();
     while reader.remaining() >= 8 {
@@ -109,12 +110,14 @@ struct V2Prefix<'a> {
 
 /// Signature, version, flags, optional times and phase-change values, block size, the
 /// block, then a checksum over everything before it.
-fn parse_v2_prefix<'a>(file: &File<'a>, address: u64) -> Result<V2Prefix<'a>, String> {
+fn parse_v2_prefix<'a>(file: &File<'a>, address: u64) -> Result<V2Prefix<'a>, Problem> {
     let mut reader = file.reader_at(address, "object header")?;
     reader.expect_signature(b"OHDR")?;
     let version = reader.u8()?;
     if version != 2 {
-        return Err(format!("object header version {version} is unsupported"));
+        return Err(Problem(format!(
+            "object header version {version} is unsupported"
+        )));
     }
     let flags = reader.u8()?;
     if flags & 0x20 != 0 {
@@ -139,7 +142,7 @@ fn read_v2_continuation<'a>(
     file: &File<'a>,
     bytes: &'a [u8],
     track_order: bool,
-) -> Result<Vec<Message<'a>>, String> {
+) -> Result<Vec<Message<'a>>, Problem> {
     if bytes.len() < 8 {
         return Err("object header continuation block is too short".into());
     }
@@ -157,7 +160,7 @@ fn read_v2_messages<'a>(
     file: &File<'a>,
     block: &'a [u8],
     track_order: bool,
-) -> Result<Vec<Message<'a>>, String> {
+) -> Result<Vec<Message<'a>>, Problem> {
     let header_len = if track_order { 6 } else { 4 };
     let mut reader = Reader::new(block, file.sizes, "object header message");
     let mut messages = Vec::new();
@@ -177,7 +180,7 @@ fn read_v2_messages<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::hdf5::reader::{lookup3, Sizes};
+    use crate::hdf5::reader::{lookup3, Sizes};
 
     fn with_checksum(mut block: Vec<u8>) -> Vec<u8> {
         let checksum = lookup3(&block);

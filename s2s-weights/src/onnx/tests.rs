@@ -1,8 +1,16 @@
 //! The ONNX reader on hand-made graphs (every storage of the data, constants, aliases,
 //! external files and their confinement, damaged files) and on the committed fixtures.
 
+use super::proto::{
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorProto, ATTR_INT, EXTERNAL,
+};
 use super::*;
-use crate::formats::{read_weights, read_weights_bytes};
+use std::path::PathBuf;
+
+use prost::Message;
+
+use crate::{read_weights, read_weights_bytes};
 
 fn f32_raw(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()

@@ -7,7 +7,7 @@ use std::io::{Cursor, Read};
 use std::collections::BTreeSet;
 
 use super::{hdf5, npy, Listing, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
-use crate::error::{Error, Place, Result};
+use crate::error::{Error, Place, Problem, Result};
 
 /// Reads an `.npz` (if it holds `.npy` entries) or else a `.keras` (if it holds
 /// `model.weights.h5`, which must be HDF5: nested zips are not followed). Of an `.npz`,
@@ -18,7 +18,7 @@ pub(crate) fn read_zip(
     wanted: Option<&BTreeSet<String>>,
 ) -> Result<Weights> {
     let archive_error = |e: zip::result::ZipError| {
-        Error::invalid(origin, Place::Inside("zip archive".into()), e.to_string())
+        Error::zip(origin, Place::Inside("zip archive".into()), e.to_string())
     };
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(archive_error)?;
     // By index, not by name: the crate's name lookup would hide a repeated name.
@@ -43,7 +43,7 @@ pub(crate) fn read_zip(
         return Ok(w);
     }
     let Some(index) = names.iter().position(|n| n == KERAS_WEIGHTS_ENTRY) else {
-        return Err(Error::invalid(
+        return Err(Error::zip(
             origin,
             Place::File,
             format!(
@@ -52,17 +52,22 @@ pub(crate) fn read_zip(
         ));
     };
     let fail = entry_error(origin, KERAS_WEIGHTS_ENTRY);
-    let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
+    let mut entry = archive
+        .by_index(index)
+        .map_err(|e| fail(e.to_string().into()))?;
     let size = entry.size();
     if size > MAX_TENSOR_BYTES {
-        return Err(fail(format!(
-            "{size} bytes, more than the {MAX_TENSOR_BYTES} bytes read from a weights file"
-        )));
+        return Err(fail(
+            format!(
+                "{size} bytes, more than the {MAX_TENSOR_BYTES} bytes read from a weights file"
+            )
+            .into(),
+        ));
     }
     let data = read_exactly(&mut entry, size as usize).map_err(fail)?;
     let inner = format!("{origin}: {KERAS_WEIGHTS_ENTRY}");
     if !hdf5::is_hdf5(&data) {
-        return Err(Error::invalid(
+        return Err(Error::zip(
             inner,
             Place::File,
             "not an HDF5 file (no signature)",
@@ -72,21 +77,27 @@ pub(crate) fn read_zip(
 }
 
 /// The error of entry `name` of `origin`.
-fn entry_error<'a>(origin: &'a str, name: &'a str) -> impl Fn(String) -> Error + 'a {
-    move |message| Error::invalid(origin, Place::Inside(format!("zip entry {name}")), message)
+fn entry_error<'a>(origin: &'a str, name: &'a str) -> impl Fn(Problem) -> Error + 'a {
+    move |message| {
+        Error::zip(
+            origin,
+            Place::Inside(format!("zip entry {name}")),
+            message.0,
+        )
+    }
 }
 
 /// Reads `n` bytes from `r` (the zip crate checks an entry's CRC-32 at its end).
-fn read_exactly(r: &mut dyn Read, n: usize) -> std::result::Result<Vec<u8>, String> {
+fn read_exactly(r: &mut dyn Read, n: usize) -> Result<Vec<u8>, Problem> {
     let mut data = Vec::with_capacity(n);
     r.take(n as u64)
         .read_to_end(&mut data)
         .map_err(|e| e.to_string())?;
     if data.len() != n {
-        return Err(format!(
+        return Err(Problem(format!(
             "extracted {} bytes but the directory declares {n}",
             data.len()
-        ));
+        )));
     }
     Ok(data)
 }
@@ -99,7 +110,7 @@ fn entry_header(
     origin: &str,
 ) -> Result<npy::Header> {
     let fail = entry_error(origin, name);
-    let array_error = |m| super::npy_error(origin, name.trim_end_matches(".npy"), m);
+    let array_error = |m| Error::npy(origin, name.trim_end_matches(".npy"), m);
     let size = entry.size();
     // The preamble of version 1 (10 bytes), then the 2 more bytes of the header length
     // of versions 2 and 3: never a byte past the header, however short it is (found by
@@ -111,9 +122,9 @@ fn entry_header(
     }
     let start = npy::data_start(&head).map_err(array_error)?;
     if start as u64 > size {
-        return Err(array_error(format!(
-            "bad header: {start} bytes long but the entry has {size}"
-        )));
+        return Err(array_error(
+            format!("bad header: {start} bytes long but the entry has {size}").into(),
+        ));
     }
     head.extend(read_exactly(entry, start - head.len()).map_err(&fail)?);
     npy::read_header(&head).map_err(array_error)
@@ -124,7 +135,7 @@ fn entry_header(
 /// archive holds no `.npy` entry.
 pub(crate) fn list_npz(bytes: &[u8], origin: &str) -> Result<Option<Vec<Listing>>> {
     let archive_error = |e: zip::result::ZipError| {
-        Error::invalid(origin, Place::Inside("zip archive".into()), e.to_string())
+        Error::zip(origin, Place::Inside("zip archive".into()), e.to_string())
     };
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(archive_error)?;
     let mut listed = Vec::new();
@@ -137,7 +148,9 @@ pub(crate) fn list_npz(bytes: &[u8], origin: &str) -> Result<Option<Vec<Listing>
             continue;
         }
         let fail = entry_error(origin, &name);
-        let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
+        let mut entry = archive
+            .by_index(index)
+            .map_err(|e| fail(e.to_string().into()))?;
         let header = entry_header(&mut entry, &name, origin)?;
         listed.push(Listing {
             name: name.trim_end_matches(".npy").to_string(),
@@ -162,11 +175,13 @@ fn read_npy_entry(
     keep: bool,
 ) -> Result<Option<npy::Npy>> {
     let fail = entry_error(origin, name);
-    let array_error = |m| super::npy_error(origin, name.trim_end_matches(".npy"), m);
-    let mut entry = archive.by_index(index).map_err(|e| fail(e.to_string()))?;
+    let array_error = |m| Error::npy(origin, name.trim_end_matches(".npy"), m);
+    let mut entry = archive
+        .by_index(index)
+        .map_err(|e| fail(e.to_string().into()))?;
     let size = entry.size();
     let header = entry_header(&mut entry, name, origin)?;
-    if header.kind.is_ok() {
+    if header.is_float() {
         if size - header.data_start as u64 != header.payload as u64 {
             return Err(array_error(
                 header.length_error(size - header.data_start as u64),
@@ -176,18 +191,21 @@ fn read_npy_entry(
             return Ok(None);
         }
         if header.payload as u64 > MAX_TENSOR_BYTES {
-            return Err(array_error(format!(
-                "{} bytes of data, more than the {MAX_TENSOR_BYTES} bytes read for a tensor",
-                header.payload
-            )));
+            return Err(array_error(
+                format!(
+                    "{} bytes of data, more than the {MAX_TENSOR_BYTES} bytes read for a tensor",
+                    header.payload
+                )
+                .into(),
+            ));
         }
     }
     let payload = header.payload;
     let data = read_exactly(&mut entry, payload).map_err(&fail)?;
-    if header.kind.is_ok() {
+    if header.is_float() {
         // The rest of the entry (nothing, by the size check) makes the crate check the
         // CRC-32.
-        std::io::copy(&mut entry, &mut std::io::sink()).map_err(|e| fail(e.to_string()))?;
+        std::io::copy(&mut entry, &mut std::io::sink()).map_err(|e| fail(e.to_string().into()))?;
     }
     npy::read_data(header, &data).map(Some).map_err(array_error)
 }

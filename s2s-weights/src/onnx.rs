@@ -1,0 +1,261 @@
+//! Reader for ONNX models (`.onnx`, e.g. from `torch.onnx.export`): the weights are the
+//! graph's initializers.
+//!
+//! The protobuf wire format is decoded by `prost` into the few messages declared in
+//! `proto` (`ModelProto`, `GraphProto`, `NodeProto`, `AttributeProto`, `TensorProto`,
+//! with the field numbers of `onnx.proto`); every other field is skipped unread, so
+//! subgraphs, type information and documentation cost nothing and cannot fail. The
+//! graph walk (`graph`) collects the tensors below by name; external data is read by
+//! `external`; this file reads the tensors' data and lists them with their consumers.
+//!
+//! Tensors returned, by name:
+//! - every initializer of the main graph;
+//! - the output of every `Constant` node whose value is a dense tensor (`value`) or a
+//!   float (`value_float`, `value_floats`);
+//! - the output of an `Identity` node (or a chain of them) whose input is one of the
+//!   above: exporters put weights shared by two places, or read under a second name,
+//!   behind an `Identity` (`onnx::MatMul_531 = Identity(onnx::MatMul_530)`).
+//!
+//! Element data comes from `raw_data` (little-endian), from the typed fields
+//! (`float_data`, `double_data`, `int32_data` holding the bit patterns of float16 and
+//! bfloat16), or from an external data file (`data_location = EXTERNAL`): its
+//! `location` must be a relative path inside the model's folder (no `..`, no absolute
+//! path, and no symbolic link that leads out of the folder), `offset` and `length`
+//! must lie within the file and match the tensor's size. Float, double, float16 and
+//! bfloat16 tensors become `f32`; integer and boolean tensors (shapes, indices) are
+//! not read but listed with their element type, as by the other readers; 8-bit and
+//! 4-bit floats are errors.
+
+mod external;
+mod graph;
+mod proto;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::convert::{decode, ByteOrder, FloatKind};
+use crate::error::{Error, Place, Problem, Result};
+use crate::{Tensor, Weights};
+use external::read_external;
+use graph::parse;
+pub(crate) use graph::Origin;
+use proto::{
+    dtype_name, kind_of, Kind, NodeProto, TensorProto, ATTR_FLOAT, ATTR_FLOATS, ATTR_INT,
+    ATTR_INTS, ATTR_STRING,
+};
+
+/// Whether `bytes` starts like a serialized `ModelProto`: its first field is
+/// `ir_version` (field 1, a varint: tag byte `0x08`), as every ONNX writer orders it.
+pub(crate) fn is_onnx(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&0x08)
+}
+
+/// A node input that a tensor feeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Consumer {
+    /// The node's operator (`GRU`, `Gemm`, `MatMul`...).
+    pub op_type: String,
+    /// The node's name (may be empty in a hand-made graph).
+    pub node: String,
+    /// The input slot, from 0.
+    pub slot: usize,
+    /// The node's scalar attributes that decide a weight's layout (`transB=1`,
+    /// `direction=bidirectional`, `hidden_size=64`, `linear_before_reset=1`...).
+    pub attributes: String,
+}
+
+/// One tensor of an ONNX file, as listed by `s2s tensors`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    /// Its name (for an `Identity` alias, the node's output).
+    pub name: String,
+    /// Its dimensions.
+    pub shape: Vec<usize>,
+    /// Its element type.
+    pub dtype: String,
+    /// Where it comes from.
+    pub origin: Origin,
+    /// Every node input it feeds.
+    pub consumers: Vec<Consumer>,
+}
+
+/// A tensor's shape as sizes; negative dimensions are refused.
+fn shape_of(t: &TensorProto) -> Result<Vec<usize>, Problem> {
+    t.dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| Problem(format!("dimension {d} in shape {:?}", t.dims)))
+        })
+        .collect()
+}
+
+/// Reads every float tensor (initializers, constants, their `Identity` aliases).
+/// External data files are looked up in `folder` (the model's own folder); without one
+/// (bytes from memory) a tensor with external data is an error.
+pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Weights> {
+    let parsed = parse(bytes, origin)?;
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    // Aliases are copies of their source once it is read (its errors name it).
+    let mut aliases = Vec::new();
+    for (name, (t, from)) in &parsed.tensors {
+        if let Origin::Identity(_, source) = from {
+            aliases.push((name, source));
+            continue;
+        }
+        let fail = |m: Problem| Error::onnx(origin, Place::Tensor(name.clone()), m.0);
+        let kind = match kind_of(t.data_type) {
+            Kind::Float(kind) => kind,
+            Kind::Skip => {
+                skipped.push((name.clone(), dtype_name(t.data_type)));
+                continue;
+            }
+            Kind::Unsupported => {
+                return Err(fail(Problem(format!(
+                    "unsupported element type {}",
+                    dtype_name(t.data_type)
+                ))))
+            }
+        };
+        let shape = shape_of(t).map_err(fail)?;
+        let count = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| fail(Problem(format!("shape {shape:?} is too large"))))?;
+        let size = count
+            .checked_mul(kind.size())
+            .ok_or_else(|| fail(Problem(format!("shape {shape:?} is too large"))))?;
+        let data = match from {
+            Origin::External(location, offset) => {
+                let folder = folder.ok_or_else(|| {
+                    fail(Problem(format!(
+                        "its data is in the external file {location:?}, which is looked for beside the model: read the model from its file"
+                    )))
+                })?;
+                let raw = read_external(folder, location, *offset, size, t).map_err(fail)?;
+                decode(&raw, kind, ByteOrder::Little)
+            }
+            _ => typed_data(t, kind, count, size).map_err(fail)?,
+        };
+        out.push(Tensor {
+            name: name.clone(),
+            shape,
+            data,
+        });
+    }
+    for (name, source) in aliases {
+        if let Some(t) = out.iter().find(|t| &t.name == source) {
+            let alias = Tensor {
+                name: name.clone(),
+                ..t.clone()
+            };
+            out.push(alias);
+        } else if let Some((_, dtype)) = skipped.iter().find(|(n, _)| n == source) {
+            let dtype = dtype.clone();
+            skipped.push((name.clone(), dtype));
+        }
+    }
+    Ok(Weights {
+        tensors: out,
+        skipped,
+    })
+}
+
+/// The elements of a tensor stored in the file: `raw_data` or the typed field of its
+/// element type, exactly `count` of them.
+fn typed_data(
+    t: &TensorProto,
+    kind: FloatKind,
+    count: usize,
+    size: usize,
+) -> Result<Vec<f32>, Problem> {
+    if !t.raw_data.is_empty() {
+        if t.raw_data.len() != size {
+            return Err(Problem(format!(
+                "raw_data is {} bytes, shape {:?} of {} needs {size}",
+                t.raw_data.len(),
+                t.dims,
+                dtype_name(t.data_type)
+            )));
+        }
+        return Ok(decode(&t.raw_data, kind, ByteOrder::Little));
+    }
+    let (field, values): (&str, Vec<f32>) = match kind {
+        FloatKind::F32 => ("float_data", t.float_data.clone()),
+        FloatKind::F64 => (
+            "double_data",
+            t.double_data.iter().map(|&v| v as f32).collect(),
+        ),
+        FloatKind::F16 | FloatKind::Bf16 => {
+            // Each int32 holds one 16-bit pattern in its low half.
+            let mut raw = Vec::with_capacity(t.int32_data.len().saturating_mul(2));
+            for &v in &t.int32_data {
+                let bits = u16::try_from(v)
+                    .map_err(|_| format!("int32_data value {v} is not a 16-bit pattern"))?;
+                raw.extend_from_slice(&bits.to_le_bytes());
+            }
+            ("int32_data", decode(&raw, kind, ByteOrder::Little))
+        }
+    };
+    if values.len() != count {
+        return Err(Problem(format!(
+            "{field} holds {} values, shape {:?} needs {count}",
+            values.len(),
+            t.dims
+        )));
+    }
+    Ok(values)
+}
+
+/// Every tensor of an ONNX file (of any element type) with the node inputs it feeds,
+/// sorted by name, and a one-line summary of the model. Data is not read.
+pub(crate) fn list_onnx(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listed>)> {
+    let parsed = parse(bytes, origin)?;
+    let names: BTreeSet<&str> = parsed.tensors.keys().map(String::as_str).collect();
+    let mut consumers: BTreeMap<&str, Vec<Consumer>> = BTreeMap::new();
+    for node in &parsed.nodes {
+        for (slot, input) in node.input.iter().enumerate() {
+            if names.contains(input.as_str()) {
+                consumers.entry(input.as_str()).or_default().push(Consumer {
+                    op_type: node.op_type.clone(),
+                    node: node.name.clone(),
+                    slot,
+                    attributes: attributes(node),
+                });
+            }
+        }
+    }
+    let mut listed = Vec::new();
+    for (name, (t, from)) in &parsed.tensors {
+        let shape =
+            shape_of(t).map_err(|m| Error::onnx(origin, Place::Tensor(name.clone()), m.0))?;
+        listed.push(Listed {
+            name: name.clone(),
+            shape,
+            dtype: dtype_name(t.data_type),
+            origin: from.clone(),
+            consumers: consumers.remove(name.as_str()).unwrap_or_default(),
+        });
+    }
+    Ok((parsed.summary, listed))
+}
+
+/// A node's scalar attributes as `name=value` (lists of at most 8 integers too).
+fn attributes(node: &NodeProto) -> String {
+    let mut parts = Vec::new();
+    for a in &node.attribute {
+        let value = match a.r#type {
+            ATTR_INT => a.i.to_string(),
+            ATTR_FLOAT => a.f.to_string(),
+            ATTR_STRING => String::from_utf8_lossy(&a.s).into_owned(),
+            ATTR_INTS if a.ints.len() <= 8 => format!("{:?}", a.ints),
+            ATTR_FLOATS if a.floats.len() <= 4 => format!("{:?}", a.floats),
+            _ => continue,
+        };
+        parts.push(format!("{}={value}", a.name));
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

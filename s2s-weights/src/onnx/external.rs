@@ -1,0 +1,73 @@
+//! External data of ONNX tensors (`data_location = EXTERNAL`): the bytes of a tensor
+//! read from a file beside the model, confined to the model's folder.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Component, Path, PathBuf};
+
+use super::proto::{dtype_name, TensorProto};
+use crate::error::Problem;
+
+/// `size` bytes at `offset` of the external data file `location`, which must lie
+/// inside `folder`.
+pub(crate) fn read_external(
+    folder: &Path,
+    location: &str,
+    offset: u64,
+    size: usize,
+    t: &TensorProto,
+) -> Result<Vec<u8>, Problem> {
+    let relative = Path::new(location);
+    let confined = !location.is_empty()
+        && relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if !confined {
+        return Err(Problem(format!(
+            "external data location {location:?} is not a relative path inside the model's folder"
+        )));
+    }
+    let path: PathBuf = folder.join(relative);
+    let shown = path.display();
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("external data file {shown}: {e}"))?;
+    let root = folder
+        .canonicalize()
+        .map_err(|e| format!("model folder {}: {e}", folder.display()))?;
+    if !real.starts_with(&root) {
+        return Err(Problem(format!(
+            "external data file {shown} leads out of the model's folder (to {})",
+            real.display()
+        )));
+    }
+    if let Some(length) = t.external_data.iter().find(|e| e.key == "length") {
+        let length: u64 = length
+            .value
+            .parse()
+            .map_err(|_| format!("external data length {:?} is not a number", length.value))?;
+        if length != size as u64 {
+            return Err(Problem(format!(
+                "external data length {length} bytes, shape {:?} of {} needs {size}",
+                t.dims,
+                dtype_name(t.data_type)
+            )));
+        }
+    }
+    let mut file =
+        std::fs::File::open(&real).map_err(|e| format!("external data file {shown}: {e}"))?;
+    let file_len = file
+        .metadata()
+        .map_err(|e| format!("external data file {shown}: {e}"))?
+        .len();
+    let end = offset.checked_add(size as u64);
+    if end.is_none_or(|end| end > file_len) {
+        return Err(Problem(format!(
+            "external data file {shown} has {file_len} bytes, the tensor needs {size} at offset {offset}"
+        )));
+    }
+    let mut raw = vec![0u8; size];
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| file.read_exact(&mut raw))
+        .map_err(|e| format!("external data file {shown}: {e}"))?;
+    Ok(raw)
+}
