@@ -1,7 +1,7 @@
 //! `s2s tensors`: what a weights file holds, to write a configuration's `[weights]`
 //! without Python: every tensor's name, shape and element type, and for ONNX the node
 //! inputs each one feeds (operator, node name, input slot and the node's layout
-//! attributes such as `transB` or `direction`).
+//! attributes such as `transB` or `direction`). host-tools prints it as a table.
 
 use std::path::Path;
 
