@@ -6,8 +6,9 @@ use std::io::{Cursor, Read};
 
 use std::collections::BTreeSet;
 
-use super::{hdf5, npy, Listing, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
 use crate::error::{Error, Place, Problem, Result};
+use crate::tensor::{Listing, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
+use crate::{hdf5, npy};
 
 /// Reads an `.npz` (if it holds `.npy` entries) or else a `.keras` (if it holds
 /// `model.weights.h5`, which must be HDF5: nested zips are not followed). Of an `.npz`,
@@ -37,7 +38,7 @@ pub(crate) fn read_zip(
             let array_name = name.trim_end_matches(".npy");
             let keep = wanted.is_none_or(|names| names.contains(array_name));
             if let Some(read) = read_npy_entry(&mut archive, index, name, origin, keep)? {
-                super::add_npy(&mut w, array_name, read);
+                npy::add_npy(&mut w, array_name, read);
             }
         }
         return Ok(w);
@@ -73,7 +74,7 @@ pub(crate) fn read_zip(
             "not an HDF5 file (no signature)",
         ));
     }
-    super::read_hdf5_in(&data, &inner)
+    hdf5::read_hdf5_in(&data, &inner)
 }
 
 /// The error of entry `name` of `origin`.

@@ -56,8 +56,8 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::convert::decode;
-use crate::error::Problem;
-use crate::{Tensor, Weights};
+use crate::error::{Error, Place, Problem, Result};
+use crate::tensor::{Tensor, Weights};
 use chunks::{read_chunked, Geometry};
 use header::{read_object_header, Message};
 use messages::{
@@ -132,6 +132,18 @@ pub(crate) fn read_hdf5(bytes: &[u8]) -> Result<Weights, Hdf5Error> {
     };
     walker.visit(root, "", 0)?;
     Ok(walker.weights)
+}
+
+/// Reads HDF5 bytes; errors name `origin` and the object.
+pub(crate) fn read_hdf5_in(bytes: &[u8], origin: &str) -> Result<Weights> {
+    read_hdf5(bytes).map_err(|e| {
+        let place = e.object.map_or(Place::File, Place::Inside);
+        Error::Hdf5 {
+            file: origin.to_string(),
+            place,
+            message: e.message,
+        }
+    })
 }
 
 /// Position of the first signature at 0 or a power of two from 512 on.

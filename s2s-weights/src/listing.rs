@@ -5,28 +5,12 @@
 
 use std::path::Path;
 
-use super::archive;
-use super::onnx::{self, Origin};
-use super::safetensors::{self, is_safetensors};
-use super::{model_folder, read_weights_in};
+use crate::archive;
 use crate::error::{Error, Result};
-
-/// One tensor of a weights file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing {
-    /// The name a configuration uses.
-    pub name: String,
-    /// Dimensions, outermost first.
-    pub shape: Vec<usize>,
-    /// Element type as stored (`float32`, `F16`, `int64`...).
-    pub dtype: String,
-    /// Where it comes from when that matters (ONNX: external data, `Constant`,
-    /// `Identity`), else empty.
-    pub note: String,
-    /// The node inputs it feeds (ONNX only), e.g. `GRU /encoder/rnn/GRU input 1 (W)
-    /// [direction=bidirectional hidden_size=64]`.
-    pub consumers: Vec<String>,
-}
+use crate::onnx::{self, Origin};
+use crate::read::{model_folder, read_weights_in};
+use crate::safetensors::{self, is_safetensors};
+use crate::tensor::Listing;
 
 /// The inputs of the ONNX operators whose weights a configuration maps, by slot.
 fn slot_name(op: &str, slot: usize) -> Option<&'static str> {

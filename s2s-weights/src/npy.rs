@@ -11,6 +11,7 @@ use half::f16;
 use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar};
 
 use crate::error::Problem;
+use crate::tensor::{Tensor, Weights};
 
 /// The 6-byte magic that starts every `.npy` file.
 pub(crate) const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -241,6 +242,18 @@ pub(crate) fn read_npy(bytes: &[u8]) -> Result<Npy, Problem> {
     let header = read_header(bytes)?;
     let data = &bytes[header.data_start.min(bytes.len())..];
     read_data(header, data)
+}
+
+/// Adds an array read as `name` to `w`.
+pub(crate) fn add_npy(w: &mut Weights, name: &str, read: Npy) {
+    match read {
+        Npy::Float(array) => w.tensors.push(Tensor {
+            name: name.to_string(),
+            shape: array.shape,
+            data: array.data,
+        }),
+        Npy::Other(dtype) => w.skipped.push((name.to_string(), dtype)),
+    }
 }
 
 /// Reorders column-major (Fortran) elements into row-major order.

@@ -35,7 +35,7 @@ use std::path::Path;
 
 use crate::convert::{decode, ByteOrder, FloatKind};
 use crate::error::{Error, Place, Problem, Result};
-use crate::{Tensor, Weights};
+use crate::tensor::{Tensor, Weights};
 use external::read_external;
 use graph::parse;
 pub(crate) use graph::Origin;

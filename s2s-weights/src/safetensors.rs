@@ -10,9 +10,9 @@
 
 use ::safetensors::{Dtype, SafeTensors};
 
-use super::convert::{decode, ByteOrder, FloatKind};
-use super::{Tensor, Weights};
+use crate::convert::{decode, ByteOrder, FloatKind};
 use crate::error::{Error, Place, Problem, Result};
+use crate::tensor::{Tensor, Weights};
 
 /// Returns true if `bytes` looks like a safetensors file: a plausible header length
 /// followed by the start of a JSON object.

@@ -1,0 +1,46 @@
+//! What the readers return: named float tensors, a file's weights (with the tensors
+//! that are not floats named), a listing's entry, and the bounds of a read.
+
+/// One named float tensor read from a weights file, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    /// The tensor's name in the file (see the module docs for each format).
+    pub name: String,
+    /// Dimensions, outermost first; empty for a scalar.
+    pub shape: Vec<usize>,
+    /// The elements in row-major order; `shape.iter().product()` of them.
+    pub data: Vec<f32>,
+}
+
+/// What a weights file holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Weights {
+    /// Its float tensors, sorted by name.
+    pub tensors: Vec<Tensor>,
+    /// The tensors that are not floats, `(name, element type)`.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// The largest tensor read from a weights file, in stored bytes: 1 GiB (twice the
+/// f32 bytes of the largest model file, for f64 tensors, with room to spare).
+pub const MAX_TENSOR_BYTES: u64 = 1 << 30;
+
+/// The zip entry Keras 3 stores its weights in, inside a `.keras` archive.
+pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";
+
+/// One tensor of a weights file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The name a configuration uses.
+    pub name: String,
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Element type as stored (`float32`, `F16`, `int64`...).
+    pub dtype: String,
+    /// Where it comes from when that matters (ONNX: external data, `Constant`,
+    /// `Identity`), else empty.
+    pub note: String,
+    /// The node inputs it feeds (ONNX only), e.g. `GRU /encoder/rnn/GRU input 1 (W)
+    /// [direction=bidirectional hidden_size=64]`.
+    pub consumers: Vec<String>,
+}
