@@ -158,7 +158,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             model,
             positions,
             tensors,
-        } => model::inspect::inspect_file(&model, positions, tensors, stdout)?,
+        } => host_tools::commands::inspect::inspect_file(&model, positions, tensors, stdout)?,
         Cmd::Run {
             model,
             input,

@@ -7,7 +7,6 @@ mod delegate;
 pub mod hostf32;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostw8a16;
-pub mod inspect;
 pub mod run;
 
 use std::path::{Path, PathBuf};
