@@ -3,6 +3,7 @@
 
 pub mod beam;
 mod delegate;
+pub mod dequant;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostf32;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
