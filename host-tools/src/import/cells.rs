@@ -209,7 +209,7 @@ pub fn reorder_gates(data: &[f32], rows: usize, cols: usize, perm: &[usize]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::config::edited_example_error;
+    use crate::import::describe::edited_example_error;
     use std::path::Path;
 
     /// The Keras 2 LSTM example with `edit` applied to its text, as a description.

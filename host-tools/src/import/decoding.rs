@@ -79,7 +79,7 @@ fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::config::edited_example_error;
+    use crate::import::describe::edited_example_error;
     use seq2seq::desc::Init;
     use std::path::Path;
 

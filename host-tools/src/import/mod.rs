@@ -3,6 +3,7 @@
 pub mod cells;
 pub mod config;
 pub mod decoding;
+pub mod describe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
