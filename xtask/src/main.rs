@@ -37,6 +37,7 @@ mod bench;
 mod boards;
 mod experiment;
 mod flash;
+mod floors;
 mod fuzz;
 mod heldout;
 mod test;
@@ -142,6 +143,8 @@ commands:
           fails without probe-rs, a probe or the drive
   fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
+  floors  which file imports which in each crate (host-tools: which folder), on floors
+          from the bottom up; fails on a circle (docs/ARCHITECTURE.md, Floors)
   train-check
           the CI-sized training run of `test` alone (the date model, about a minute)
   experiment [--stage NAME]
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
             c.flash(&rest)
         }),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
+        ["floors"] => Ctx::new().and_then(|c| floors::floors(&c.root)),
         ["train-check"] => Ctx::new().and_then(|c| {
             c.models()?;
             c.train_check()
