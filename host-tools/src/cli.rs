@@ -408,10 +408,23 @@ pub struct BoardArgs {
     pub timeout: u64,
 }
 
+/// A `--layout` value that names no weight layout.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown layout {name:?}: one of {}", layout_names())]
+struct UnknownLayout {
+    /// The value given.
+    name: String,
+}
+
+/// The names of every weight layout, for [`UnknownLayout`].
+fn layout_names() -> String {
+    let names: Vec<&str> = s2s_kernels::Layout::ALL.iter().map(|l| l.name()).collect();
+    names.join(", ")
+}
+
 /// A weight layout by its name (`row`, `v6m`).
-fn parse_layout(name: &str) -> Result<s2s_kernels::Layout, String> {
-    s2s_kernels::Layout::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = s2s_kernels::Layout::ALL.iter().map(|l| l.name()).collect();
-        format!("unknown layout {name:?}: one of {}", names.join(", "))
+fn parse_layout(name: &str) -> Result<s2s_kernels::Layout, UnknownLayout> {
+    s2s_kernels::Layout::from_name(name).ok_or_else(|| UnknownLayout {
+        name: name.to_string(),
     })
 }
