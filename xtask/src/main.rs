@@ -40,6 +40,7 @@ mod error;
 mod experiment;
 mod files;
 mod flash;
+mod floors;
 mod fuzz;
 mod heldout;
 mod models;
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
             c.flash(&rest)
         }),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
+        ["floors"] => Ctx::new().and_then(|c| floors::floors(&c.root)),
         ["train-check"] => Ctx::new().and_then(|c| {
             c.models()?;
             c.train_check()

@@ -23,6 +23,8 @@ commands:
           fails without probe-rs, a probe or the drive
   fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
+  floors  which file imports which in each crate (host-tools: which folder), on floors
+          from the bottom up; fails on a circle (docs/ARCHITECTURE.md, Floors)
   train-check
           the CI-sized training run of `test` alone (the date model, about a minute)
   experiment [--stage NAME]
