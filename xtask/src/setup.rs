@@ -30,6 +30,7 @@ const APT_PACKAGES: [(&str, &str); 4] = [
 ];
 
 impl Ctx {
+    /// `cargo xtask setup` (see the module docs).
     pub(crate) fn setup(&self) -> Result {
         println!("==> setup");
         // Rust: the thumb targets, rustfmt and clippy.
