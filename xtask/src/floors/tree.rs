@@ -1,16 +1,5 @@
-//! `cargo xtask floors`: the floors of each crate, from the code's own imports.
-//!
-//! Every non-test file of a crate is read with `syn`; each path it names that starts in
-//! the crate (`use crate::..`, `super::..`, `self::..`, a child module, or a name a
-//! `use` brought in) is resolved, through re-exports, to the file that DEFINES the item.
-//! "File A imports file B" then means A names an item defined in B; a `mod x;`
-//! declaration alone is not an import, and a `mod.rs` that re-exports a child's item
-//! imports the child. `#[cfg(test)]` items and modules do not count.
-//!
-//! The files (or, for host-tools, the pipeline folders under `src/`) are then put on
-//! floors: floor 0 imports nothing of its crate, floor n imports only floors below n. A
-//! circle (files that import each other, directly or around) has no floor: it is printed
-//! with one import line per edge, and the command fails. `cargo xtask test` runs it.
+//! The module tree of one crate as its sources write it, and the resolution of a path
+//! to the file that defines what it names.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -20,201 +9,42 @@ use syn::visit::Visit;
 
 use crate::error::Result;
 
-/// How a crate is cut into units for the floors.
-#[derive(Clone, Copy)]
-enum Unit {
-    /// Each source file is a unit.
-    File,
-    /// Each folder under `src/` is a unit (a file directly in `src/` is one alone).
-    Folder,
-}
-
-/// The crates whose floors are checked, and at what grain.
-const CRATES: [(&str, Unit); 7] = [
-    ("s2s-kernels", Unit::File),
-    ("rnn-core", Unit::File),
-    ("attention-core", Unit::File),
-    ("seq2seq", Unit::File),
-    ("s2s-device", Unit::File),
-    ("s2s-weights", Unit::File),
-    ("host-tools", Unit::Folder),
-];
-
 /// What one module (a file, or an inline `mod` inside one) holds.
 #[derive(Default)]
-struct Module {
+pub(super) struct Module {
     /// The file it is written in, relative to the crate's `src/`.
-    file: String,
+    pub(super) file: String,
     /// Names of the items it defines (types, functions, constants, traits, macros).
-    items: BTreeSet<String>,
+    pub(super) items: BTreeSet<String>,
     /// Names of its child modules.
-    children: BTreeSet<String>,
+    pub(super) children: BTreeSet<String>,
     /// `use` declarations: the name they bring in, and the absolute path it stands for.
-    uses: BTreeMap<String, Vec<String>>,
+    pub(super) uses: BTreeMap<String, Vec<String>>,
     /// `use path::*`: the absolute module paths whose names come in.
-    globs: Vec<Vec<String>>,
+    pub(super) globs: Vec<Vec<String>>,
 }
 
 /// One crate's module tree, keyed by absolute module path (`[]` is the crate root).
 #[derive(Default)]
-struct Tree {
-    modules: HashMap<Vec<String>, Module>,
+pub(super) struct Tree {
+    pub(super) modules: HashMap<Vec<String>, Module>,
     /// Per file, the paths it names: the module it is written in, the path as written
     /// (made absolute once the whole tree is read) and the line.
-    refs: Vec<Ref>,
+    pub(super) refs: Vec<Ref>,
 }
 
 /// One path a file names.
-struct Ref {
-    file: String,
-    module: Vec<String>,
-    written: Vec<String>,
-    path: Vec<String>,
-    line: usize,
-}
-
-/// `cargo xtask floors`: prints every crate's floors; fails on a circle.
-pub(crate) fn floors(root: &Path) -> Result {
-    let mut circles = 0;
-    for (name, unit) in CRATES {
-        let dir = root.join(name).join("src");
-        if !dir.join("lib.rs").exists() {
-            continue;
-        }
-        let (units, edges) = graph(&dir, unit)?;
-        let grain = match unit {
-            Unit::File => "files",
-            Unit::Folder => "folders",
-        };
-        println!("{name} ({} {grain})", units.len());
-        let (floors, stuck) = layer(&units, &edges);
-        for (i, floor) in floors.iter().enumerate() {
-            println!("  floor {i}: {}", floor.join(", "));
-        }
-        if !stuck.is_empty() {
-            circles += 1;
-            println!(
-                "  CIRCLE among: {}",
-                stuck.iter().cloned().collect::<Vec<_>>().join(", ")
-            );
-            for ((a, b), why) in &edges {
-                if stuck.contains(a) && stuck.contains(b) {
-                    println!("    {a} -> {b}   ({why})");
-                }
-            }
-        }
-    }
-    if circles > 0 {
-        return Err(
-            format!("{circles} crate(s) have files or folders that import each other").into(),
-        );
-    }
-    println!("no circles");
-    Ok(())
-}
-
-/// The units of the crate whose sources are in `src`, and the import edges between them.
-type Graph = (BTreeSet<String>, BTreeMap<(String, String), String>);
-
-fn graph(src: &Path, unit: Unit) -> Result<Graph> {
-    let tree = read_tree(src)?;
-    let edges = edges(&tree, unit);
-    let units = tree
-        .modules
-        .values()
-        .map(|m| unit_of(&m.file, unit))
-        .collect();
-    Ok((units, edges))
-}
-
-/// The unit a file belongs to.
-fn unit_of(file: &str, unit: Unit) -> String {
-    match unit {
-        Unit::File => file.to_string(),
-        Unit::Folder => match file.split_once('/') {
-            Some((folder, _)) => format!("{folder}/"),
-            None => file.to_string(),
-        },
-    }
-}
-
-/// Puts units on floors; what is left over is the circles (and what stands on them).
-fn layer(
-    units: &BTreeSet<String>,
-    edges: &BTreeMap<(String, String), String>,
-) -> (Vec<Vec<String>>, BTreeSet<String>) {
-    let mut left: BTreeSet<String> = units.clone();
-    let mut floors = Vec::new();
-    loop {
-        let floor: Vec<String> = left
-            .iter()
-            .filter(|u| {
-                !edges
-                    .keys()
-                    .any(|(a, b)| a == *u && left.contains(b) && a != b)
-            })
-            .cloned()
-            .collect();
-        if floor.is_empty() {
-            break;
-        }
-        for u in &floor {
-            left.remove(u);
-        }
-        floors.push(floor);
-    }
-    // Of what is left, keep only the units on a circle (not those merely above one).
-    let on_circle: BTreeSet<String> = left
-        .iter()
-        .filter(|u| reaches(u, u, &left, edges))
-        .cloned()
-        .collect();
-    (floors, on_circle)
-}
-
-/// Whether `to` is reachable from `from` by one or more edges within `among`.
-fn reaches(
-    from: &str,
-    to: &str,
-    among: &BTreeSet<String>,
-    edges: &BTreeMap<(String, String), String>,
-) -> bool {
-    let mut seen = BTreeSet::new();
-    let mut stack = vec![from.to_string()];
-    while let Some(u) = stack.pop() {
-        for (a, b) in edges.keys() {
-            if *a == u && among.contains(b) && a != b {
-                if b == to {
-                    return true;
-                }
-                if seen.insert(b.clone()) {
-                    stack.push(b.clone());
-                }
-            }
-        }
-    }
-    false
-}
-
-/// The import edges between units, each with one example (`file:line path`).
-fn edges(tree: &Tree, unit: Unit) -> BTreeMap<(String, String), String> {
-    let mut out = BTreeMap::new();
-    for r in &tree.refs {
-        let Some(target) = resolve(tree, &r.path, 0) else {
-            continue;
-        };
-        let (a, b) = (unit_of(&r.file, unit), unit_of(&target, unit));
-        if a != b {
-            out.entry((a, b))
-                .or_insert_with(|| format!("{}:{} {}", r.file, r.line, r.written.join("::")));
-        }
-    }
-    out
+pub(super) struct Ref {
+    pub(super) file: String,
+    pub(super) module: Vec<String>,
+    pub(super) written: Vec<String>,
+    pub(super) path: Vec<String>,
+    pub(super) line: usize,
 }
 
 /// The file defining what `path` (absolute, from the crate root) names, if it is in the
 /// crate. A path that ends at a module names nothing defined (a `use` of a module).
-fn resolve(tree: &Tree, path: &[String], depth: usize) -> Option<String> {
+pub(super) fn resolve(tree: &Tree, path: &[String], depth: usize) -> Option<String> {
     if depth > 16 {
         return None;
     }
@@ -246,7 +76,7 @@ fn resolve(tree: &Tree, path: &[String], depth: usize) -> Option<String> {
 }
 
 /// Reads the module tree from `src/lib.rs` down.
-fn read_tree(src: &Path) -> Result<Tree> {
+pub(super) fn read_tree(src: &Path) -> Result<Tree> {
     let mut tree = Tree::default();
     read_file(src, Path::new("lib.rs"), Vec::new(), &mut tree)?;
     // Paths written relative to a module (a child's name, a `use`d name) become absolute.
@@ -556,83 +386,6 @@ impl<'ast> Visit<'ast> for Paths {
     fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
         if !is_test(&i.attrs) {
             syn::visit::visit_impl_item_fn(self, i);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Writes a small crate: `lib.rs` re-exports `a::A`; `a.rs` uses `b::B` by a path in
-    /// code; `b.rs` uses whatever `b_uses` says; `t.rs` is a test module only.
-    fn crate_with(b_uses: &str) -> (tempdir::Dir, Graph) {
-        let dir = tempdir::Dir::new();
-        let src = dir.path();
-        fs::write(
-            src.join("lib.rs"),
-            "mod a;\nmod b;\n#[cfg(test)]\nmod t;\npub use a::A;\n",
-        )
-        .unwrap();
-        fs::write(
-            src.join("a.rs"),
-            "pub struct A;\nfn f() -> crate::b::B { crate::b::B }\n",
-        )
-        .unwrap();
-        fs::write(src.join("b.rs"), format!("{b_uses}\npub struct B;\n")).unwrap();
-        fs::write(src.join("t.rs"), "use crate::A;\n").unwrap();
-        let g = graph(src, Unit::File).unwrap();
-        (dir, g)
-    }
-
-    #[test]
-    fn floors_follow_the_imports_and_skip_test_modules() {
-        let (_d, (units, edges)) = crate_with("");
-        assert!(!units.contains("t.rs"), "{units:?}");
-        let (floors, circle) = layer(&units, &edges);
-        assert!(circle.is_empty());
-        assert_eq!(floors, [vec!["b.rs"], vec!["a.rs"], vec!["lib.rs"]]);
-    }
-
-    #[test]
-    fn a_use_back_through_a_re_export_is_a_circle() {
-        // `crate::A` is defined in a.rs (lib.rs only re-exports it): b -> a -> b.
-        let (_d, (units, edges)) = crate_with("use crate::A;");
-        let (floors, circle) = layer(&units, &edges);
-        assert_eq!(
-            circle,
-            BTreeSet::from(["a.rs".to_string(), "b.rs".to_string()])
-        );
-        assert!(floors.is_empty(), "{floors:?}");
-    }
-
-    /// A directory removed when dropped (no extra dependency for one test).
-    mod tempdir {
-        use std::path::{Path, PathBuf};
-
-        pub struct Dir(PathBuf);
-
-        impl Dir {
-            pub fn new() -> Dir {
-                use std::sync::atomic::{AtomicUsize, Ordering};
-                static N: AtomicUsize = AtomicUsize::new(0);
-                let p = std::env::temp_dir().join(format!(
-                    "xtask-floors-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                std::fs::create_dir_all(&p).unwrap();
-                Dir(p)
-            }
-            pub fn path(&self) -> &Path {
-                &self.0
-            }
-        }
-
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
         }
     }
 }
