@@ -19,7 +19,7 @@ mod tree;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::Result;
+use crate::error::Result;
 use tree::{read_tree, resolve, Tree};
 
 /// How a crate is cut into units for the floors.
@@ -74,9 +74,9 @@ pub(crate) fn floors(root: &Path) -> Result {
         }
     }
     if circles > 0 {
-        return Err(format!(
-            "{circles} crate(s) have files or folders that import each other"
-        ));
+        return Err(
+            format!("{circles} crate(s) have files or folders that import each other").into(),
+        );
     }
     println!("no circles");
     Ok(())

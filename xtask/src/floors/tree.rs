@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-use crate::Result;
+use crate::error::Result;
 
 /// What one module (a file, or an inline `mod` inside one) holds.
 #[derive(Default)]
