@@ -399,19 +399,44 @@ pub struct DeviceCheckArgs {
 /// The board and timeout of a QEMU run.
 #[derive(clap::Args)]
 pub struct BoardArgs {
-    /// Board: a name from the board table (s2s-device), e.g. mps2-an386, lm3s6965evb,
-    /// microbit, mps2-an505, mps2-an385.
-    #[arg(long, default_value = "mps2-an386")]
+    /// Board: a name from the board table (s2s-device); the help lists its QEMU boards
+    /// ([`board_help`]).
+    #[arg(long, default_value = "mps2-an386", help = board_help())]
     pub board: String,
     /// Seconds before QEMU is killed.
     #[arg(long, default_value_t = device::DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
 }
 
+/// A `--layout` value that names no weight layout.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown layout {name:?}: one of {}", layout_names())]
+struct UnknownLayout {
+    /// The value given.
+    name: String,
+}
+
+/// The names of every weight layout, for [`UnknownLayout`].
+fn layout_names() -> String {
+    let names: Vec<&str> = s2s_kernels::Layout::ALL.iter().map(|l| l.name()).collect();
+    names.join(", ")
+}
+
+/// `--board`'s help, from the board table: its QEMU boards with a register driver
+/// (`s2s_device::board::register_boards`), the ones every firmware binary runs on.
+fn board_help() -> String {
+    let names: Vec<&str> = s2s_device::board::register_boards()
+        .map(|b| b.name)
+        .collect();
+    format!(
+        "Board: a name from the board table (s2s-device), e.g. {}",
+        names.join(", ")
+    )
+}
+
 /// A weight layout by its name (`row`, `v6m`).
-fn parse_layout(name: &str) -> Result<s2s_kernels::Layout, String> {
-    s2s_kernels::Layout::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = s2s_kernels::Layout::ALL.iter().map(|l| l.name()).collect();
-        format!("unknown layout {name:?}: one of {}", names.join(", "))
+fn parse_layout(name: &str) -> Result<s2s_kernels::Layout, UnknownLayout> {
+    s2s_kernels::Layout::from_name(name).ok_or_else(|| UnknownLayout {
+        name: name.to_string(),
     })
 }

@@ -4,6 +4,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The name standard output has in messages.
+pub const STDOUT_NAME: &str = "<stdout>";
+
 /// Where in a file a problem is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -181,7 +184,7 @@ impl Error {
     /// gone (`EPIPE`): the commands then end quietly, with success.
     pub fn is_closed_stdout(&self) -> bool {
         matches!(self, Error::Io { path, source }
-            if path.as_os_str() == crate::io::STDOUT_NAME
+            if path.as_os_str() == STDOUT_NAME
                 && source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 

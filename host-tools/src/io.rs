@@ -18,8 +18,7 @@ pub const MAX_LINE_BYTES: usize = 64 * 1024;
 /// The name standard input has in messages.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// The name standard output has in messages.
-pub const STDOUT_NAME: &str = "<stdout>";
+pub use crate::error::STDOUT_NAME;
 
 /// Writes `bytes` to `path`.
 ///

@@ -8,11 +8,13 @@
 //! * [`model`]: loading model files and running them through the no_std core;
 //! * [`quantize`]: int8 weights, calibrated activation formats;
 //! * [`eval`] and [`plot`]: reports and pictures;
-//! * [`device`]: building the firmware and running it under QEMU.
+//! * [`device`]: building the firmware and running it under QEMU;
+//! * [`commands`]: reports that read several of those (`s2s inspect`).
 #![deny(unsafe_code)]
 
 pub use error::{Error, Place, Result};
 
+pub mod commands;
 pub mod data;
 pub mod device;
 pub mod error;

@@ -83,7 +83,7 @@ fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
     };
     beam_width(width)?;
     let variant = b.beam_variant.as_deref().unwrap_or("in-slot");
-    let rule = import::config::beam_rule(variant, b.alpha.unwrap_or(1.0))?;
+    let rule = import::describe::beam_rule(variant, b.alpha.unwrap_or(1.0))?;
     Ok(Some(model::beam::BeamOptions {
         width,
         variant: b.beam_variant.is_some().then_some(rule.variant),
@@ -158,7 +158,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             model,
             positions,
             tensors,
-        } => model::inspect::inspect_file(&model, positions, tensors, stdout)?,
+        } => host_tools::commands::inspect::inspect_file(&model, positions, tensors, stdout)?,
         Cmd::Run {
             model,
             input,

@@ -4,7 +4,10 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Job, Linear, Marks, Phase, Precision, ShapeError};
 
-use crate::{CellScratch, Error, Recurrent};
+use crate::error::Error;
+use crate::gates::GateLayers;
+use crate::recurrent::Recurrent;
+use crate::scratch::CellScratch;
 
 /// Where the reset gate acts in the candidate `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +37,7 @@ impl ResetMode {
 /// rows stacked `[r, z, n]`; `r` and `z` use the recurrent activation (the logistic
 /// sigmoid unless [`GruCell::with_recurrent`] says otherwise).
 pub struct GruCell<'a, P: Precision> {
-    w_ih: Linear<'a, P>,
-    w_hh: Linear<'a, P>,
+    layers: GateLayers<'a, P>,
     mode: ResetMode,
     rec: Recurrent,
 }
@@ -87,18 +89,8 @@ impl<P: Precision> GateFn<P> for Recurrent {
 impl<'a, P: Precision> GruCell<'a, P> {
     /// A cell from its two layers; checks that they have `3H` rows for `H = w_hh.cols()`.
     pub fn new(w_ih: Linear<'a, P>, w_hh: Linear<'a, P>, mode: ResetMode) -> Result<Self, Error> {
-        let h = w_hh.cols();
-        if h == 0 || w_hh.rows() != 3 * h || w_ih.rows() != 3 * h || w_hh.parts() != 1 {
-            return Err(Error::GateRows {
-                gates: 3,
-                input_rows: w_ih.rows(),
-                recurrent_rows: w_hh.rows(),
-                hidden: h,
-            });
-        }
         Ok(GruCell {
-            w_ih,
-            w_hh,
+            layers: GateLayers::new(3, w_ih, w_hh)?,
             mode,
             rec: Recurrent::Sigmoid,
         })
@@ -111,19 +103,19 @@ impl<'a, P: Precision> GruCell<'a, P> {
 
     /// Hidden size `H`.
     pub fn hidden(&self) -> usize {
-        self.w_hh.cols()
+        self.layers.hidden()
     }
     /// Input size `I` (all parts).
     pub fn input(&self) -> usize {
-        self.w_ih.cols()
+        self.layers.input()
     }
     /// The input layer `W_ih` (with `b_ih`).
     pub fn w_ih(&self) -> &Linear<'a, P> {
-        &self.w_ih
+        &self.layers.w_ih
     }
     /// The recurrent layer `W_hh` (with `b_hh`).
     pub fn w_hh(&self) -> &Linear<'a, P> {
-        &self.w_hh
+        &self.layers.w_hh
     }
     /// Where the reset gate acts.
     pub fn mode(&self) -> ResetMode {
@@ -135,7 +127,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
     }
     /// Multiply-accumulates of one step.
     pub fn macs(&self) -> usize {
-        self.w_ih.macs() + self.w_hh.macs()
+        self.layers.macs()
     }
 
     /// One step: `h <- GRU(x, h)`, where the input `x` may come in parts (a
@@ -184,22 +176,14 @@ impl<'a, P: Precision> GruCell<'a, P> {
         }
         // gi = W_ih x + b_ih for every lane.
         marks.mark(Phase::Recurrent);
-        {
-            let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
-            for (xi, si) in x.iter().zip(s.iter_mut()) {
-                let _ = jobs.push(Job {
-                    x: xi,
-                    out: si.wide.part_mut(..3 * n, "GRU scratch")?,
-                });
-            }
-            self.w_ih.apply_batch(&mut jobs)?;
-        }
+        self.layers
+            .input_products::<N>(x, s, 3 * n, "GRU scratch")?;
         // gh = W_hh h + b_hh (rows r, z and, reset after, n).
         let direct = match self.mode {
             ResetMode::After => 3 * n,
             ResetMode::Before => 2 * n,
         };
-        let rows = self.w_hh.row_range(0..direct)?;
+        let rows = self.layers.w_hh.row_range(0..direct)?;
         self.recurrent_rows::<N>(&rows, h, s, direct, false)?;
         marks.mark(Phase::Rest);
         if self.mode == ResetMode::Before {
@@ -208,7 +192,7 @@ impl<'a, P: Precision> GruCell<'a, P> {
                 Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s)?,
                 rec => reset_h(rec, n, h, s)?,
             }
-            let rows = self.w_hh.row_range(2 * n..3 * n)?;
+            let rows = self.layers.w_hh.row_range(2 * n..3 * n)?;
             marks.mark(Phase::Recurrent);
             self.recurrent_rows::<N>(&rows, h, s, n, true)?;
             marks.mark(Phase::Rest);

@@ -4,7 +4,10 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Fmt, Job, Linear, Marks, Phase, Precision, ShapeError};
 
-use crate::{CellScratch, Error, Recurrent};
+use crate::error::Error;
+use crate::gates::GateLayers;
+use crate::recurrent::Recurrent;
+use crate::scratch::CellScratch;
 
 /// One LSTM cell: `W_ih` (`4H x I`, with `b_ih`) and `W_hh` (`4H x H`, with `b_hh`),
 /// rows stacked `[i, f, g, o]` (input, forget, candidate, output), as PyTorch stacks
@@ -19,8 +22,7 @@ use crate::{CellScratch, Error, Recurrent};
 /// The state is the pair `(h, c)`: `h` a unit value like a GRU state, `c` of the cell
 /// format (plain f32, or in `W8A16` an `i16` of the calibrated format `Q(15-f).f`).
 pub struct LstmCell<'a, P: Precision> {
-    w_ih: Linear<'a, P>,
-    w_hh: Linear<'a, P>,
+    layers: GateLayers<'a, P>,
     rec: Recurrent,
     cell_fmt: Fmt,
 }
@@ -55,21 +57,12 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         rec: Recurrent,
         cell_fmt: Fmt,
     ) -> Result<Self, Error> {
-        let h = w_hh.cols();
-        if h == 0 || w_hh.rows() != 4 * h || w_ih.rows() != 4 * h || w_hh.parts() != 1 {
-            return Err(Error::GateRows {
-                gates: 4,
-                input_rows: w_ih.rows(),
-                recurrent_rows: w_hh.rows(),
-                hidden: h,
-            });
-        }
+        let layers = GateLayers::new(4, w_ih, w_hh)?;
         if !(0..=15).contains(&cell_fmt.frac) {
             return Err(Error::CellFormat(cell_fmt.frac));
         }
         Ok(LstmCell {
-            w_ih,
-            w_hh,
+            layers,
             rec,
             cell_fmt,
         })
@@ -77,19 +70,19 @@ impl<'a, P: Precision> LstmCell<'a, P> {
 
     /// Hidden size `H`.
     pub fn hidden(&self) -> usize {
-        self.w_hh.cols()
+        self.layers.hidden()
     }
     /// Input size `I` (all parts).
     pub fn input(&self) -> usize {
-        self.w_ih.cols()
+        self.layers.input()
     }
     /// The input layer `W_ih` (with `b_ih`).
     pub fn w_ih(&self) -> &Linear<'a, P> {
-        &self.w_ih
+        &self.layers.w_ih
     }
     /// The recurrent layer `W_hh` (with `b_hh`).
     pub fn w_hh(&self) -> &Linear<'a, P> {
-        &self.w_hh
+        &self.layers.w_hh
     }
     /// The activation of the `i`, `f` and `o` gates.
     pub fn recurrent(&self) -> Recurrent {
@@ -101,7 +94,7 @@ impl<'a, P: Precision> LstmCell<'a, P> {
     }
     /// Multiply-accumulates of one step.
     pub fn macs(&self) -> usize {
-        self.w_ih.macs() + self.w_hh.macs()
+        self.layers.macs()
     }
 
     /// One step: `(h, c) <- LSTM(x, (h, c))`, where the input `x` may come in parts.
@@ -151,19 +144,14 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         }
         // z = W_ih x + b_ih for every lane, all four gates.
         marks.mark(Phase::Recurrent);
-        {
-            let mut jobs: HVec<Job<'_, P>, N> = HVec::new();
-            for (xi, si) in x.iter().zip(s.iter_mut()) {
-                let _ = jobs.push(Job {
-                    x: xi,
-                    out: si.wide.part_mut(..4 * n, "LSTM scratch")?,
-                });
-            }
-            self.w_ih.apply_batch(&mut jobs)?;
-        }
+        self.layers
+            .input_products::<N>(x, s, 4 * n, "LSTM scratch")?;
         // z += W_hh h + b_hh, two gates at a time.
         for half in 0..2 {
-            let rows = self.w_hh.row_range(2 * n * half..2 * n * (half + 1))?;
+            let rows = self
+                .layers
+                .w_hh
+                .row_range(2 * n * half..2 * n * (half + 1))?;
             marks.mark(Phase::Recurrent);
             {
                 let mut inputs: HVec<[&[P::Act]; 1], N> = HVec::new();

@@ -5,7 +5,9 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part;
 use s2s_kernels::{Marks, Precision, ShapeError};
 
-use crate::{Cell, CellScratch, Error};
+use crate::cell::Cell;
+use crate::error::Error;
+use crate::scratch::CellScratch;
 
 /// The inputs of a sequence pass, one vector per position: stored rows, or computed on
 /// demand (an embedding lookup, say) so that the whole input need not be stored.

@@ -1,12 +1,11 @@
 //! The model parts a build compiles (this crate's cargo features) and the ones a model
-//! needs ([`ModelDesc::features`]): one definition, which `s2s inspect` prints and
-//! [`Net::bind`](crate::Net::bind) checks, refusing a model that needs a part the build
-//! leaves out with [`Error::NotCompiled`](crate::Error::NotCompiled).
+//! needs ([`ModelDesc::features`](crate::ModelDesc::features)): one definition, which
+//! `s2s inspect` prints and [`Net::bind`](crate::Net::bind) checks, refusing a model
+//! that needs a part the build leaves out with
+//! [`Error::NotCompiled`](crate::Error::NotCompiled). A leaf: it names nothing else of
+//! the crate.
 
 use s2s_kernels::Layout;
-
-use crate::desc::{CellKind, ModelDesc, ScoreKind};
-use crate::format::ModelFile;
 
 /// A part of the runtime that a cargo feature of this crate compiles (all of them by
 /// default; see the crate's README).
@@ -111,61 +110,5 @@ impl Features {
     /// The first feature of the set that this build leaves out, if any.
     pub fn first_missing(self) -> Option<Feature> {
         self.iter().find(|f| !Features::COMPILED.contains(*f))
-    }
-}
-
-impl CellKind {
-    /// True for an LSTM in a build that compiles LSTMs (a build without them binds
-    /// none, and so leaves out their cell states).
-    pub fn is_lstm(self) -> bool {
-        cfg!(feature = "lstm") && self == CellKind::Lstm
-    }
-
-    /// The feature that compiles this cell.
-    pub fn feature(self) -> Feature {
-        match self {
-            CellKind::Gru => Feature::Gru,
-            CellKind::Lstm => Feature::Lstm,
-        }
-    }
-}
-
-impl ScoreKind {
-    /// The feature that compiles this score.
-    pub fn feature(self) -> Feature {
-        match self {
-            ScoreKind::Additive => Feature::Additive,
-            ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General => Feature::Multiplicative,
-        }
-    }
-}
-
-impl ModelDesc {
-    /// The parts this model needs (beam search never: greedy decoding runs every
-    /// model); a build with just these runs it.
-    pub fn features(&self) -> Features {
-        let mut set = Features::NONE;
-        for kind in [self.cells.enc, self.cells.dec] {
-            set = set.with(kind.feature());
-        }
-        if self.has_attention() {
-            set = set.with(self.score.feature());
-        }
-        if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
-            set = set.with(Feature::Bridge);
-        }
-        set
-    }
-}
-
-impl ModelFile<'_> {
-    /// The parts this model file needs: its description's ([`ModelDesc::features`]) and
-    /// the kernel of its weight layout where that is a part of its own.
-    pub fn features(&self) -> Features {
-        let set = self.desc().features();
-        match self.layout() {
-            Layout::Row => set,
-            Layout::V6m => set.with(Feature::V6mLayout),
-        }
     }
 }

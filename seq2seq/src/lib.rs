@@ -1,5 +1,6 @@
 //! GRU and LSTM encoder-decoder models with attention, for microcontrollers: the model
-//! file, the static workspace and greedy decoding, generic over the number format.
+//! file, the static workspace, greedy decoding and beam search (the in-slot,
+//! finished-set and netra variants: [`beam`]), generic over the number format.
 //!
 //! * [`ModelFile::parse`] checks a `.s2s` file (magic, version, CRC, description,
 //!   vocabularies, every tensor) and gives views into it without copying;
@@ -7,7 +8,8 @@
 //! * [`Plan`] says how many bytes of workspace a model needs for a given source length,
 //!   before anything runs;
 //! * [`Runner`] carves that workspace out of a caller-owned arena and runs sources to
-//!   outputs, reporting each step to an [`Observer`].
+//!   outputs by greedy decoding or, with [`Runner::with_beam`], a beam search,
+//!   reporting each step to an [`Observer`].
 //!
 //! The model variant is data ([`ModelDesc`]): GRU or LSTM cells in the encoder and the
 //! decoder (with the sigmoid or either Keras hard sigmoid on their gates), an encoder

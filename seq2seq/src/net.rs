@@ -14,13 +14,11 @@ use s2s_kernels::{Fmt, Linear, Precision};
 #[cfg(any(feature = "additive", feature = "multiplicative"))]
 use crate::desc::ScoreKind;
 use crate::desc::{CellKind, Init, ModelDesc, Ordering, MAX_LAYERS};
-use crate::format::{ModelFile, Role, Slot, Stored, TensorId};
+use crate::format::{ModelFile, Role, Slot, TensorId};
 use crate::vocab::Vocab;
 use crate::Error;
 
-/// Precisions whose tensors can be read from a model file.
-pub trait ModelPrecision: Precision<Weight: Stored, RowQ: Stored, Bias: Stored> {}
-impl<P> ModelPrecision for P where P: Precision<Weight: Stored, RowQ: Stored, Bias: Stored> {}
+pub use crate::format::ModelPrecision;
 
 /// A model's layers as typed views into its file, for precision `P`.
 pub struct Net<'a, P: Precision> {

@@ -13,7 +13,13 @@ use s2s_device::protocol::PHASES;
 use s2s_device::Board;
 use s2s_kernels::Phase;
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::files::{read, write};
+use crate::usage::USAGE;
 
 /// Words per model: the first of `tests/fixtures/golden/words-eval.txt`, as in the
 /// other device sections of `BENCHMARKS.md` and the firmware tests.
@@ -103,7 +109,7 @@ impl Ctx {
                         .find(|b| b.name == name)
                         .ok_or_else(|| format!("--board {name}: not a QEMU board of the table"))?,
                 ),
-                _ => return Err(format!("bench-device: unexpected argument {a:?}\n{USAGE}")),
+                _ => return Err(format!("bench-device: unexpected argument {a:?}\n{USAGE}").into()),
             }
         }
         if boards.is_empty() {
@@ -114,7 +120,7 @@ impl Ctx {
         let firmware =
             Firmware::locate(Some(&self.root.join("firmware"))).map_err(|e| e.to_string())?;
         let dir = self.target.join("bench-device");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         let words = read(&self.root.join("tests/fixtures/golden/words-eval.txt"))?;
         let mut parts = Vec::new();
         for board in boards {
@@ -133,7 +139,7 @@ impl Ctx {
                     .take(WORDS)
                     .map(String::from)
                     .collect();
-                let run = |profile, minimal| {
+                let run = |profile, minimal| -> Result<QemuReport> {
                     let o = QemuOptions {
                         timeout: TIMEOUT,
                         firmware_dir: Some(firmware.dir.clone()),
@@ -148,7 +154,8 @@ impl Ctx {
                         return Err(format!(
                             "{model} on {}: the device does not match the host",
                             board.name
-                        ));
+                        )
+                        .into());
                     }
                     Ok(report)
                 };
@@ -225,7 +232,8 @@ fn board_part(board: &Board, kernels: &[BenchLine], runs: &[ModelRun]) -> Result
         return Err(format!(
             "kernel-bench on {}: f32 lines exactly on FPU boards",
             board.name
-        ));
+        )
+        .into());
     }
     let _ = writeln!(s);
     let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();

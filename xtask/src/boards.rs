@@ -7,7 +7,10 @@ use std::process::Command;
 use s2s_device::board::Driver;
 use s2s_device::Board;
 
-use super::*;
+use std::path::PathBuf;
+
+use crate::ctx::Ctx;
+use crate::error::Result;
 
 /// The boards whose firmware is a HAL crate of `firmware/boards/`.
 pub(crate) fn hal_boards() -> impl Iterator<Item = &'static Board> {
@@ -24,7 +27,8 @@ impl Ctx {
             Driver::Registers => Err(format!(
                 "{} is built by the firmware crate itself, not a board crate",
                 board.name
-            )),
+            )
+            .into()),
         }
     }
 

@@ -14,11 +14,15 @@
 //! commands left to run and fails.
 
 use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use s2s_device::board::{Flashing, Hardware};
 use s2s_device::Board;
 
-use super::*;
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
+use crate::uf2;
 
 /// How to install probe-rs.
 const PROBE_RS_INSTALL: &str = "cargo install probe-rs-tools --locked";
@@ -44,9 +48,7 @@ impl Ctx {
                 )
             })?;
         let model = fs::canonicalize(model).map_err(|e| format!("{model}: {e}"))?;
-        let len = fs::metadata(&model)
-            .map_err(|e| format!("{}: {e}", model.display()))?
-            .len();
+        let len = fs::metadata(&model).map_err(Error::io(&model))?.len();
         let region = board.memory.model;
         if len > u64::from(region.length) {
             return Err(format!(
@@ -54,7 +56,8 @@ impl Ctx {
                 model.display(),
                 region.length,
                 board.name
-            ));
+            )
+            .into());
         }
         match hardware.flashing {
             Flashing::Probe => self.flash_probe(board, &hardware, &model),
@@ -82,7 +85,8 @@ impl Ctx {
             return Err(format!(
                 "probe-rs is not installed ({PROBE_RS_INSTALL}); with it and the board on \
                  USB, run:\n  {shown}"
-            ));
+            )
+            .into());
         }
         for c in &commands {
             self.run(Command::new(&c[0]).args(&c[1..])).map_err(|e| {
@@ -101,16 +105,16 @@ impl Ctx {
     fn flash_uf2(&self, board: &Board, family_id: u32, model: &Path) -> Result {
         self.run(self.hal_cargo(board, "build")?.env("S2S_MODEL", model))?;
         let elf = self.hal_elf(board)?;
-        let image = fs::read(&elf).map_err(|e| format!("{}: {e}", elf.display()))?;
+        let image = fs::read(&elf).map_err(Error::io(&elf))?;
         let segments = uf2::load_segments(&image).map_err(|e| format!("{}: {e}", elf.display()))?;
         let stem = model
             .file_stem()
             .map_or("model".into(), |s| s.to_string_lossy());
         let dir = self.target.join("flash");
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         let out = dir.join(format!("{}-{stem}.uf2", board.name));
         let file = uf2::uf2(&segments, family_id);
-        fs::write(&out, &file).map_err(|e| format!("{}: {e}", out.display()))?;
+        fs::write(&out, &file).map_err(Error::io(&out))?;
         println!("wrote {} ({} bytes)", out.display(), file.len());
         let drive = rpi_rp2_drive();
         let Some(drive) = drive else {
@@ -118,7 +122,8 @@ impl Ctx {
                 "no RPI-RP2 drive is mounted: hold BOOTSEL while plugging the board in, \
                  mount the drive, then run:\n  cp {} /path/to/RPI-RP2/",
                 out.display()
-            ));
+            )
+            .into());
         };
         let to = drive.join(out.file_name().unwrap_or_default());
         fs::copy(&out, &to).map_err(|e| format!("copying to {}: {e}", to.display()))?;

@@ -11,7 +11,8 @@ use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::{Ctx, Result};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
 const TARGETS: [&str; 7] = [
@@ -112,7 +113,7 @@ pub(crate) fn fuzz(ctx: &Ctx, args: &[&str]) -> Result {
         let corpus = dir.join("corpus").join(target);
         let artifacts = dir.join("artifacts").join(target);
         for d in [&corpus, &artifacts] {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            std::fs::create_dir_all(d).map_err(Error::io(d))?;
         }
         let mut cmd = fuzz_cmd("run");
         cmd.arg(target)
@@ -145,13 +146,13 @@ pub(crate) fn fuzz(ctx: &Ctx, args: &[&str]) -> Result {
         "\n{toolchain} (`{NIGHTLY_RUSTC}`), cargo-fuzz, `cargo xtask fuzz --minutes {minutes}`\n"
     );
     let file = dir.join("summary.md");
-    std::fs::write(&file, &summary).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::write(&file, &summary).map_err(Error::io(&file))?;
     print!("\n{summary}");
     println!("(written to {})", ctx.show(&file));
     match runs.iter().find_map(|r| r.crash.as_ref()) {
         Some(c) => Err(format!(
             "a fuzz target crashed on {c}; minimise it with `cargo +{toolchain} fuzz tmin --fuzz-dir fuzz <target> {c}` and add it as a regression test"
-        )),
+        ).into()),
         None => Ok(()),
     }
 }
@@ -186,8 +187,7 @@ fn run_target(ctx: &Ctx, target: &'static str, cmd: &mut Command) -> Result<Run>
     cmd.current_dir(&ctx.root);
     println!("$ {}", ctx.cmdline(cmd));
     let log_path = ctx.target.join("fuzz").join(format!("{target}.log"));
-    let mut log =
-        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut log = std::fs::File::create(&log_path).map_err(Error::io(&log_path))?;
     let start = Instant::now();
     let mut child = cmd
         .stderr(Stdio::piped())
@@ -251,7 +251,8 @@ fn run_target(ctx: &Ctx, target: &'static str, cmd: &mut Command) -> Result<Run>
         return Err(format!(
             "cargo fuzz run {target} failed ({status}); see {}",
             ctx.show(&log_path)
-        ));
+        )
+        .into());
     }
     Ok(run)
 }

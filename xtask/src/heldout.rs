@@ -17,7 +17,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{cmudict_first, fresh, read, write, Result, CMUDICT_NOTICE};
+use crate::cmudict::{cmudict_first, CMUDICT_NOTICE};
+use crate::error::Result;
+use crate::files::{fresh, read, write};
 
 /// The seed of the shuffle.
 pub const SEED: u64 = 20_261_202;

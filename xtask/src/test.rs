@@ -1,9 +1,46 @@
 //! `cargo xtask test`: the README's test command, step by step (what `.ci/run` runs).
 
+use std::env;
 use std::fs;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-use super::*;
+use crate::boards;
+use crate::ctx::Ctx;
+use crate::error::Result;
+use crate::files::read;
+use crate::setup::thumb_targets;
+
+/// The no_std core crates, built for every thumb target (and published).
+const CORE_CRATES: [&str; 5] = [
+    "s2s-kernels",
+    "rnn-core",
+    "attention-core",
+    "seq2seq",
+    "s2s-device",
+];
+
+/// The core crates' optional integrations, each built for the thumb targets and tested on
+/// the host: `defmt` (all but s2s-device) and `fast-math` (s2s-kernels; its tests assert
+/// the stated micromath errors).
+const FEATURE_BUILDS: [(&str, &[&str]); 2] = [
+    (
+        "defmt",
+        &["s2s-kernels", "rnn-core", "attention-core", "seq2seq"],
+    ),
+    ("fast-math", &["s2s-kernels"]),
+];
+
+/// Reduced builds of seq2seq's model parts (its cargo features, which reach rnn-core and
+/// attention-core): each is built for the M0 target and its bind-time refusals tested on
+/// the host (`seq2seq/tests/features.rs`), so that every part is compiled both in and
+/// out. The first is the micro:bit's minimal netra build (see `MINIMAL_FIRMWARE`).
+const PART_BUILDS: [&str; 3] = ["gru,additive", "lstm,multiplicative,beam", "bridge"];
+
+/// The minimal firmware checked by clippy and the no-panic link (with the default
+/// builds): the micro:bit serving netra w8a16 (`s2s inspect` gives its features).
+const MINIMAL_FIRMWARE: (&str, &str) = ("microbit", "w8a16,gru,additive");
 
 impl Ctx {
     pub(crate) fn test(&self) -> Result {
@@ -127,7 +164,7 @@ impl Ctx {
             )
         })?;
         steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
-        for board in super::boards::hal_boards() {
+        for board in boards::hal_boards() {
             steps.step(
                 &format!("HAL board crate for {}: fmt, clippy, link", board.name),
                 || self.hal_board_check(board),
@@ -179,6 +216,7 @@ impl Ctx {
                  scripts/firmware/panic_sites.py firmware/target/{}/release/firmware",
                 board.name, board.target
             )
+            .into()
         })
     }
 
@@ -232,14 +270,14 @@ impl Ctx {
                         .strip_prefix('=')?;
                     Some(v.trim().trim_matches('"').to_string())
                 })
-                .ok_or_else(|| format!("{}: no rust-version", path.display()))
+                .ok_or_else(|| format!("{}: no rust-version", path.display()).into())
         };
         let workspace = version(&self.root.join("Cargo.toml"))?;
         let mut own = vec![
             "firmware/Cargo.toml".to_string(),
             "examples/rust/Cargo.toml".to_string(),
         ];
-        for board in super::boards::hal_boards() {
+        for board in boards::hal_boards() {
             if let s2s_device::board::Driver::Hal { dir } = board.driver {
                 own.push(format!("firmware/boards/{dir}/Cargo.toml"));
             }
@@ -250,7 +288,8 @@ impl Ctx {
             if workspace != v {
                 return Err(format!(
                     "{own} has rust-version {v}, the workspace {workspace}: make them equal"
-                ));
+                )
+                .into());
             }
         }
         println!(
@@ -288,7 +327,8 @@ impl Steps {
                     t.elapsed().as_secs_f64(),
                     self.done.len(),
                     start.elapsed().as_secs_f64()
-                ))
+                )
+                .into())
             }
         }
     }

@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{Ctx, Result};
+use crate::ctx::Ctx;
+use crate::error::Result;
 
 /// Training and validation pairs.
 const PAIRS: (usize, usize) = (400, 200);
@@ -71,7 +72,7 @@ impl Ctx {
 /// The rules: validation loss below half the initial loss, sequence accuracy above the
 /// floor, the written file decoding like the training code.
 fn check_report(path: &Path) -> Result {
-    let text = crate::read(path)?;
+    let text = crate::files::read(path)?;
     let r: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let num = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
@@ -109,6 +110,6 @@ fn check_report(path: &Path) -> Result {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("{}: {}", path.display(), failed.join("; ")))
+        Err(format!("{}: {}", path.display(), failed.join("; ")).into())
     }
 }

@@ -3,6 +3,7 @@
 //! lands in flash) as 256-byte UF2 blocks for a chip family.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// Payload bytes per block (what the RP2040's bootloader takes).
 const PAYLOAD: u32 = 256;
@@ -27,13 +28,36 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
+/// Why an image is not an ELF whose segments [`load_segments`] can read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ElfError {
+    /// Not an ELF file, or not 32-bit little-endian.
+    NotElf32Le,
+    /// The ELF header or a program header ends before the file.
+    Truncated,
+    /// The bytes of segment `n` (in program header order) lie outside the file.
+    SegmentOutside(usize),
+}
+
+impl fmt::Display for ElfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ElfError::NotElf32Le => f.write_str("not a 32-bit little-endian ELF file"),
+            ElfError::Truncated => f.write_str("truncated ELF header or program header"),
+            ElfError::SegmentOutside(i) => write!(f, "segment {i} lies outside the file"),
+        }
+    }
+}
+
+impl std::error::Error for ElfError {}
+
 /// The `PT_LOAD` segments with file bytes of an ELF32 little-endian image, at their
 /// physical (load) addresses.
-pub(crate) fn load_segments(elf: &[u8]) -> Result<Vec<Segment>, String> {
+pub(crate) fn load_segments(elf: &[u8]) -> Result<Vec<Segment>, ElfError> {
     if elf.get(..4) != Some(b"\x7fELF") || elf.get(4) != Some(&1) || elf.get(5) != Some(&1) {
-        return Err("not a 32-bit little-endian ELF file".into());
+        return Err(ElfError::NotElf32Le);
     }
-    let bad = || "truncated ELF header or program header".to_string();
+    let bad = || ElfError::Truncated;
     let phoff = u32_at(elf, 0x1C).ok_or_else(bad)? as usize;
     let phentsize = u16_at(elf, 0x2A).ok_or_else(bad)? as usize;
     let phnum = u16_at(elf, 0x2C).ok_or_else(bad)? as usize;
@@ -49,7 +73,7 @@ pub(crate) fn load_segments(elf: &[u8]) -> Result<Vec<Segment>, String> {
         }
         let bytes = elf
             .get(offset..offset + filesz)
-            .ok_or_else(|| format!("segment {i} lies outside the file"))?;
+            .ok_or(ElfError::SegmentOutside(i))?;
         segments.push(Segment {
             addr: paddr,
             bytes: bytes.to_vec(),
@@ -135,7 +159,7 @@ mod tests {
             (0x1000_0000, &[1u8, 2, 3][..])
         );
         assert_eq!((s[1].addr, s[1].bytes.len()), (0x1008_0000, 300));
-        assert!(load_segments(b"\x7fELF\x02\x01").is_err());
+        assert_eq!(load_segments(b"\x7fELF\x02\x01"), Err(ElfError::NotElf32Le));
         assert!(load_segments(&image[..60]).is_err());
     }
 

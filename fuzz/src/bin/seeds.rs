@@ -18,6 +18,8 @@
 //! * `<out>/keras/`: `.keras` archives written here around the small HDF5 fixtures,
 //!   the Keras 3 fixture, and netra's `.keras` when `target/pkgs/` has it.
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use s2s_kernels::PrecisionKind;
@@ -29,6 +31,55 @@ mod common;
 const MAX_SEED_BYTES: u64 = 512 * 1024;
 /// Builder-made models per precision.
 const SMALL_MODELS: u64 = 16;
+
+/// Why the seeds could not be written.
+#[derive(Debug)]
+enum Error {
+    /// A file or directory that could not be read, written or created.
+    Io { path: PathBuf, source: io::Error },
+    /// A file that could not be copied.
+    Copy {
+        from: PathBuf,
+        to: PathBuf,
+        source: io::Error,
+    },
+    /// No real model file small enough to be a seed in the models directory.
+    NoModels(PathBuf),
+    /// A zip archive that could not be made.
+    Zip(zip::result::ZipError),
+    /// An entry's bytes that could not be written into a zip archive.
+    ZipWrite(io::Error),
+}
+
+impl Error {
+    /// For `map_err`: the I/O error `source` on `path`.
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Copy { from, to, source } => {
+                write!(f, "{} -> {}: {source}", from.display(), to.display())
+            }
+            Error::NoModels(dir) => write!(
+                f,
+                "no model file of at most {MAX_SEED_BYTES} bytes in {} (run `cargo xtask models`)",
+                dir.display()
+            ),
+            Error::Zip(e) => write!(f, "{e}"),
+            Error::ZipWrite(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
@@ -42,36 +93,30 @@ fn main() {
     }
 }
 
-fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
+fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), Error> {
     let (model_dir, config_dir) = (out.join("model"), out.join("config"));
     let onnx_dir = out.join("onnx");
     for d in [&model_dir, &config_dir, &onnx_dir] {
         let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(Error::io(d))?;
     }
     let mut n = 0;
     for f in files(models, "s2s")? {
-        let size = f
-            .metadata()
-            .map_err(|e| format!("{}: {e}", f.display()))?
-            .len();
+        let size = f.metadata().map_err(Error::io(&f))?.len();
         if size <= MAX_SEED_BYTES {
             copy(&f, &model_dir)?;
             n += 1;
         }
     }
     if n == 0 {
-        return Err(format!(
-            "no model file of at most {MAX_SEED_BYTES} bytes in {} (run `cargo xtask models`)",
-            models.display()
-        ));
+        return Err(Error::NoModels(models.to_path_buf()));
     }
     for kind in PrecisionKind::ALL {
         for seed in 0..SMALL_MODELS {
             let mut r = common::Rng::new(seed);
             let bytes = common::random_model(kind, &mut r);
             let p = model_dir.join(format!("small-{}-{seed}.s2s", kind.name()));
-            std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            std::fs::write(&p, bytes).map_err(Error::io(&p))?;
         }
     }
     let mut c = 0;
@@ -89,8 +134,11 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
                 "{variant}-{}",
                 f.file_name().unwrap_or_default().to_string_lossy()
             ));
-            std::fs::copy(&f, &to)
-                .map_err(|e| format!("{} -> {}: {e}", f.display(), to.display()))?;
+            std::fs::copy(&f, &to).map_err(|source| Error::Copy {
+                from: f.clone(),
+                to: to.clone(),
+                source,
+            })?;
             o += 1;
         }
     }
@@ -107,9 +155,9 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), String> {
 }
 
 /// The files of `dir` ending in `.ext`, sorted.
-fn files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
+fn files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, Error> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(Error::io(dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
         .collect();
@@ -117,11 +165,15 @@ fn files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, String> {
     Ok(v)
 }
 
-fn copy(f: &Path, dir: &Path) -> Result<(), String> {
+fn copy(f: &Path, dir: &Path) -> Result<(), Error> {
     let to = dir.join(f.file_name().unwrap_or_default());
     std::fs::copy(f, &to)
         .map(drop)
-        .map_err(|e| format!("{} -> {}: {e}", f.display(), to.display()))
+        .map_err(|source| Error::Copy {
+            from: f.to_path_buf(),
+            to,
+            source,
+        })
 }
 
 /// Real files larger than this are left out of the weights readers' seeds.
@@ -129,16 +181,14 @@ const MAX_WEIGHTS_SEED: u64 = 4 << 20;
 
 /// The seeds of the weights readers' targets (see the module docs). `root` is the
 /// repository; `target/pkgs` is found beside `models` (`target/models`).
-fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), String> {
+fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), Error> {
     let dirs = ["safetensors", "npz", "hdf5", "keras"].map(|d| out.join(d));
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(Error::io(d))?;
     }
     let [st, npz, hdf5, keras] = &dirs;
-    let write = |p: PathBuf, bytes: &[u8]| {
-        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))
-    };
+    let write = |p: PathBuf, bytes: &[u8]| std::fs::write(&p, bytes).map_err(Error::io(&p));
     write(st.join("small.safetensors"), &small_safetensors())?;
     for (i, bytes) in small_npz()?.into_iter().enumerate() {
         write(npz.join(format!("small-{i}.npz")), &bytes)?;
@@ -147,7 +197,7 @@ fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), String> {
     for f in files(&fixtures.join("hdf5"), "h5")? {
         copy(&f, hdf5)?;
         let name = f.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-        let h5 = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let h5 = std::fs::read(&f).map_err(Error::io(&f))?;
         let zip = zip_of(&[("model.weights.h5", &h5, false), ("config.json", b"{}", true)])?;
         write(keras.join(format!("{name}.keras")), &zip)?;
     }
@@ -235,7 +285,7 @@ fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
 
 /// Small `.npz` archives: float arrays of every size, Fortran order, an integer one,
 /// stored and deflated.
-fn small_npz() -> Result<Vec<Vec<u8>>, String> {
+fn small_npz() -> Result<Vec<Vec<u8>>, Error> {
     let w = npy("<f4", false, &[2, 3], &f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
     let f = npy("<f4", true, &[2, 2], &f32s(&[1.0, 3.0, 2.0, 4.0]));
     let d = npy("<f8", false, &[2], &[1.0f64, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
@@ -252,7 +302,7 @@ fn small_npz() -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// A zip archive of `(name, bytes, deflated)` entries.
-fn zip_of(entries: &[(&str, &[u8], bool)]) -> Result<Vec<u8>, String> {
+fn zip_of(entries: &[(&str, &[u8], bool)]) -> Result<Vec<u8>, Error> {
     use std::io::Write;
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (name, bytes, deflate) in entries {
@@ -262,8 +312,8 @@ fn zip_of(entries: &[(&str, &[u8], bool)]) -> Result<Vec<u8>, String> {
             zip::CompressionMethod::Stored
         };
         let options = zip::write::SimpleFileOptions::default().compression_method(method);
-        w.start_file(*name, options).map_err(|e| e.to_string())?;
-        w.write_all(bytes).map_err(|e| e.to_string())?;
+        w.start_file(*name, options).map_err(Error::Zip)?;
+        w.write_all(bytes).map_err(Error::ZipWrite)?;
     }
-    Ok(w.finish().map_err(|e| e.to_string())?.into_inner())
+    Ok(w.finish().map_err(Error::Zip)?.into_inner())
 }

@@ -9,7 +9,7 @@ use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
 
 /// The host's side: decodings at the device's number of positions, and the MACs.
 struct HostSide {
-    outputs: Vec<Result<Decoded, String>>,
+    outputs: Vec<Result<Decoded, seq2seq::Error>>,
     /// Positions the encoder steps over and its MACs, per input.
     enc_steps_macs: Vec<(usize, usize)>,
     /// Decoder MACs per step of each input (depends on its source positions).
@@ -20,10 +20,8 @@ fn host_side(m: &LoadedModel, inputs: &[String], positions: usize, keep: Keep) -
     m.with_net(|any| {
         Ok(crate::dispatch!(any, |net: P| {
             let mut r = HostRunner::<P>::new(&net, positions);
-            let outputs: Vec<Result<Decoded, String>> = inputs
-                .iter()
-                .map(|l| r.decode(l, keep).map_err(|e| e.to_string()))
-                .collect();
+            let outputs: Vec<Result<Decoded, seq2seq::Error>> =
+                inputs.iter().map(|l| r.decode(l, keep)).collect();
             let macs_per_step = outputs
                 .iter()
                 .map(|o| o.as_ref().map_or(0, |d| net.macs_per_step(d.source.len())))
@@ -153,7 +151,9 @@ pub fn compare(
                     attention_rows += d.attention.len();
                 }
             }
-            (Err(de), Err(he)) if de == he || de == "line too long" => rejected += 1,
+            (Err(de), Err(he)) if de.reason == he.to_string() || de.reason == "line too long" => {
+                rejected += 1
+            }
             (Err(de), Err(he)) => mismatch(format!("device: ERR {de}; host: {he}")),
             (Err(de), Ok(hd)) => mismatch(format!("device: ERR {de}; host: ids {:?}", hd.ids)),
             (Ok(d), Err(he)) => mismatch(format!("device: ids {:?}; host: {he}", d.ids)),

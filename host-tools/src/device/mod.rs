@@ -28,7 +28,7 @@ use s2s_device::Board;
 pub use compare::compare;
 pub use firmware::Firmware;
 pub use report::{PerPhase, QemuReport};
-pub use session::{parse_lines, parse_session, DeviceSession, Ending};
+pub use session::{parse_lines, parse_session, DeviceSession, Ending, Refused};
 
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;

@@ -61,6 +61,14 @@ pub struct DeviceStats {
     pub model_bytes: usize,
 }
 
+/// The firmware's refusal of one input line: the reason its `ERR` reply gives.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refused {
+    /// The reason, as the firmware wrote it.
+    pub reason: String,
+}
+
 /// A parsed firmware session.
 #[derive(Clone, Debug)]
 pub struct DeviceSession {
@@ -69,7 +77,7 @@ pub struct DeviceSession {
     /// The `MODEL` line.
     pub model: ModelInfo,
     /// One entry per input line: the output, or the `ERR` reason.
-    pub outputs: Vec<Result<DeviceOutput, String>>,
+    pub outputs: Vec<Result<DeviceOutput, Refused>>,
     /// The `STATS` line.
     pub stats: DeviceStats,
     /// Wall-clock time of the run.
@@ -228,7 +236,9 @@ pub fn parse_lines(
     let mut outputs = Vec::with_capacity(inputs);
     for n in 1..=inputs {
         if let Some(Reply::Err(reason)) = lines.peek() {
-            outputs.push(Err(reason.to_string()));
+            outputs.push(Err(Refused {
+                reason: reason.to_string(),
+            }));
             lines.at += 1;
             continue;
         }
@@ -358,7 +368,11 @@ mod tests {
         assert_eq!(first.step_insns, [10, 11, 12]);
         assert_eq!(first.attention[1], [0xffff, 5]);
         assert_eq!(first.phases, None);
-        assert!(s.outputs[1].as_ref().unwrap_err().starts_with("symbol"));
+        assert!(s.outputs[1]
+            .as_ref()
+            .unwrap_err()
+            .reason
+            .starts_with("symbol"));
         let last = s.outputs[2].as_ref().unwrap();
         assert!(last.ids.is_empty() && last.text.is_empty());
     }

@@ -3,7 +3,7 @@
 //!
 //! For each dense layer the float reference runs with that layer's weights replaced by
 //! the ones the quantized file stores (its int8 planes times their row scales,
-//! [`crate::quantize::dequant`]), every other layer and all the arithmetic in f32, on
+//! [`crate::model::dequant`]), every other layer and all the arithmetic in f32, on
 //! the host's own f32 precision; the sequence agreement with the reference is that
 //! layer's row. A last row has every layer's quantized weights with f32 arithmetic:
 //! the gap between it and the quantized file's own agreement is what the integer
@@ -16,8 +16,8 @@ use seq2seq::desc::LayerSpec;
 use super::check::Agreement;
 use super::rates::{Report, BUCKETS};
 use crate::error::Result;
+use crate::model::dequant::{dequantize, with_weights};
 use crate::model::{decode_each, Keep, LoadedModel};
-use crate::quantize::dequant::{dequantize, with_weights};
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq)]

@@ -40,21 +40,24 @@ impl From<MaskedName> for Masked {
     }
 }
 
-/// The cell and reset form of one stack: `reset` is required for a GRU and refused
-/// for an LSTM.
+/// The cell and reset form of one stack of `cfg`: `reset` is required for a GRU and
+/// refused for an LSTM.
 fn stack(
+    cfg: &Config,
     section: &str,
     cell: CellName,
     reset: Option<ResetName>,
-) -> Result<(CellKind, ResetMode), String> {
+) -> Result<(CellKind, ResetMode)> {
     match (cell, reset) {
         (CellName::Gru, Some(r)) => Ok((CellKind::Gru, r.into())),
-        (CellName::Gru, None) => Err(format!(
-            "{section}.reset is required for a GRU (\"after\" or \"before\")"
+        (CellName::Gru, None) => Err(cfg.error(
+            Place::File,
+            format!("{section}.reset is required for a GRU (\"after\" or \"before\")"),
         )),
         (CellName::Lstm, None) => Ok((CellKind::Lstm, ResetMode::After)),
-        (CellName::Lstm, Some(_)) => Err(format!(
-            "{section}.reset is a GRU setting: an LSTM has no reset gate (remove it)"
+        (CellName::Lstm, Some(_)) => Err(cfg.error(
+            Place::File,
+            format!("{section}.reset is a GRU setting: an LSTM has no reset gate (remove it)"),
         )),
     }
 }
@@ -63,66 +66,64 @@ fn stack(
 /// gate activations, encoder masking, the initial cell state and the attentional
 /// layer's input. Each misuse is one line naming the key.
 pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result {
-    cells(cfg, d).map_err(|message| cfg.error(Place::File, message))
-}
-
-/// [`configure`] with its errors as messages.
-fn cells(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
+    let bad = |message: String| cfg.error(Place::File, message);
     let (enc, dec) = (&cfg.encoder, &cfg.decoder);
-    (d.cells.enc, d.enc_reset) = stack("encoder", enc.cell, enc.reset)?;
-    (d.cells.dec, d.dec_reset) = stack("decoder", dec.cell, dec.reset)?;
+    (d.cells.enc, d.enc_reset) = stack(cfg, "encoder", enc.cell, enc.reset)?;
+    (d.cells.dec, d.dec_reset) = stack(cfg, "decoder", dec.cell, dec.reset)?;
     d.cells.enc_recurrent = enc.recurrent_activation.into();
     d.cells.dec_recurrent = dec.recurrent_activation.into();
     if let Some(m) = enc.masked_output {
         if cfg.source.pad_to.is_none() {
-            return Err(format!(
+            return Err(bad(format!(
                 "encoder.masked_output = {:?}: the source has no padding to mask (set source.pad_to, or remove the key for a model trained without a mask)",
                 masked_name(m)
-            ));
+            )));
         }
         d.cells.enc_mask = Some(m.into());
     }
     d.cells.init_cell = match (dec.cell, dec.init_cell) {
         (CellName::Gru, Some(_)) => {
-            return Err(
+            return Err(bad(
                 "decoder.init_cell is for an LSTM decoder: a GRU has no cell state (remove it)"
                     .into(),
-            )
+            ))
         }
         (CellName::Gru, None) => Init::Zeros,
         (CellName::Lstm, Some(InitName::Mean)) => {
-            return Err(
+            return Err(bad(
                 "decoder.init_cell = \"mean\": the mean bridge is for the state (use \"zeros\", \"last\" or \"dense\")"
                     .into(),
-            )
+            ))
         }
         (CellName::Lstm, Some(i)) => i.into(),
         (CellName::Lstm, None) if enc.cell == CellName::Lstm && d.init != Init::Mean => d.init,
         (CellName::Lstm, None) => Init::Zeros,
     };
     if d.cells.init_cell == Init::Last && enc.cell == CellName::Gru {
-        return Err(
+        return Err(bad(
             "decoder.init_cell = \"last\": a GRU encoder has no cell states (use \"zeros\", or \"dense\" for a bridge of its final states)"
                 .into(),
-        );
+        ));
     }
     let att = cfg.attention.as_ref();
     let input = att.and_then(|a| a.attentional_input.as_deref());
     match (att.and_then(|a| a.attentional), input) {
         (None, Some(_)) => {
-            return Err("attention.attentional_input needs attention.attentional".into());
+            return Err(bad(
+                "attention.attentional_input needs attention.attentional".into(),
+            ));
         }
         (None, None) => {}
         (Some(_), parts) => {
             let parts = parts.unwrap_or(&[PartName::State, PartName::Context]);
             if parts.is_empty() || parts.len() > MAX_OUT_PARTS {
-                return Err(format!(
+                return Err(bad(format!(
                     "attention.attentional_input: 1 to {MAX_OUT_PARTS} parts"
-                ));
+                )));
             }
             for (o, &p) in d.att_parts.iter_mut().zip(parts) {
                 if p == PartName::Attentional {
-                    return Err("attention.attentional_input: \"attentional\" is the layer's own output (use \"state\", \"context\", \"embedding\")".into());
+                    return Err(bad("attention.attentional_input: \"attentional\" is the layer's own output (use \"state\", \"context\", \"embedding\")".into()));
                 }
                 *o = Some(Part::from(p));
             }
@@ -171,10 +172,24 @@ pub fn cell_name(kind: CellKind) -> &'static str {
     }
 }
 
+/// A `gates` value that is not a permutation of the cell's gates.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "gates {from:?} is not a permutation of the {} gates {}",
+    cell_name(*.kind),
+    gate_names(*.kind)
+)]
+pub(crate) struct BadGates {
+    /// The `gates` value.
+    from: String,
+    /// The cell it is for.
+    kind: CellKind,
+}
+
 /// The order of our gate blocks in a matrix stored with gate order `from`: block `i`
 /// of ours is block `perm[i]` of the stored one. `from` must be a permutation of the
 /// cell's gates (GRU: `h` names `n`; LSTM: `c` names `g`).
-pub(crate) fn gate_perm(kind: CellKind, from: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn gate_perm(kind: CellKind, from: &str) -> Result<Vec<usize>, BadGates> {
     let alias = |c: char| match (kind, c) {
         (CellKind::Gru, 'h') => 'n',
         (CellKind::Lstm, 'c') => 'g',
@@ -182,12 +197,9 @@ pub(crate) fn gate_perm(kind: CellKind, from: &str) -> Result<Vec<usize>, String
     };
     let stored: Vec<char> = from.chars().map(alias).collect();
     let ours = our_gates(kind);
-    let bad = || {
-        format!(
-            "gates {from:?} is not a permutation of the {} gates {}",
-            cell_name(kind),
-            gate_names(kind)
-        )
+    let bad = || BadGates {
+        from: from.to_string(),
+        kind,
     };
     if stored.len() != ours.len() {
         return Err(bad());
@@ -209,7 +221,7 @@ pub fn reorder_gates(data: &[f32], rows: usize, cols: usize, perm: &[usize]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::config::edited_example_error;
+    use crate::import::describe::edited_example_error;
     use std::path::Path;
 
     /// The Keras 2 LSTM example with `edit` applied to its text, as a description.
@@ -301,7 +313,7 @@ mod tests {
             (CellKind::Lstm, "rzn"),
             (CellKind::Lstm, "igco"),
         ] {
-            let e = gate_perm(kind, bad).unwrap_err();
+            let e = gate_perm(kind, bad).unwrap_err().to_string();
             assert!(e.contains("is not a permutation"), "{bad}: {e}");
         }
         // Keras [z, r, h] blocks of one row each -> ours [r, z, n].

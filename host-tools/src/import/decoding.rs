@@ -13,10 +13,7 @@ use crate::import::config::{ActivationName, BridgeName, Config, LogitsName};
 /// Sets the description's [`seq2seq::desc::Extras`] from the configuration; each misuse
 /// is one line naming the key.
 pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result {
-    extras(cfg, d).map_err(|message| cfg.error(Place::File, message))
-}
-
-fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
+    let bad = |message: String| cfg.error(Place::File, message);
     let att = cfg.attention.as_ref();
     let x = &mut d.extras;
     x.bridge_shared = match cfg.decoder.bridge {
@@ -24,20 +21,22 @@ fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
         Some(BridgeName::Shared) => true,
     };
     if cfg.decoder.bridge.is_some() && !d.init.is_bridge() {
-        return Err(
+        return Err(bad(
             "decoder.bridge is for the bridges of init = \"dense\" or \"mean\" (remove it)".into(),
-        );
+        ));
     }
     let attentional = att.and_then(|a| a.attentional).is_some();
     if att.is_some_and(|a| a.input_feeding) {
         if !attentional || d.ordering != Ordering::Luong {
-            return Err("attention.input_feeding needs ordering = \"luong\" and attention.attentional (the vector it feeds back)".into());
+            return Err(bad("attention.input_feeding needs ordering = \"luong\" and attention.attentional (the vector it feeds back)".into()));
         }
         x.input_feed = true;
     }
     if let Some(act) = att.and_then(|a| a.attentional_activation) {
         if !attentional {
-            return Err("attention.attentional_activation needs attention.attentional".into());
+            return Err(bad(
+                "attention.attentional_activation needs attention.attentional".into(),
+            ));
         }
         x.att_act = match act {
             ActivationName::Tanh => Activation::Tanh,
@@ -51,10 +50,10 @@ fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
     };
     let prefix = &cfg.source.prefix;
     if prefix.len() > MAX_PREFIX {
-        return Err(format!(
+        return Err(bad(format!(
             "source.prefix: at most {MAX_PREFIX} tokens, not {}",
             prefix.len()
-        ));
+        )));
     }
     for (slot, token) in x.src_prefix.iter_mut().zip(prefix) {
         let id = cfg
@@ -62,16 +61,21 @@ fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
             .tokens
             .iter()
             .position(|t| t == token)
-            .ok_or_else(|| format!("source.prefix token {token:?} is not in the vocabulary"))?;
-        *slot = Some(
-            u16::try_from(id)
-                .map_err(|_| format!("source.prefix token {token:?} has id {id}, above 65535"))?,
-        );
+            .ok_or_else(|| {
+                bad(format!(
+                    "source.prefix token {token:?} is not in the vocabulary"
+                ))
+            })?;
+        *slot = Some(u16::try_from(id).map_err(|_| {
+            bad(format!(
+                "source.prefix token {token:?} has id {id}, above 65535"
+            ))
+        })?);
     }
     if let Some(n) = cfg.source.pad_to.filter(|&n| n <= prefix.len()) {
-        return Err(format!(
+        return Err(bad(format!(
             "source.prefix leaves no room for the source within pad_to = {n}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -79,7 +83,7 @@ fn extras(cfg: &Config, d: &mut ModelDesc) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::config::edited_example_error;
+    use crate::import::describe::edited_example_error;
     use seq2seq::desc::Init;
     use std::path::Path;
 

@@ -3,6 +3,7 @@
 pub mod cells;
 pub mod config;
 pub mod decoding;
+pub mod describe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -53,6 +54,33 @@ impl WeightFile {
     }
 }
 
+/// An import error before the configuration file is added ([`import_files`]): the
+/// message of its line, and the layer it is about, if any.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct LayerError {
+    layer: Option<String>,
+    message: String,
+}
+
+impl LayerError {
+    /// An error about no layer in particular (or not yet known).
+    fn new(message: impl Into<String>) -> Self {
+        LayerError {
+            layer: None,
+            message: message.into(),
+        }
+    }
+
+    /// The same error, about `layer`.
+    fn of(self, layer: &str) -> Self {
+        LayerError {
+            layer: Some(layer.to_string()),
+            ..self
+        }
+    }
+}
+
 /// The tensors of every weights file, by file and name.
 struct Sources<'t> {
     files: Vec<(&'t str, BTreeMap<&'t str, &'t Tensor>)>,
@@ -90,16 +118,16 @@ impl<'t> Sources<'t> {
     }
 
     /// The tensor `name` of `file`, or of whichever file holds it (exactly one may).
-    fn find(&self, name: &str, file: Option<&str>) -> Result<&'t Tensor, String> {
+    fn find(&self, name: &str, file: Option<&str>) -> Result<&'t Tensor, LayerError> {
         let files: Vec<&(&str, BTreeMap<&str, &Tensor>)> = match file {
             Some(f) => {
                 let chosen: Vec<_> = self.files.iter().filter(|(l, _)| *l == f).collect();
                 if chosen.is_empty() {
                     let labels: Vec<&str> = self.files.iter().map(|(l, _)| *l).collect();
-                    return Err(format!(
+                    return Err(LayerError::new(format!(
                         "file {f:?} is not a --weights file (they are: {})",
                         labels.join(", ")
-                    ));
+                    )));
                 }
                 chosen
             }
@@ -111,10 +139,10 @@ impl<'t> Sources<'t> {
             .collect();
         match &found[..] {
             [(_, t)] => Ok(*t),
-            [] if self.skipped.contains_key(name) => Err(format!(
+            [] if self.skipped.contains_key(name) => Err(LayerError::new(format!(
                 "tensor {name:?} has dtype {}, expected float (f16, bf16, f32 or f64)",
                 self.skipped[name]
-            )),
+            ))),
             [] => {
                 let tail = name.rsplit(['/', '.', ':']).next().unwrap_or(name);
                 let near: Vec<&str> = files
@@ -129,21 +157,23 @@ impl<'t> Sources<'t> {
                     None => self.where_looked(),
                 };
                 if near.is_empty() {
-                    Err(format!("tensor {name:?} not found in {looked}"))
+                    Err(LayerError::new(format!(
+                        "tensor {name:?} not found in {looked}"
+                    )))
                 } else {
-                    Err(format!(
+                    Err(LayerError::new(format!(
                         "tensor {name:?} not found in {looked} (similar: {})",
                         near.join(", ")
-                    ))
+                    )))
                 }
             }
             several => {
                 let labels: Vec<&str> = several.iter().map(|(l, _)| *l).collect();
-                Err(format!(
+                Err(LayerError::new(format!(
                     "tensor {name:?} is in {}: say which with file = {:?}",
                     labels.join(" and "),
                     labels[0]
-                ))
+                )))
             }
         }
     }
@@ -157,21 +187,20 @@ impl<'t> Sources<'t> {
         file: Option<&str>,
         direction: Option<usize>,
         half: Option<HalfName>,
-    ) -> Result<(Vec<usize>, &'t [f32]), String> {
+    ) -> Result<(Vec<usize>, &'t [f32]), LayerError> {
         let (name, index) = match tensor_reference(spec) {
             (n, Some(i)) => (
                 n,
-                Some(
-                    i.parse::<usize>()
-                        .map_err(|_| format!("tensor reference {spec:?}: bad index"))?,
-                ),
+                Some(i.parse::<usize>().map_err(|_| {
+                    LayerError::new(format!("tensor reference {spec:?}: bad index"))
+                })?),
             ),
             (n, None) => (n, None),
         };
         if index.is_some() && direction.is_some() {
-            return Err(format!(
+            return Err(LayerError::new(format!(
                 "tensor reference {spec:?}: give the index as [i] or as direction, not both"
-            ));
+            )));
         }
         let t = self.find(name, file)?;
         let (mut shape, mut data) = (t.shape.clone(), &t.data[..]);
@@ -183,9 +212,9 @@ impl<'t> Sources<'t> {
                 } else {
                     "direction"
                 };
-                return Err(format!(
+                return Err(LayerError::new(format!(
                     "tensor {spec:?} of shape {shape:?}: {what} {i} beyond its first dimension {first}"
-                ));
+                )));
             }
             shape.remove(0);
             let n: usize = shape.iter().product();
@@ -193,9 +222,9 @@ impl<'t> Sources<'t> {
         }
         if let Some(h) = half {
             let Some(&last) = shape.last().filter(|&&n| n % 2 == 0 && shape.len() == 1) else {
-                return Err(format!(
+                return Err(LayerError::new(format!(
                     "tensor {spec:?} of shape {shape:?}: bias_half needs a vector of an even length (after direction)"
-                ));
+                )));
             };
             let n = last / 2;
             shape = vec![n];
@@ -271,7 +300,7 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
 /// [`WeightFile::label`]).
 pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> {
     let desc = cfg.desc()?;
-    import_desc(cfg, desc, files).map_err(|(layer, message)| {
+    import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
         let place = match layer {
             Some(name) => Place::Inside(format!("layer {name}")),
             None => Place::File,
@@ -280,24 +309,22 @@ pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> 
     })
 }
 
-/// [`import`] once the description is checked; errors are (layer, message).
+/// [`import`] once the description is checked; errors name the layer when they are
+/// about one.
 fn import_desc(
     cfg: &Config,
     desc: seq2seq::ModelDesc,
     files: &[WeightFile],
-) -> Result<ModelBuilder, (Option<String>, String)> {
+) -> Result<ModelBuilder, LayerError> {
     let sources = Sources::new(files);
     let specs = desc.layer_specs();
     let names: Vec<String> = specs.iter().map(layer_name).collect();
     for key in cfg.weights.keys() {
         if !names.contains(key) {
-            return Err((
-                None,
-                format!(
-                    "[weights] {key:?} is not a layer of this model (its layers: {})",
-                    names.join(", ")
-                ),
-            ));
+            return Err(LayerError::new(format!(
+                "[weights] {key:?} is not a layer of this model (its layers: {})",
+                names.join(", ")
+            )));
         }
     }
     let mut b = ModelBuilder::new(PrecisionKind::F32, desc);
@@ -308,20 +335,19 @@ fn import_desc(
         let m = cfg
             .weights
             .get(name)
-            .ok_or_else(|| (None, format!("[weights] has no entry for layer {name:?}")))?
+            .ok_or_else(|| LayerError::new(format!("[weights] has no entry for layer {name:?}")))?
             .full();
         let cell = cell_of(&desc, spec.role);
         let perm = match (cell, m.gates.as_deref()) {
             (_, None) => None,
-            (Some(kind), Some(g)) => Some(gate_perm(kind, g).map_err(|e| (Some(name.clone()), e))?),
+            (Some(kind), Some(g)) => {
+                Some(gate_perm(kind, g).map_err(|e| LayerError::new(e.to_string()).of(name))?)
+            }
             (None, Some(_)) => {
-                return Err((
-                    Some(name.clone()),
-                    "gates only apply to recurrent matrices".into(),
-                ))
+                return Err(LayerError::new("gates only apply to recurrent matrices").of(name))
             }
         };
-        let ctx = |e: String| (Some(name.clone()), e);
+        let ctx = |e: String| LayerError::new(e).of(name);
         // What a recurrent matrix of the wrong size most likely is.
         let fits = |r: usize| match cell {
             Some(kind) => {
@@ -346,7 +372,7 @@ fn import_desc(
         let file = m.file.as_deref();
         let (shape, data) = sources
             .resolve(&m.weight, file, m.direction, None)
-            .map_err(ctx)?;
+            .map_err(|e| e.of(name))?;
         let (mut r, mut c) = as_matrix(&shape).ok_or_else(|| {
             ctx(format!(
                 "tensor {:?} has shape {shape:?}, not a matrix",
@@ -386,7 +412,7 @@ fn import_desc(
             Some(bn) => {
                 let (bshape, bdata) = sources
                     .resolve(bn, file, m.direction, m.bias_half)
-                    .map_err(ctx)?;
+                    .map_err(|e| e.of(name))?;
                 if bdata.len() != spec.rows {
                     return Err(ctx(format!(
                         "bias {bn:?} has shape {bshape:?}, the configuration needs {} values",
@@ -402,7 +428,10 @@ fn import_desc(
         b.linear_f32((spec.role, spec.layer, spec.dir), r, c, &w, bias.as_deref());
     }
     if let Some(t) = b.tensors.iter().find(|t| t.dtype != DType::F32) {
-        return Err((None, format!("internal: tensor {} is not f32", t.id)));
+        return Err(LayerError::new(format!(
+            "internal: tensor {} is not f32",
+            t.id
+        )));
     }
     Ok(b)
 }
@@ -444,10 +473,12 @@ mod tests {
         assert!(s
             .resolve("b[2]", None, None, None)
             .unwrap_err()
+            .to_string()
             .contains("beyond"));
         assert!(s
             .resolve("c", None, None, None)
             .unwrap_err()
+            .to_string()
             .contains("not found"));
     }
 
@@ -470,17 +501,21 @@ mod tests {
             s.resolve("W", None, Some(1), None).unwrap(),
             (vec![2, 3], &w[6..])
         );
-        let e = s.resolve("W", None, Some(2), None).unwrap_err();
+        let e = s.resolve("W", None, Some(2), None).unwrap_err().to_string();
         assert!(
             e.contains("direction 2 beyond its first dimension 2"),
             "{e}"
         );
-        let e = s.resolve("W[0]", None, Some(0), None).unwrap_err();
+        let e = s
+            .resolve("W[0]", None, Some(0), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not both"), "{e}");
         // A half of a matrix, or of an odd length, is refused.
         let e = s
             .resolve("W", None, Some(0), Some(HalfName::Input))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bias_half needs a vector"), "{e}");
     }
 
@@ -499,7 +534,10 @@ mod tests {
         let s = Sources::new(&files);
         assert_eq!(s.resolve("out", None, None, None).unwrap().1, [3.0]);
         assert_eq!(s.resolve("emb", None, None, None).unwrap().1, [1.0]);
-        let e = s.resolve("shared", None, None, None).unwrap_err();
+        let e = s
+            .resolve("shared", None, None, None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "tensor \"shared\" is in encoder.onnx and decoder.onnx: say which with file = \"encoder.onnx\""
@@ -512,17 +550,24 @@ mod tests {
         );
         let e = s
             .resolve("out", Some("encoder.onnx"), None, None)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("not found in the weights file encoder.onnx"),
             "{e}"
         );
-        let e = s.resolve("out", Some("dec.onnx"), None, None).unwrap_err();
+        let e = s
+            .resolve("out", Some("dec.onnx"), None, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("is not a --weights file (they are: encoder.onnx, decoder.onnx)"),
             "{e}"
         );
-        let e = s.resolve("missing", None, None, None).unwrap_err();
+        let e = s
+            .resolve("missing", None, None, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("not found in the weights files encoder.onnx, decoder.onnx"),
             "{e}"

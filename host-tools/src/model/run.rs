@@ -105,7 +105,7 @@ pub fn run_file(
         }
         out.write_all(text.as_bytes()).map_err(stdout)?;
         if attention.is_some() {
-            json.push(attention_json(&end, line, d.as_ref().map_err(line_error)));
+            json.push(attention_json(&end, line, d.as_ref()));
         }
         Ok(())
     });
@@ -139,11 +139,11 @@ fn line_error(e: &Error) -> String {
 fn attention_json(
     end: &str,
     line: &str,
-    d: std::result::Result<&Decoded, String>,
+    d: std::result::Result<&Decoded, &Error>,
 ) -> serde_json::Value {
     let d = match d {
         Ok(d) => d,
-        Err(error) => return serde_json::json!({ "input": line, "error": error }),
+        Err(e) => return serde_json::json!({ "input": line, "error": line_error(e) }),
     };
     let mut outputs = d.tokens.clone();
     if d.weights.len() > d.tokens.len() {

@@ -55,26 +55,47 @@ pub(crate) struct Layout {
 /// 65,535-step map would be 786,432 pixels tall).
 pub(crate) const MAX_SIDE: i32 = 16_384;
 
+/// Why [`Layout::bounded`] refuses a map.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TooLarge {
+    /// More rows or columns than cells of the smallest pitch fit.
+    #[error("a map of {rows} output steps by {cols} source positions does not fit a picture of at most {MAX_SIDE} pixels a side (at most {most} of either)")]
+    Map {
+        /// Output steps.
+        rows: usize,
+        /// Source positions.
+        cols: usize,
+        /// The most of either that fit.
+        most: usize,
+    },
+    /// The laid-out picture is larger than [`MAX_SIDE`].
+    #[error("the picture would be {width}x{height} pixels, more than {MAX_SIDE} a side")]
+    Picture {
+        /// Its width in pixels.
+        width: i32,
+        /// Its height in pixels.
+        height: i32,
+    },
+}
+
 /// The smallest cell pitch [`Layout::new`] chooses.
 const MIN_CELL: i32 = 12;
 
 impl Layout {
     /// [`Layout::new`] for a map whose picture fits [`MAX_SIDE`] pixels each way; the
     /// error says why another does not.
-    pub(crate) fn bounded(map: &AttentionMap) -> Result<Layout, String> {
+    pub(crate) fn bounded(map: &AttentionMap) -> Result<Layout, TooLarge> {
         let (rows, cols) = (map.output.len(), map.source.len());
         let most = (MAX_SIDE / MIN_CELL) as usize;
         if rows.max(cols) > most {
-            return Err(format!(
-                "a map of {rows} output steps by {cols} source positions does not fit a picture of at most {MAX_SIDE} pixels a side (at most {most} of either)"
-            ));
+            return Err(TooLarge::Map { rows, cols, most });
         }
         let layout = Layout::new(map);
         if layout.width > MAX_SIDE || layout.height > MAX_SIDE {
-            return Err(format!(
-                "the picture would be {}x{} pixels, more than {MAX_SIDE} a side",
-                layout.width, layout.height
-            ));
+            return Err(TooLarge::Picture {
+                width: layout.width,
+                height: layout.height,
+            });
         }
         Ok(layout)
     }

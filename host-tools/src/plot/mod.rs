@@ -64,13 +64,14 @@ pub fn write_image_with(
     path: &Path,
     fonts: impl FnOnce() -> resvg::usvg::fontdb::Database,
 ) -> Result<ImageReport> {
-    let fail =
-        |reason: String| Error::usage(format!("cannot write heatmap {}: {reason}", path.display()));
-    let png = is_png(path).map_err(fail)?;
+    let fail = |reason: &dyn std::fmt::Display| {
+        Error::usage(format!("cannot write heatmap {}: {reason}", path.display()))
+    };
+    let png = is_png(path).map_err(|e| fail(&e))?;
     if let Some(reason) = map.shape_error() {
-        return Err(fail(reason));
+        return Err(fail(&reason));
     }
-    let layout = Layout::bounded(map).map_err(fail)?;
+    let layout = Layout::bounded(map).map_err(|e| fail(&e))?;
     let svg = svg::render_svg(&layout, map);
     let (bytes, warnings) = if png {
         let db = fonts();
@@ -80,7 +81,10 @@ pub fn write_image_with(
             _ => None,
         });
         let warnings = png::coverage_warnings(&db, texts);
-        (png::render_png(&svg, Arc::new(db)).map_err(fail)?, warnings)
+        (
+            png::render_png(&svg, Arc::new(db)).map_err(|e| fail(&e))?,
+            warnings,
+        )
     } else {
         (svg.into_bytes(), Vec::new())
     };
@@ -88,8 +92,13 @@ pub fn write_image_with(
     Ok(ImageReport { warnings })
 }
 
+/// A picture path whose extension is neither `.png` nor `.svg`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown image format (use a .png or .svg extension)")]
+struct UnknownFormat;
+
 /// Whether a picture path asks for PNG (else SVG); another extension is an error.
-fn is_png(path: &Path) -> std::result::Result<bool, String> {
+fn is_png(path: &Path) -> std::result::Result<bool, UnknownFormat> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -97,17 +106,18 @@ fn is_png(path: &Path) -> std::result::Result<bool, String> {
     match ext.as_deref() {
         Some("png") => Ok(true),
         Some("svg") => Ok(false),
-        _ => Err("unknown image format (use a .png or .svg extension)".into()),
+        _ => Err(UnknownFormat),
     }
 }
 
 /// Writes a chart to `path`: SVG, or PNG rasterised from it (by the extension).
 pub fn write_chart(chart: &chart::Chart, path: &Path) -> Result {
-    let fail =
-        |reason: String| Error::usage(format!("cannot write chart {}: {reason}", path.display()));
+    let fail = |reason: &dyn std::fmt::Display| {
+        Error::usage(format!("cannot write chart {}: {reason}", path.display()))
+    };
     let svg = chart.svg();
-    let bytes = if is_png(path).map_err(fail)? {
-        png::render_png(&svg, Arc::new(png::fonts())).map_err(fail)?
+    let bytes = if is_png(path).map_err(|e| fail(&e))? {
+        png::render_png(&svg, Arc::new(png::fonts())).map_err(|e| fail(&e))?
     } else {
         svg.into_bytes()
     };

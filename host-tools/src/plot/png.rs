@@ -19,17 +19,38 @@ pub fn fonts() -> fontdb::Database {
     db
 }
 
+/// Why [`render_png`] could not make a picture.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RenderError {
+    /// The SVG does not parse.
+    #[error("{0}")]
+    Svg(#[from] usvg::Error),
+    /// The pixmap cannot be allocated.
+    #[error("a picture of {width}x{height} pixels is too large")]
+    TooLarge {
+        /// Its width in pixels.
+        width: u32,
+        /// Its height in pixels.
+        height: u32,
+    },
+    /// The PNG encoder failed.
+    #[error("{0}")]
+    Encode(#[from] png::EncodingError),
+}
+
 /// Rasterises `svg` (white background, 8-bit RGB) and encodes it as PNG.
-pub(crate) fn render_png(svg: &str, fonts: Arc<fontdb::Database>) -> Result<Vec<u8>, String> {
+pub(crate) fn render_png(svg: &str, fonts: Arc<fontdb::Database>) -> Result<Vec<u8>, RenderError> {
     let options = usvg::Options {
         fontdb: fonts,
         ..usvg::Options::default()
     };
-    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| e.to_string())?;
+    let tree = usvg::Tree::from_str(svg, &options)?;
     let size = tree.size().to_int_size();
     let (w, h) = (size.width(), size.height());
-    let mut pixmap = tiny_skia::Pixmap::new(w, h)
-        .ok_or_else(|| format!("a picture of {w}x{h} pixels is too large"))?;
+    let mut pixmap = tiny_skia::Pixmap::new(w, h).ok_or(RenderError::TooLarge {
+        width: w,
+        height: h,
+    })?;
     pixmap.fill(tiny_skia::Color::WHITE);
     resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
     // Opaque everywhere (white background), so the premultiplied RGBA is plain RGB.
@@ -42,9 +63,9 @@ pub(crate) fn render_png(svg: &str, fonts: Arc<fontdb::Database>) -> Result<Vec<
     let mut encoder = png::Encoder::new(&mut out, w, h);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
-    writer.write_image_data(&rgb).map_err(|e| e.to_string())?;
-    writer.finish().map_err(|e| e.to_string())?;
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(&rgb)?;
+    writer.finish()?;
     Ok(out)
 }
 

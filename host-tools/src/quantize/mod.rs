@@ -15,7 +15,6 @@
 //! reads every layout with the same results).
 
 pub mod calibrate;
-pub mod dequant;
 pub mod formats;
 pub mod gptq;
 pub mod planes;
@@ -35,6 +34,7 @@ pub use row_curve::CurveRequest;
 
 use crate::error::{Error, Place, Result};
 use crate::io::{read_lines, write_atomic};
+use crate::model::dequant::builder_like;
 use crate::model::LoadedModel;
 
 /// The target number format.
@@ -44,15 +44,6 @@ pub enum Scheme {
     W8a16,
     /// int8 weights dequantized on the fly, f32 math.
     W8f32,
-}
-
-/// The error for a tensor the model's description needs but its file lacks.
-pub(crate) fn missing(m: &LoadedModel, id: TensorId) -> Error {
-    Error::invalid(
-        m.path.display(),
-        crate::error::Place::Tensor(id.to_string()),
-        "missing from the model file",
-    )
 }
 
 /// Symmetric int8 per row: the codes and the row scales.
@@ -72,23 +63,6 @@ pub fn quantize_rows(w: &[f32], cols: usize) -> (Vec<i8>, Vec<f32>) {
         }
     }
     (q, scales)
-}
-
-/// A builder with the vocabularies and separator of `file`.
-pub(crate) fn builder_like(
-    file: &seq2seq::ModelFile<'_>,
-    precision: PrecisionKind,
-    desc: ModelDesc,
-) -> ModelBuilder {
-    let mut b = ModelBuilder::new(precision, desc);
-    b.src_vocab = (0..desc.src_vocab)
-        .map(|i| file.src_vocab().get(i as u16).unwrap_or("").to_string())
-        .collect();
-    b.tgt_vocab = (0..desc.tgt_vocab)
-        .map(|i| file.tgt_vocab().get(i as u16).unwrap_or("").to_string())
-        .collect();
-    b.separator = file.separator().to_string();
-    b
 }
 
 /// Quantizes an f32 model, its int8 weights stored in `layout` (w8a16 only). `w8a16`

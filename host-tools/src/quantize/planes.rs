@@ -7,8 +7,9 @@ use seq2seq::desc::LayerSpec;
 use seq2seq::format::{Role, Slot, TensorId};
 
 use super::calibrate::Calibration;
-use super::{missing, quantize_rows};
+use super::quantize_rows;
 use crate::error::{Error, Result};
+use crate::model::dequant::missing;
 use crate::model::{decode_lines, Keep, LoadedModel};
 
 /// Which layers get a second (residual) weight plane.
@@ -161,7 +162,7 @@ fn with_weights(m: &LoadedModel, layers: &[QuantLayer], planes: &[usize]) -> Res
         .collect();
     let replaced: Vec<(LayerSpec, &[f32])> =
         weights.iter().map(|(s, w)| (*s, w.as_slice())).collect();
-    super::dequant::with_weights(m, &replaced)
+    crate::model::dequant::with_weights(m, &replaced)
 }
 
 /// Percentage of `lines` on which `m` gives the same output ids as `reference`.

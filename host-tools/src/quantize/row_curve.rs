@@ -166,7 +166,7 @@ pub(crate) fn row_curve(
             .collect();
         let replaced: Vec<(LayerSpec, &[f32])> =
             weights.iter().map(|(s, w)| (*s, w.as_slice())).collect();
-        let q = super::dequant::with_weights(m, &replaced)?;
+        let q = crate::model::dequant::with_weights(m, &replaced)?;
         let (all, by_length) = agreement_by_length(&q, &lines, &want)?;
         points.push(CurvePoint {
             budget,

@@ -42,12 +42,14 @@
 
 mod fields;
 mod reply;
+mod reply_parse;
 mod request;
 
 pub use fields::{unescape, Escape};
 pub use reply::{
-    parse_reply, write_att, write_cnt, write_done, write_err, write_hardfault, write_model,
-    write_model_error, write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att,
-    AttWeight, Cnt, Done, Fault, ModelInfo, ParseError, PhaseCounts, Reply, Stats, PHASES,
+    write_att, write_cnt, write_done, write_err, write_hardfault, write_model, write_model_error,
+    write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att, AttWeight, Cnt,
+    Done, Fault, ModelInfo, PhaseCounts, Reply, Stats, PHASES,
 };
+pub use reply_parse::{parse_reply, ParseError};
 pub use request::{check_source, parse_request, write_request, Command, Request, ACK, END};

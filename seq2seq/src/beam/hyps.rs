@@ -7,8 +7,17 @@ use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::part::Part as _;
 use s2s_kernels::ShapeError;
 
-use super::short;
 use crate::Error;
+
+/// The error of a workspace buffer `what` of `found` elements where `expected` were
+/// needed (an inconsistent plan or arena, never a bad input).
+pub(super) fn short(what: &'static str, expected: usize, found: usize) -> ShapeError {
+    ShapeError {
+        what,
+        expected,
+        found,
+    }
+}
 
 /// A set of hypotheses: token rows, scores, lengths and finished flags.
 pub(crate) struct Hyps<'w, W> {

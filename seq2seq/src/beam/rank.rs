@@ -6,7 +6,10 @@ use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::{Precision, ShapeError};
 
 use super::cands::shift_in;
-use super::{short, BeamVariant, BeamWork, Hypothesis};
+use super::hyps::short;
+use super::search::Hypothesis;
+use super::work::BeamWork;
+use crate::desc::BeamVariant;
 
 impl<P: Precision> BeamWork<'_, P> {
     /// Orders the results: in-slot, the slots by normalised score (ties: the earlier);

@@ -7,11 +7,14 @@ use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::{Precision, ShapeError};
 
 use super::cands::{better, place, shift_in, Cands};
-use super::hyps::{chunk, chunk_mut, offer_done, put, worst_done, Hyps};
-use super::{short, BeamPlan, BeamVariant, Search, Stepper, MAX_NETRA_TOP, MAX_WIDTH, PAD};
-use crate::desc::ModelDesc;
+use super::hyps::{chunk, chunk_mut, offer_done, put, short, worst_done, Hyps};
+use super::plan::{BeamPlan, MAX_NETRA_TOP, MAX_WIDTH};
+use super::search::{Search, Stepper};
+use crate::desc::{BeamVariant, ModelDesc};
 use crate::Error;
 
+/// The padding id a finished in-slot hypothesis is extended by (it only decides ties).
+const PAD: u16 = 0;
 /// The name of the saved decoder states in errors.
 const STATES: &str = "beam: decoder states";
 

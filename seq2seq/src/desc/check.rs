@@ -1,6 +1,10 @@
 //! [`ModelDesc::check`]: every range, and that the parts fit together.
 
-use super::*;
+use rnn_core::ResetMode;
+
+use super::limits::{MAX_CELL_FRAC, MAX_FRAC, MAX_LAYERS, MAX_OUT_PARTS, MAX_SIZE, MIN_FRAC};
+use super::model::{Activation, CellKind, Init, ModelDesc, Ordering, Part, ScoreKind};
+use crate::Error;
 
 impl ModelDesc {
     /// Checks every range (sizes up to [`MAX_SIZE`], token ids, formats, scales) and

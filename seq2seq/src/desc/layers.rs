@@ -1,7 +1,11 @@
 //! What a description implies: the size of each layer's input and output, the dense
 //! layers in file order ([`LayerSpec`]) and the activation formats of their inputs.
 
-use super::*;
+use s2s_kernels::Fmt;
+
+use super::limits::{MAX_OUT_PARTS, MAX_SPECS};
+use super::model::{Activation, CellKind, Init, ModelDesc, Ordering, Part, ScoreKind};
+use super::role::Role;
 
 impl ModelDesc {
     /// Number of bridges `bridge.l<l>` (0 without [`Init::Dense`] / [`Init::Mean`]).
@@ -249,7 +253,7 @@ impl ModelDesc {
 
 impl ModelDesc {
     /// Format of the attentional vector on the integer path: `Q0.15` after `tanh`,
-    /// else the calibrated [`Extras::fmt_attentional`].
+    /// else the calibrated [`Extras::fmt_attentional`](super::Extras::fmt_attentional).
     pub fn attentional_fmt(&self) -> Fmt {
         match self.extras.att_act {
             Activation::Tanh => Fmt::Q15,

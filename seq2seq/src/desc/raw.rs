@@ -1,7 +1,17 @@
 //! The stored description, [`RawDesc`]: its record, and [`ModelDesc::from_raw`] /
 //! [`ModelDesc::to_raw`], which compare every code and flag whole.
 
-use super::*;
+use bytemuck::{Pod, Zeroable};
+use rnn_core::{Masked, Recurrent, ResetMode};
+use s2s_kernels::logprob::Alpha;
+use s2s_kernels::{Fmt, Requant};
+
+use super::beam_rule::{BeamRule, BeamVariant};
+use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, NO_TOKEN};
+use super::model::{
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
+};
+use crate::Error;
 
 /// The description record as stored: 32-bit little-endian fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]

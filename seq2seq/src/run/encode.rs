@@ -1,7 +1,39 @@
 //! The encoder pass over lanes in lockstep: the sources checked, the encoder stacks,
 //! the memory and attention keys, and the decoder's initial states (bridges, means).
 
-use super::*;
+use heapless::Vec as HVec;
+use rnn_core::{fill_masked, CellScratch, SeqInput};
+use s2s_kernels::part::Part as _;
+use s2s_kernels::{Fmt, Job, Linear, Phase, Precision};
+
+use super::lane::{b, cell_states, two_bufs, Lane, LaneBufs};
+use super::observe::{with_marks, Observer, Probe, Values};
+use crate::desc::{CellKind, Init};
+use crate::features::Feature;
+use crate::net::Net;
+use crate::plan::Plan;
+use crate::Error;
+
+/// Source embeddings computed on demand, one row per position.
+struct Embedded<'a, 'b, P: Precision> {
+    table: &'b Linear<'a, P>,
+    ids: &'b [u16],
+}
+
+impl<P: Precision> SeqInput<P> for Embedded<'_, '_, P> {
+    fn dim(&self) -> usize {
+        self.table.cols()
+    }
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+    fn at<'s>(&'s self, p: usize, buf: &'s mut [P::Act]) -> Result<&'s [P::Act], rnn_core::Error> {
+        let id = self.ids.get(p).copied().unwrap_or(u16::MAX);
+        let buf = buf.part_mut(..self.table.cols(), "embedding row")?;
+        self.table.embed(id as usize, buf)?;
+        Ok(buf)
+    }
+}
 
 /// Where the encoder pass left what the decoder steps read.
 pub(super) struct Layout {

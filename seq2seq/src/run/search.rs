@@ -1,7 +1,20 @@
 //! The runner's beam search ([`crate::beam`]): its workspace after the lanes', and the
 //! single lane stepped from each hypothesis's saved state.
 
-use super::*;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::Precision;
+
+use super::encode::{encode_lanes, Layout};
+use super::lane::{b, Lane};
+use super::observe::Observer;
+use super::runner::Runner;
+use super::step::step_lanes;
+use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
+use crate::features::Feature;
+use crate::net::Net;
+use crate::plan::Plan;
+use crate::vocab::decode_target;
+use crate::Error;
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     /// Like [`Runner::new`], with the workspace of beam searches up to `width` wide

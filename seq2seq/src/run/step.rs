@@ -1,7 +1,18 @@
 //! One decoder step over lanes in lockstep: the decoder stacks, attention (before or
 //! after them), the attentional vector and the logits.
 
-use super::*;
+use attention_core::{AttnScratch, Mask};
+use heapless::Vec as HVec;
+use rnn_core::CellScratch;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::{Fmt, Marks, Phase, Precision};
+
+use super::encode::Layout;
+use super::lane::{b, batch_linear, cell_states, Lane};
+use super::observe::{with_marks, Observer, Probe, Values};
+use crate::desc::{Activation, Ordering, Part};
+use crate::net::Net;
+use crate::Error;
 
 /// One decoder step of every unfinished lane from its last token `y` and its decoder
 /// state: the lane's logits are left in its logits buffer (and its attention weights,

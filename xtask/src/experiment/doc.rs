@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::data::{CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA};
 use super::report::{DATE_MAPS, STRATIFIED_SEED};
 use super::{Exp, RUNS};
-use crate::Result;
+use crate::error::Result;
 
 /// Reads a JSON result, if it is there.
 fn json(p: &Path) -> Option<Value> {
@@ -322,7 +322,7 @@ pub fn write(e: &Exp) -> Result {
     ] {
         doc = update(&doc, name, stage, body);
     }
-    crate::write(&path, &doc)
+    crate::files::write(&path, &doc)
 }
 
 /// The document with section `name` replaced by `body`; without a body (no results

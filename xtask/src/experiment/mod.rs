@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{Ctx, Result};
+use crate::ctx::Ctx;
+use crate::error::{Error, Result};
 
 pub use runs::RUNS;
 
@@ -128,7 +129,7 @@ pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
         dir: ctx.target.join("experiments"),
         s2s: ctx.s2s(),
     };
-    std::fs::create_dir_all(&e.dir).map_err(|err| format!("{}: {err}", e.dir.display()))?;
+    std::fs::create_dir_all(&e.dir).map_err(Error::io(&e.dir))?;
     for s in stages {
         println!("\n==> experiment stage {}: {}", s.name, s.what);
         let t = Instant::now();
@@ -188,11 +189,12 @@ impl Exp<'_> {
                     "{} is missing: run `cargo xtask experiment --stage {}-data` first",
                     f.display(),
                     run.data
-                ));
+                )
+                .into());
             }
         }
         let report = self.path(&format!("{name}.json"));
-        if crate::fresh(&[&report], &[&config, &train, &valid, &self.s2s]) {
+        if crate::files::fresh(&[&report], &[&config, &train, &valid, &self.s2s]) {
             println!("{}: up to date", self.ctx.show(&report));
             return Ok(());
         }
@@ -242,5 +244,5 @@ impl Exp<'_> {
 
 /// Reads a file as text.
 fn read(p: &Path) -> Result<String> {
-    crate::read(p)
+    crate::files::read(p)
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::align::segment_shares;
 use super::{read, Exp};
-use crate::Result;
+use crate::error::{Error, Result};
 
 /// Words per length bucket drawn for the stratified evaluation's seed.
 pub const STRATIFIED_SEED: u64 = 16;
@@ -38,7 +38,8 @@ impl Exp<'_> {
                     Err(format!(
                         "{} is missing: run `cargo xtask experiment --stage {n}` first",
                         p.display()
-                    ))
+                    )
+                    .into())
                 }
             })
             .collect()
@@ -46,7 +47,7 @@ impl Exp<'_> {
 
     fn dirs(&self) -> Result {
         for d in [self.result(""), self.picture("")] {
-            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            std::fs::create_dir_all(&d).map_err(Error::io(&d))?;
         }
         Ok(())
     }
@@ -95,7 +96,7 @@ pub fn cmudict_eval(e: &Exp) -> Result {
     let mut strat = format!(
         "# {n} words from each source-length bucket of cmudict/test.tsv (seeded hash order, seed {STRATIFIED_SEED})\n"
     );
-    strat += crate::CMUDICT_NOTICE;
+    strat += crate::cmudict::CMUDICT_NOTICE;
     for b in &mut by_bucket {
         b.sort_by_key(|l| key(STRATIFIED_SEED, l));
         for l in b.iter().take(n) {
@@ -103,7 +104,7 @@ pub fn cmudict_eval(e: &Exp) -> Result {
         }
     }
     let strat_path = e.path("cmudict/test-stratified.tsv");
-    crate::write(&strat_path, &strat)?;
+    crate::files::write(&strat_path, &strat)?;
 
     let (json, plot) = (
         e.result("cmudict-test.json"),
@@ -153,7 +154,7 @@ pub fn cmudict_eval(e: &Exp) -> Result {
         e.run_s2s(&[&"heatmap", &m, &word, &"-o", &png])?;
         let _ = writeln!(list, "{model}\t{word}");
     }
-    crate::write(&e.result("cmudict-heatmaps.tsv"), &list)
+    crate::files::write(&e.result("cmudict-heatmaps.tsv"), &list)
 }
 
 /// The length task: both models by source length in buckets of 10, plotted.
@@ -220,7 +221,7 @@ pub fn dates_eval(e: &Exp) -> Result {
         serde_json::from_str(&read(&att)?).map_err(|err| format!("{}: {err}", att.display()))?;
     let shares = segment_shares(&runs)?;
     let text = serde_json::to_string_pretty(&shares).map_err(|err| err.to_string())?;
-    crate::write(&e.result("dates-alignment.json"), &text)
+    crate::files::write(&e.result("dates-alignment.json"), &text)
 }
 
 /// The value after `label` on the line that starts with it, up to `unit` (commas
@@ -255,16 +256,16 @@ pub fn device(e: &Exp) -> Result {
             e.need(&[best])?;
             // Calibration: the first 1000 training words; on the board: 50 test words.
             let calib = e.path("cmudict/calib.txt");
-            crate::write(&calib, &sources(&read(&e.path("cmudict/train.tsv"))?, 1000))?;
+            crate::files::write(&calib, &sources(&read(&e.path("cmudict/train.tsv"))?, 1000))?;
             let words = e.path("cmudict/device-words.txt");
-            crate::write(&words, &sources(&read(&e.path("cmudict/test.tsv"))?, 50))?;
+            crate::files::write(&words, &sources(&read(&e.path("cmudict/test.tsv"))?, 50))?;
             jobs.push((best, calib, e.path("cmudict/test.tsv"), words, "mps2-an386"));
         }
         Err(_) => println!("no CMUdict results yet (stage cmudict-eval): the date model only"),
     }
     e.need(&["dates"])?;
     let inputs = e.path("dates/device-inputs.txt");
-    crate::write(&inputs, &sources(&read(&e.path("dates/test.tsv"))?, 50))?;
+    crate::files::write(&inputs, &sources(&read(&e.path("dates/test.tsv"))?, 50))?;
     jobs.push((
         "dates",
         e.path("dates/valid.txt"),
@@ -298,8 +299,8 @@ pub fn device(e: &Exp) -> Result {
         print!("{check}");
         let qemu = e.capture_s2s(&[&"qemu", &q, &"--board", board, &"--input", inputs])?;
         print!("{qemu}");
-        crate::write(&e.result(&format!("{name}-check.txt")), &check)?;
-        crate::write(&e.result(&format!("{name}-qemu.txt")), &qemu)?;
+        crate::files::write(&e.result(&format!("{name}-check.txt")), &check)?;
+        crate::files::write(&e.result(&format!("{name}-qemu.txt")), &qemu)?;
         let bytes = std::fs::metadata(&q).map(|m| m.len()).unwrap_or(0);
         summary.insert(
             name.to_string(),
@@ -317,5 +318,5 @@ pub fn device(e: &Exp) -> Result {
     }
     let text =
         serde_json::to_string_pretty(&Value::Object(summary)).map_err(|err| err.to_string())?;
-    crate::write(&e.result("device.json"), &text)
+    crate::files::write(&e.result("device.json"), &text)
 }

@@ -1,14 +1,42 @@
 //! The weights a quantized file stands for, back in f32, and f32 models with some
 //! layers' weights replaced: how the quantizer and `s2s check` measure what rounding
 //! one layer costs with the host's own f32 precision (no second implementation).
+//! Also what every rebuilt model file shares: a builder like a file, and the error of
+//! a missing tensor.
 
 use s2s_kernels::{PrecisionKind, Requant};
-use seq2seq::desc::LayerSpec;
+use seq2seq::builder::ModelBuilder;
+use seq2seq::desc::{LayerSpec, ModelDesc};
 use seq2seq::format::{DType, Slot, TensorId};
 
-use super::{builder_like, missing};
 use crate::error::{Error, Place, Result};
 use crate::model::LoadedModel;
+
+/// The error for a tensor the model's description needs but its file lacks.
+pub(crate) fn missing(m: &LoadedModel, id: TensorId) -> Error {
+    Error::invalid(
+        m.path.display(),
+        crate::error::Place::Tensor(id.to_string()),
+        "missing from the model file",
+    )
+}
+
+/// A builder with the vocabularies and separator of `file`.
+pub(crate) fn builder_like(
+    file: &seq2seq::ModelFile<'_>,
+    precision: PrecisionKind,
+    desc: ModelDesc,
+) -> ModelBuilder {
+    let mut b = ModelBuilder::new(precision, desc);
+    b.src_vocab = (0..desc.src_vocab)
+        .map(|i| file.src_vocab().get(i as u16).unwrap_or("").to_string())
+        .collect();
+    b.tgt_vocab = (0..desc.tgt_vocab)
+        .map(|i| file.tgt_vocab().get(i as u16).unwrap_or("").to_string())
+        .collect();
+    b.separator = file.separator().to_string();
+    b
+}
 
 /// The weights of layer `s` of the quantized model `q` as its int8 planes give them
 /// back, `rows x cols` in f32: each row `sum_p s_p q_p`, with `s_p` the row's scale of

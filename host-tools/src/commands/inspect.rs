@@ -8,6 +8,7 @@ use seq2seq::plan::{Buf, Plan};
 use seq2seq::Split;
 
 use crate::device::firmware::{minimal_command, minimal_features, smallest_board};
+use crate::device::report::thousands;
 use crate::dispatch;
 use crate::error::Result;
 use crate::model::LoadedModel;
@@ -48,19 +49,6 @@ fn init_name(i: Init) -> &'static str {
 
 fn token(v: &seq2seq::Vocab<'_>, id: Option<u16>) -> String {
     id.map_or("none".into(), |i| format!("{:?}", v.get(i).unwrap_or("?")))
-}
-
-/// Groups digits by thousands.
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Describes the architecture in one line per part.

@@ -1,0 +1,4 @@
+//! The command layer's own reports, above every pipeline folder: what needs several
+//! of them at once (`s2s inspect` reads a model and names the firmware it needs).
+
+pub mod inspect;

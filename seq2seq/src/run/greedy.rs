@@ -1,0 +1,67 @@
+//! Greedy decoding over lanes in lockstep: the encoder pass, then one decoder step at
+//! a time, each lane taking its most probable token, until every lane has ended or
+//! the step cap.
+
+use s2s_kernels::float::argmax;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::Precision;
+
+use super::encode::encode_lanes;
+use super::lane::{b, Lane};
+use super::observe::{Observer, Step};
+use super::step::step_lanes;
+use crate::net::Net;
+use crate::plan::Plan;
+use crate::Error;
+
+/// The encoder, bridge and greedy decoder over lanes in lockstep.
+pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    plan: &Plan,
+    lanes: &mut [Lane<'_, P>],
+    outs: &mut [&mut [u16]],
+    obs: &mut [O],
+) -> Result<(), Error> {
+    let d = &net.desc;
+    if let Some(out) = outs.iter().find(|o| o.len() < d.max_steps) {
+        return Err(Error::OutputTooSmall {
+            needed: d.max_steps,
+            available: out.len(),
+        });
+    }
+    let lay = encode_lanes::<P, O, L>(net, plan, lanes, obs)?;
+    // Greedy decoding, all unfinished lanes one step at a time.
+    for index in 0..d.max_steps {
+        if lanes.iter().all(|l| l.done) {
+            break;
+        }
+        step_lanes::<P, O, L>(net, lanes, &lay, obs)?;
+        for ((lane, o), out) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .zip(outs.iter_mut())
+            .filter(|((l, _), _)| !l.done)
+        {
+            let logits = &lane.wide[b::LOGITS][..];
+            let y = argmax(logits).unwrap_or(0) as u16;
+            let weights = match net.attention {
+                Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
+                None => None,
+            };
+            o.step(&Step {
+                index,
+                token: y,
+                weights,
+                logits,
+            });
+            lane.y = y;
+            if y == d.tgt_end {
+                lane.done = true;
+            } else {
+                *out.item_mut(lane.n, "output ids")? = y;
+                lane.n += 1;
+            }
+        }
+    }
+    Ok(())
+}

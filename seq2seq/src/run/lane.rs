@@ -1,0 +1,193 @@
+//! One sequence's share of the workspace ([`Lane`]): carved out of the arena by the
+//! plan, its buffers reached by name (`b`) through checked accessors, and a dense
+//! layer applied to every unfinished lane at once.
+
+use heapless::Vec as HVec;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::{Job, Linear, Precision, ShapeError};
+
+use crate::desc::{CellKind, ModelDesc};
+use crate::plan::{Buf, Plan, BUFS};
+use crate::Error;
+
+/// One sequence's share of the workspace and its decoding state.
+pub(super) struct Lane<'w, P: Precision> {
+    pub(super) src_ids: &'w mut [u16],
+    pub(super) act: [&'w mut [P::Act]; BUFS],
+    pub(super) wide: [&'w mut [P::Wide]; BUFS],
+    /// Source positions, valid (unpadded) positions.
+    pub(super) t: usize,
+    pub(super) valid: usize,
+    /// The last token chosen, outputs written, and whether decoding has ended.
+    pub(super) y: u16,
+    pub(super) n: usize,
+    pub(super) done: bool,
+}
+
+/// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words), or
+/// `None` if `rest` is shorter than `words`.
+fn take<'w, T: bytemuck::Pod>(
+    rest: &mut &'w mut [u32],
+    words: usize,
+    n: usize,
+) -> Option<&'w mut [T]> {
+    let (head, tail) = core::mem::take(rest).split_at_mut_checked(words)?;
+    *rest = tail;
+    bytemuck::try_cast_slice_mut(head).ok()?.get_mut(..n)
+}
+
+impl<'w, P: Precision> Lane<'w, P> {
+    /// A lane's buffers, the sizes of `plan`, split off the front of `rest`, or `None`
+    /// if `rest` is shorter than the plan.
+    pub(super) fn carve(plan: &Plan, rest: &mut &'w mut [u32]) -> Option<Self> {
+        let src_ids = take(rest, plan.words(0), plan.len[0])?;
+        let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
+        let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
+        for i in 1..BUFS {
+            if is_wide(Buf::ALL[i]) {
+                wide[i] = take(rest, plan.words(i), plan.len[i])?;
+            } else {
+                act[i] = take(rest, plan.words(i), plan.len[i])?;
+            }
+        }
+        Some(Lane {
+            src_ids,
+            act,
+            wide,
+            t: 0,
+            valid: 0,
+            y: 0,
+            n: 0,
+            done: true,
+        })
+    }
+
+    /// A lane without buffers (a placeholder: runs nothing).
+    pub(super) fn empty() -> Self {
+        Lane {
+            src_ids: &mut [],
+            act: Default::default(),
+            wide: Default::default(),
+            t: 0,
+            valid: 0,
+            y: 0,
+            n: 0,
+            done: true,
+        }
+    }
+}
+
+fn is_wide(b: Buf) -> bool {
+    matches!(
+        b,
+        Buf::CellWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
+    )
+}
+
+/// A lane's activation and wide buffers, borrowed.
+pub(super) type LaneBufs<'l, 'w, P> = (
+    &'l mut [&'w mut [<P as Precision>::Act]; BUFS],
+    &'l mut [&'w mut [<P as Precision>::Wide]; BUFS],
+);
+
+/// Buffer indices, by name.
+pub(super) mod b {
+    use crate::plan::Buf;
+    pub const ENC_A: usize = Buf::EncA as usize;
+    pub const ENC_B: usize = Buf::EncB as usize;
+    pub const MEMORY: usize = Buf::Memory as usize;
+    pub const KEYS: usize = Buf::Keys as usize;
+    pub const ENC_LAST: usize = Buf::EncLast as usize;
+    pub const DEC_STATE: usize = Buf::DecState as usize;
+    pub const DEC_EMB: usize = Buf::DecEmb as usize;
+    pub const CONTEXT: usize = Buf::Context as usize;
+    pub const WEIGHTS: usize = Buf::Weights as usize;
+    pub const ATTENTIONAL: usize = Buf::Attentional as usize;
+    pub const CELL_WIDE: usize = Buf::CellWide as usize;
+    pub const PROJ: usize = Buf::Proj as usize;
+    pub const SCORES: usize = Buf::Scores as usize;
+    pub const LOGITS: usize = Buf::Logits as usize;
+}
+
+/// Values of (LSTM) cell states before the states in the encoder's final-state buffer
+/// and in the decoder's state buffer (0 for a GRU stack). The states come last, so that
+/// the top decoder layer's state ends its buffer.
+pub(super) fn cell_states(d: &ModelDesc) -> (usize, usize) {
+    let lstm = |c: CellKind| c.is_lstm() as usize;
+    (
+        lstm(d.cells.enc) * d.enc_layers * d.enc_output(),
+        lstm(d.cells.dec) * d.dec_layers * d.dec_hidden,
+    )
+}
+
+/// Buffer `i` of a lane's buffers, or a [`ShapeError`] naming `what` if there is none.
+fn buf<'s, T>(
+    bufs: &'s [&mut [T]; BUFS],
+    i: usize,
+    what: &'static str,
+) -> Result<&'s [T], ShapeError> {
+    bufs.get(i).map(|x| &**x).ok_or(no_buf(i, what))
+}
+
+/// Buffer `i` of a lane's buffers, mutable, or a [`ShapeError`] as for [`buf`].
+fn buf_mut<'s, T>(
+    bufs: &'s mut [&mut [T]; BUFS],
+    i: usize,
+    what: &'static str,
+) -> Result<&'s mut [T], ShapeError> {
+    bufs.get_mut(i).map(|x| &mut **x).ok_or(no_buf(i, what))
+}
+
+/// The error of a lane buffer `i` that does not exist.
+fn no_buf(i: usize, what: &'static str) -> ShapeError {
+    ShapeError {
+        what,
+        expected: i.saturating_add(1),
+        found: BUFS,
+    }
+}
+
+/// Two different buffers of a lane, the first mutable (an error if `a` and `b` are the
+/// same buffer or not buffers).
+pub(super) fn two_bufs<'s, T>(
+    bufs: &'s mut [&mut [T]; BUFS],
+    a: usize,
+    b: usize,
+) -> Result<(&'s mut [T], &'s [T]), Error> {
+    match bufs.get_disjoint_mut([a, b]) {
+        Ok([x, y]) => Ok((&mut **x, &**y)),
+        Err(_) => Err(Error::Inconsistent("two buffers: the same one, or none")),
+    }
+}
+
+/// Applies `layer` to every unfinished lane's input, the concatenation of its buffers
+/// `parts` (each `(buffer, start)`, to the buffer's end), into the lane's wide buffer
+/// `dst` (`rows` long), sharing the work between lanes.
+pub(super) fn batch_linear<P: Precision, const L: usize>(
+    lanes: &mut [Lane<'_, P>],
+    layer: &Linear<'_, P>,
+    parts: &[(usize, usize)],
+    dst: usize,
+    rows: usize,
+) -> Result<(), Error> {
+    let mut inputs: HVec<[&[P::Act]; 4], L> = HVec::new();
+    let mut outs: HVec<&mut [P::Wide], L> = HVec::new();
+    for lane in lanes.iter_mut().filter(|l| !l.done) {
+        let Lane { act, wide, .. } = lane;
+        let mut x: [&[P::Act]; 4] = [&[]; 4];
+        for (xi, &(i, start)) in x.iter_mut().zip(parts) {
+            *xi = buf(act, i, "linear input")?.part(start.., "linear input")?;
+        }
+        let _ = inputs.push(x);
+        let _ = outs.push(buf_mut(wide, dst, "linear output")?.part_mut(..rows, "linear output")?);
+    }
+    let mut jobs: HVec<Job<'_, P>, L> = HVec::new();
+    for (x, out) in inputs.iter().zip(outs.iter_mut()) {
+        let _ = jobs.push(Job {
+            x: x.part(..parts.len(), "linear inputs")?,
+            out,
+        });
+    }
+    layer.apply_batch(&mut jobs)?;
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! The [`Runner`]: a model bound to the workspace carved out of a caller's arena, its
+//! sources loaded (tokenized lines or ids) and run to outputs, one line or a batch of
+//! lines in lockstep.
+
+use heapless::Vec as HVec;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::Precision;
+
+use super::greedy::run_lanes;
+use super::lane::Lane;
+use super::observe::{ObsRef, Observer};
+use crate::beam::BeamWork;
+use crate::net::Net;
+use crate::plan::Plan;
+use crate::vocab::{decode_target, encode_source};
+use crate::Error;
+
+/// A model bound to its workspace: runs sources to outputs. With `L` lanes it runs up
+/// to `L` sources in lockstep, sharing every matrix product between them
+/// ([`Linear::apply_batch`](s2s_kernels::Linear::apply_batch)); each lane's output is exactly what it would be alone.
+/// The firmware uses one lane.
+pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
+    pub(super) net: &'n Net<'a, P>,
+    pub(super) plan: Plan,
+    pub(super) lanes: [Lane<'w, P>; L],
+    /// The beam-search workspace ([`Runner::with_beam`]).
+    pub(super) beam: Option<BeamWork<'w, P>>,
+}
+
+impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
+    /// Carves the workspace for sources of up to `positions` tokens out of `arena`;
+    /// fails if the arena is smaller than [`Plan::bytes`].
+    pub fn new(net: &'n Net<'a, P>, arena: &'w mut [u32], positions: usize) -> Result<Self, Error> {
+        Self::with_lanes(net, arena, positions)
+    }
+}
+
+impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
+    /// Carves the workspace of `L` lanes for sources of up to `positions` tokens out of
+    /// `arena`; fails if the arena is smaller than `L` times [`Plan::bytes`].
+    pub fn with_lanes(
+        net: &'n Net<'a, P>,
+        arena: &'w mut [u32],
+        positions: usize,
+    ) -> Result<Self, Error> {
+        let d = &net.desc;
+        if d.src_pad_to > positions {
+            return Err(Error::InputTooLong {
+                len: d.src_pad_to,
+                max: positions,
+            });
+        }
+        let plan = Plan::new::<P>(d, positions);
+        let needed = plan.bytes().saturating_mul(L);
+        let available = arena.len().saturating_mul(4);
+        if available < needed {
+            return Err(Error::ArenaTooSmall { needed, available });
+        }
+        // The check above makes every carve succeed; one that did not would be a plan
+        // whose sizes disagree with its own byte count, an error rather than a panic.
+        let mut rest = arena;
+        let mut carved = true;
+        let lanes = core::array::from_fn(|_| {
+            Lane::carve(&plan, &mut rest).unwrap_or_else(|| {
+                carved = false;
+                Lane::empty()
+            })
+        });
+        if !carved {
+            return Err(Error::ArenaTooSmall { needed, available });
+        }
+        Ok(Runner {
+            net,
+            plan,
+            lanes,
+            beam: None,
+        })
+    }
+
+    /// The workspace plan of one lane.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Tokenizes `line`, runs the model and writes the output tokens' text (joined by
+    /// the model's separator) through `write`. Returns the number of output tokens.
+    pub fn translate_line<E: From<Error>>(
+        &mut self,
+        line: &str,
+        out: &mut [u16],
+        obs: &mut impl Observer<P>,
+        write: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.load_line(line)?;
+        let count = self.run_lanes(1, &mut [&mut *out], core::slice::from_mut(obs))?;
+        let ids = out.part(..count, "output ids").map_err(Error::from)?;
+        decode_target(&self.net.tgt_vocab, self.net.separator, ids, write)?;
+        Ok(count)
+    }
+
+    /// Runs source ids (already tokenized, end token and padding included; `valid` is
+    /// the unpadded length) and writes the output ids into `out`, which must hold the
+    /// model's maximum number of steps. Returns the number of output ids.
+    pub fn run(
+        &mut self,
+        src: &[u16],
+        valid: usize,
+        out: &mut [u16],
+        obs: &mut impl Observer<P>,
+    ) -> Result<usize, Error> {
+        self.load_ids(src, valid)?;
+        self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
+    }
+
+    /// Puts source ids (end token and padding included, `valid` unpadded) into lane 0.
+    pub(super) fn load_ids(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
+        let lane = &mut self.lanes[0];
+        if src.len() > lane.src_ids.len() {
+            return Err(Error::InputTooLong {
+                len: src.len(),
+                max: lane.src_ids.len(),
+            });
+        }
+        lane.src_ids[..src.len()].copy_from_slice(src);
+        (lane.t, lane.valid) = (src.len(), valid);
+        Ok(())
+    }
+
+    /// Tokenizes `line` into lane 0.
+    pub(super) fn load_line(&mut self, line: &str) -> Result<(), Error> {
+        let lane = &mut self.lanes[0];
+        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
+        (lane.t, lane.valid) = (n, valid);
+        Ok(())
+    }
+
+    /// Translates up to `L` lines at once: `outs[i]` receives line `i`'s output ids and
+    /// `obs[i]` sees its steps. A line that cannot be tokenized gets its error without
+    /// stopping the others. Returns each line's number of output ids.
+    pub fn translate_batch<O: Observer<P>>(
+        &mut self,
+        lines: &[&str],
+        outs: &mut [&mut [u16]],
+        obs: &mut [O],
+    ) -> HVec<Result<usize, Error>, L> {
+        let k = lines.len().min(L).min(outs.len()).min(obs.len());
+        let mut results: HVec<Result<usize, Error>, L> = HVec::new();
+        // Tokenize; lanes whose line fails are left out of the run.
+        let mut order: HVec<usize, L> = HVec::new();
+        for (i, line) in lines.iter().take(k).enumerate() {
+            let Some(lane) = self.lanes.get_mut(order.len()) else {
+                break;
+            };
+            match encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids) {
+                Ok((n, valid)) => {
+                    (lane.t, lane.valid) = (n, valid);
+                    let _ = order.push(i);
+                    let _ = results.push(Ok(0));
+                }
+                Err(e) => {
+                    let _ = results.push(Err(e));
+                }
+            }
+        }
+        // Gather the outputs and observers of the lines that run, in lane order.
+        let mut run_outs: HVec<&mut [u16], L> = HVec::new();
+        let mut run_obs: HVec<&mut O, L> = HVec::new();
+        let mut next = 0;
+        for (i, (o, b)) in outs.iter_mut().zip(obs.iter_mut()).enumerate().take(k) {
+            if order.get(next) == Some(&i) {
+                let _ = run_outs.push(&mut **o);
+                let _ = run_obs.push(b);
+                next += 1;
+            }
+        }
+        let mut wrapped: HVec<ObsRef<'_, O>, L> = run_obs.into_iter().map(ObsRef).collect();
+        match self.run_lanes(order.len(), &mut run_outs, &mut wrapped) {
+            Ok(_) => {}
+            Err(e) => {
+                for &i in &order {
+                    if let Some(r) = results.get_mut(i) {
+                        *r = Err(e);
+                    }
+                }
+                return results;
+            }
+        }
+        for (lane, &i) in self.lanes.iter().zip(&order) {
+            if let Some(r) = results.get_mut(i) {
+                *r = Ok(lane.n);
+            }
+        }
+        results
+    }
+
+    /// Runs the sources already in lanes `0..k` (their `t` and `valid` set) to the end,
+    /// writing lane `i`'s output ids into `outs[i]`; returns lane 0's count.
+    fn run_lanes<O: Observer<P>>(
+        &mut self,
+        k: usize,
+        outs: &mut [&mut [u16]],
+        obs: &mut [O],
+    ) -> Result<usize, Error> {
+        let lanes = self.lanes.part_mut(..k, "lanes")?;
+        run_lanes::<P, O, L>(self.net, &self.plan, lanes, outs, obs)?;
+        Ok(self.lanes.first().map_or(0, |l| l.n))
+    }
+}
