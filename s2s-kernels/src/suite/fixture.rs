@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 use super::tolerances::pow2;
 use crate::fixed::WIDE_FRAC;
-use crate::{Float, FloatWeight, Fmt, Kernels, Linear, Precision, Requant};
+use crate::{FloatWeight, Fmt, Linear, Precision, Requant};
 
 /// A small deterministic generator (SplitMix64), so that the measured maxima are
 /// reproducible.
@@ -166,11 +166,17 @@ impl FloatStore for i8 {
     }
 }
 
-/// The fixture of [`F32`](crate::F32) and [`W8F32`](crate::W8F32).
+/// The fixture of [`F32`](crate::F32) and [`W8F32`](crate::W8F32), and of any
+/// implementation with the storage types of one of them (f32 activations, wide values
+/// and biases, weights a [`FloatStore`]), such as the host tools' fast f32 precision.
 pub struct FloatFixture<P>(PhantomData<P>);
 
-impl<W: FloatStore, K: Kernels> Fixture for FloatFixture<Float<W, K>> {
-    type P = Float<W, K>;
+impl<P> Fixture for FloatFixture<P>
+where
+    P: Precision<Act = f32, Wide = f32, Bias = f32>,
+    P::Weight: FloatStore<RowQ = P::RowQ>,
+{
+    type P = P;
     fn act(x: f64, _: Fmt) -> f32 {
         x as f32
     }
@@ -190,9 +196,9 @@ impl<W: FloatStore, K: Kernels> Fixture for FloatFixture<Float<W, K>> {
         w: &[f64],
         bias: Option<&[f64]>,
         _embedding: bool,
-    ) -> OwnedLayer<Float<W, K>> {
+    ) -> OwnedLayer<P> {
         let cols = parts.iter().map(|p| p.0).sum();
-        let (w, q, deq) = W::build(w, rows, cols, planes);
+        let (w, q, deq) = P::Weight::build(w, rows, cols, planes);
         let bias: Option<Vec<f32>> = bias.map(|b| b.iter().map(|&v| v as f32).collect());
         let deq_bias = match &bias {
             Some(b) => b.iter().map(|&v| v as f64).collect(),

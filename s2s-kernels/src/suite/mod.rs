@@ -89,13 +89,18 @@ pub fn run_all<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &
 /// Generates the suite for one precision: `precision_suite!(module, Precision, Fixture,
 /// TOLERANCES)`, optionally `, bit_exact_with = Reference`. `Fixture` is
 /// `FloatFixture` or `IntFixture` (applied to the precision).
-#[cfg(test)]
+///
+/// Exported (with the `suite` feature) so that implementations of [`Precision`] in
+/// other crates are held to the same suite: the host tools' fast precisions are, bit for
+/// bit against [`F32Portable`] and [`W8A16Portable`]. The invoking module needs the
+/// fixture, the precisions and the tolerances in scope.
+#[macro_export]
 macro_rules! precision_suite {
     ($name:ident, $p:ty, $fixture:ident, $tol:expr) => {
-        $crate::suite::precision_suite!(@tests $name, $fixture<$p>, $p, $tol, false);
+        $crate::precision_suite!(@tests $name, $fixture<$p>, $p, $tol, false);
     };
     ($name:ident, $p:ty, $fixture:ident, $tol:expr, bit_exact_with = $r:ty) => {
-        $crate::suite::precision_suite!(@tests $name, $fixture<$p>, $r, $tol, true);
+        $crate::precision_suite!(@tests $name, $fixture<$p>, $r, $tol, true);
     };
     (@tests $name:ident, $f:ty, $r:ty, $tol:expr, $exact:expr) => {
         mod $name {
@@ -160,8 +165,7 @@ macro_rules! precision_suite {
         }
     };
 }
-#[cfg(test)]
-pub(crate) use precision_suite;
+pub use crate::precision_suite;
 
 #[cfg(test)]
 precision_suite!(float32, F32, FloatFixture, F32_TOL);
