@@ -9,6 +9,7 @@ pub mod hostf32;
 pub mod hostw8a16;
 pub mod inspect;
 pub mod run;
+mod simd;
 
 use std::path::{Path, PathBuf};
 
