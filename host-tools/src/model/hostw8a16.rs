@@ -21,10 +21,10 @@ use s2s_kernels::precision::I32_EXACT_RUN;
 use s2s_kernels::{Fmt, Job, Linear, Precision, PrecisionKind, Requant, ShapeError, W8A16};
 
 use crate::model::delegate::delegate_elementwise;
-use crate::model::simd::{simd, Simd};
 use crate::model::hostf32::{
     layer_key, remembers, same_layer, LayerKey, WordHasher, MAX_REMEMBERED,
 };
+use crate::model::simd::{simd, Simd};
 
 /// Lanes processed together by the kernel.
 pub const LANES: usize = crate::model::hostf32::LANES;
