@@ -1,5 +1,6 @@
-//! The suite's dense layers: [`linear`] (and `linear_batch`), [`embed`], and
-//! [`layouts`], every weight layout against the row layout.
+//! The suite's dense layers: [`linear`] (and `linear_batch`), [`wide_layers`] (wide
+//! layers in batches), [`embed`], and [`layouts`], every weight layout against the row
+//! layout.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -128,6 +129,108 @@ pub fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &S
     }
     verdict_rel::<F>(
         "linear",
+        worst,
+        (tol.linear_abs, tol.linear_rel),
+        twin_name::<R>(exact),
+    );
+}
+
+/// `linear_batch` on wide layers: 17 to 100 rows (more than [`linear`]'s 16, so that an
+/// implementation that blocks rows by 8, 16 or 32 runs whole blocks and their tails), 1-2
+/// input parts of 1-95 columns, 1-2 planes, batches of 1 to 12 inputs (more than one
+/// pass of 8 lanes), some of them repeated, every batch applied twice (a second pass
+/// may come from a cache). Every output within `linear`'s tolerance, the same bits both
+/// times, and, when `exact`, `R`'s bits. Not in [`run_all`](super::run_all): it holds
+/// the host's batched kernels to the suite; the devices run [`linear`].
+pub fn wide_layers<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &Scale) {
+    let mut rng = Rng::new(0x1B);
+    let mut worst = (0.0f64, 0.0f64, 0.0f64);
+    for case in 0..60 {
+        let planes = rng.range(1, F::P::MAX_PLANES);
+        let (_, parts) = random_shape(&mut rng, scale, false, 2);
+        let rows = rng.range(17, 100);
+        let cols: usize = parts.iter().map(|p| p.0).sum();
+        let a = 2.0 / libm::sqrt(cols as f64);
+        let w: Vec<f64> = (0..rows * cols).map(|_| rng.uniform(-a, a)).collect();
+        let bias: Option<Vec<f64>> =
+            (case % 2 == 0).then(|| (0..rows).map(|_| rng.uniform(-2.0, 2.0)).collect());
+        let layer = F::layer(rows, &parts, planes, &w, bias.as_deref(), false);
+        drop(w);
+        let n = rng.range(1, 12);
+        let inputs: Vec<Vec<Vec<Act<F>>>> = (0..n)
+            .map(|_| {
+                parts
+                    .iter()
+                    .map(|&(len, f)| {
+                        let r = input_range(f);
+                        (0..len).map(|_| F::act(rng.uniform(-r, r), f)).collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        // Every third input is the first again.
+        let inputs: Vec<&Vec<Vec<Act<F>>>> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| if i % 3 == 2 { &inputs[0] } else { x })
+            .collect();
+        let xs: Vec<Vec<&[Act<F>]>> = inputs
+            .iter()
+            .map(|x| x.iter().map(|p| p.as_slice()).collect())
+            .collect();
+        let mut passes = [vec![vec![Wide::<F>::default(); rows]; n], vec![]];
+        passes[1] = passes[0].clone();
+        for outs in passes.iter_mut() {
+            let mut jobs: Vec<Job<'_, F::P>> = xs
+                .iter()
+                .zip(outs.iter_mut())
+                .map(|(x, out)| Job { x, out })
+                .collect();
+            layer.linear().apply_batch(&mut jobs).expect("shapes");
+        }
+        let [outs, again] = &passes;
+        for (i, (x, out)) in xs.iter().zip(outs).enumerate() {
+            assert!(
+                same_bits(out, &again[i]),
+                "wide_layers case {case} input {i}: not the same bits twice"
+            );
+            let xr: Vec<f64> = parts
+                .iter()
+                .zip(x)
+                .flat_map(|(&(_, f), v)| v.iter().map(move |&a| F::act_real(a, f)))
+                .collect();
+            for (r, &o) in out.iter().enumerate() {
+                let (mut y, mut mag) = (layer.deq_bias[r], 0.0f64);
+                for (k, &xk) in xr.iter().enumerate() {
+                    let t = layer.deq[r * cols + k] * xk;
+                    y += t;
+                    mag += t.abs();
+                }
+                let e = (F::wide_real(o) - y).abs();
+                let bound = tol.linear_abs + tol.linear_rel * mag;
+                assert!(
+                    e <= bound,
+                    "wide_layers case {case} input {i} row {r}: error above the tolerance"
+                );
+                worst = (
+                    worst.0.max(e),
+                    worst.1.max(e / mag.max(f64::MIN_POSITIVE)),
+                    worst.2.max(e / bound),
+                );
+            }
+            if exact {
+                let x2: Vec<&[R::Act]> = x.iter().map(|p| bytemuck::cast_slice(p)).collect();
+                let mut o2 = vec![R::Wide::default(); rows];
+                layer.linear_as::<R>().apply(&x2, &mut o2).expect("shapes");
+                assert!(
+                    same_bits(out, &o2),
+                    "wide_layers case {case} input {i}: not bit-exact"
+                );
+            }
+        }
+    }
+    verdict_rel::<F>(
+        "wide_layers",
         worst,
         (tol.linear_abs, tol.linear_rel),
         twin_name::<R>(exact),

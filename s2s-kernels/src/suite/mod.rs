@@ -56,7 +56,7 @@ mod tolerances;
 pub use attention::{additive_scores, dot, softmax, weighted_sum};
 pub use elementwise::{add, blend, cell_update, gate, hard_sigmoids, sigmoid, tanh, widen_narrow};
 pub use fixture::{int8_planes, Fixture, FloatFixture, FloatStore, IntFixture, OwnedLayer, Rng};
-pub use layers::{embed, layouts, linear, IntPrecision};
+pub use layers::{embed, layouts, linear, wide_layers, IntPrecision};
 pub use tolerances::{
     Scale, Tolerances, CELL_FMT, DOT_FMTS, EMBED_FMT, F32_TOL, KEY_FMTS, LINEAR_FMTS, NARROW_FMT,
     W8A16_TOL, W8F32_TOL, WSUM_FMT,
@@ -109,6 +109,10 @@ macro_rules! precision_suite {
             #[test]
             fn linear() {
                 $crate::suite::linear::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
+            }
+            #[test]
+            fn wide_layers() {
+                $crate::suite::wide_layers::<$f, $r>(&$tol, $exact, &$crate::suite::Scale::FULL);
             }
             #[test]
             fn embed() {
