@@ -3,7 +3,7 @@
 //! what runs where there is none (the host).
 //!
 //! Each function here has the same signature as its counterpart in `arm/`, so that
-//! `precision.rs` picks one module or the other and nothing else changes.
+//! `precision/dispatch.rs` picks one module or the other and nothing else changes.
 
 use crate::fixed::{sat_i16, shift_round_i64, Requant};
 use crate::layout::Layout;
