@@ -6,7 +6,7 @@
 //! Run in the test profile these have overflow checks on, so "no panic" is checked
 //! along with the values: every result equals the exact `i128` computation where the
 //! documentation says exact, its saturation where it says saturated, and stays within
-//! the one unit that `precision.rs` documents for runs longer than `I32_EXACT_RUN`.
+//! the one unit that `portable.rs` documents for runs longer than `I32_EXACT_RUN`.
 
 use proptest::prelude::*;
 

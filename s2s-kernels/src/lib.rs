@@ -53,13 +53,11 @@ mod fulltable;
 pub mod layout;
 pub mod logprob;
 pub mod lut;
-mod native;
 pub mod part;
-pub mod phase;
 mod portable;
 pub mod precision;
+mod report;
 mod tables;
-pub mod text;
 
 #[cfg(any(test, feature = "suite"))]
 extern crate alloc;
@@ -71,9 +69,10 @@ pub mod suite;
 
 pub use fixed::Requant;
 pub use layout::Layout;
-pub use phase::{Marks, Phase};
 pub use precision::{
     additive_scores_primitives, dot_i16, dot_i8_i16, F32Portable, Float, FloatWeight, Fmt, Int,
     Job, Kernels, Linear, Native, Portable, Precision, PrecisionKind, ShapeError, W8A16Portable,
     F32, W8A16, W8F32,
 };
+pub use report::phase::{self, Marks, Phase};
+pub use report::text;

@@ -3,11 +3,12 @@
 //! what runs where there is none (the host).
 //!
 //! Each function here has the same signature as its counterpart in `arm/`, so that
-//! `precision.rs` picks one module or the other and nothing else changes.
+//! `precision/dispatch.rs` picks one module or the other and nothing else changes.
 
 use crate::fixed::{sat_i16, shift_round_i64, Requant};
 use crate::layout::Layout;
-use crate::precision::{Linear, Precision, I32_EXACT_RUN};
+use crate::precision::base::{Linear, Precision};
+use crate::precision::types::I32_EXACT_RUN;
 
 /// `w . x` for `w.len() == x.len() <= I32_EXACT_RUN`: exact in an `i32` accumulator
 /// (`511 * 128 * 32768 < 2^31`, so even `-128` weights cannot make it wrap).

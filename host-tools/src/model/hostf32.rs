@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use crate::model::delegate::delegate_elementwise;
+use crate::model::simd::{simd, Simd};
 use s2s_kernels::{Fmt, Job, Linear, Precision, PrecisionKind, F32};
 
 /// How an [`F32Like`] precision computes its dense layers.
@@ -269,18 +270,20 @@ fn kernel(
 /// `acc[j][b] = sum_k wt[k][j] * xt[k][b]`, sequential in `k`, on the widest vectors the
 /// CPU has.
 fn sums(wt: &[f32], rows: usize, xt: &[[f32; LANES]], acc: &mut [[f32; LANES]]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F, the only feature the function enables.
-            return unsafe { sums_avx512(wt, rows, xt, acc) };
+    match simd() {
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => {
+            // SAFETY: the CPU supports AVX-512F (`simd`), the only feature the function
+            // enables.
+            unsafe { sums_avx512(wt, rows, xt, acc) }
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, the only feature the function enables.
-            return unsafe { sums_avx2(wt, rows, xt, acc) };
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => {
+            // SAFETY: the CPU supports AVX2 (`simd`), the only feature the function enables.
+            unsafe { sums_avx2(wt, rows, xt, acc) }
         }
+        Simd::Generic => sums_generic(wt, rows, xt, acc),
     }
-    sums_generic(wt, rows, xt, acc)
 }
 
 /// AVX-512: blocks of 32 rows, two 16-row accumulators per lane; a multiply then an add

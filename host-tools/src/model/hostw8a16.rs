@@ -24,6 +24,7 @@ use crate::model::delegate::delegate_elementwise;
 use crate::model::hostf32::{
     layer_key, remembers, same_layer, LayerKey, WordHasher, MAX_REMEMBERED,
 };
+use crate::model::simd::{simd, Simd};
 
 /// Lanes processed together by the kernel.
 pub const LANES: usize = crate::model::hostf32::LANES;
@@ -243,18 +244,20 @@ fn kernel(l: &Linear<'_, HostW8A16>, packed: &Packed, lanes: &mut [(Vec<i16>, &m
 fn dots(w: &[i16], rows_pad: usize, xp: &[[i32; LANES]], d: &mut [[i32; LANES]]) {
     assert!(w.len() >= xp.len() * rows_pad * 2 && d.len() >= rows_pad);
     assert!(rows_pad.is_multiple_of(ROW_BLOCK));
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU supports AVX-512BW, the only feature the function enables.
-            return unsafe { dots_avx512(w, rows_pad, xp, d) };
+    match simd() {
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => {
+            // SAFETY: the CPU supports AVX-512BW (`simd`), the only feature the function
+            // enables.
+            unsafe { dots_avx512(w, rows_pad, xp, d) }
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, the only feature the function enables.
-            return unsafe { dots_avx2(w, rows_pad, xp, d) };
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => {
+            // SAFETY: the CPU supports AVX2 (`simd`), the only feature the function enables.
+            unsafe { dots_avx2(w, rows_pad, xp, d) }
         }
+        Simd::Generic => dots_generic(w, rows_pad, xp, d),
     }
-    dots_generic(w, rows_pad, xp, d)
 }
 
 /// AVX-512BW: blocks of 32 rows, two 16-row accumulators per lane.

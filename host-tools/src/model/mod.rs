@@ -11,6 +11,7 @@ pub mod hostf32;
 pub mod hostw8a16;
 mod load;
 pub mod run;
+mod simd;
 mod spread;
 
 pub use decode::{Decoded, HostRunner, Keep, Ranked, HOST_LANES};

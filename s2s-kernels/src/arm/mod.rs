@@ -27,151 +27,38 @@
 //! computed once when the input is prepared. A layout the instruction set does not
 //! read goes through `portable::linear`.
 
+//!
+//! The files: `common.rs` (the assembly loop macros and tails every instruction set
+//! shares), the instruction sets (`dsp.rs`, `v7m.rs`, `v6m.rs`, `fpu.rs`), `pick.rs`
+//! (which of them this target runs), `run.rs` (one run's dot product), this file (the
+//! matrix-vector product) and `scores.rs` (the attention's fused scores).
+
 use core::mem::MaybeUninit;
 
-use crate::fixed::{Requant, WIDE_FRAC};
+use crate::fixed::Requant;
 use crate::layout::Layout;
 use crate::portable;
-use crate::precision::{additive_scores_primitives, Fmt, Linear, Precision, ShapeError};
+use crate::precision::base::{Linear, Precision};
 
-/// The loop of an assembly kernel over a count of units held in register `$count`: one
-/// unit first when the count is odd (`LSRS` moves its low bit to C and leaves Z for the
-/// halved count, which the unit must not disturb: no instruction of a unit sets flags),
-/// then two units per iteration. Local labels 2-4. (The Thumb-1 loop of the M0 counts
-/// by end pointers instead.)
-#[cfg(not(s2s_isa = "v6m"))]
-macro_rules! odd_then_pairs {
-    ($count:literal, $unit:expr) => {
-        concat!(
-            "lsrs ", $count, ", ", $count, ", #1\n", "bcc 2f\n", $unit, "2:\n", "beq 4f\n", "3:\n",
-            $unit, $unit, "subs ", $count, ", ", $count, ", #1\n", "bne 3b\n", "4:\n",
-        )
-    };
-}
-
-/// `dot2` and `dot1` of an instruction set whose row loop handles `$cols` columns per
-/// unit with the templates `$two` (two rows: input `r0`, weights `r1`/`r2`, sums
-/// `r12`/`lr`) and `$one` (one row: input `r0`, weights `r1`, sum `r12`), scratch
-/// `r4`, `r5`, `r8`-`r10` and the registers named in `$scratch`; `$arch` is the
-/// assembler directive the templates need. The columns left after the last unit go
-/// through [`tail2`] / [`tail1`].
-#[cfg(not(s2s_isa = "v6m"))]
-macro_rules! row_dots {
-    (
-        $cols:literal,
-        $two:ident,
-        $one:ident,
-        $arch:expr,
-        [$($scratch:tt),*],
-        #[$dot1_inline:meta]
-    ) => {
-        /// `(w0 . x, w1 . x)` over `n <= RUN` columns (exact in `i32`); `xp` is `x`
-        /// prepared.
-        ///
-        /// # Safety
-        /// `w0` and `w1` must be valid for reads of `n` bytes, `x` of `n` activations
-        /// and `xp` of `words(n)` words.
-        #[inline(always)]
-        pub(super) unsafe fn dot2(
-            w0: *const i8,
-            w1: *const i8,
-            xp: *const u32,
-            x: *const i16,
-            n: usize,
-        ) -> (i32, i32) {
-            let u = n / $cols;
-            let (mut a0, mut a1) = (0i32, 0i32);
-            if u > 0 {
-                // SAFETY: reads `$cols * u <= n` bytes from each of `w0` and `w1` and
-                // the prepared words of those columns from `xp` (the caller's
-                // contract), writes no memory, and touches only the registers declared
-                // here (`lr` is saved by the compiler).
-                unsafe {
-                    core::arch::asm!(
-                        $arch,
-                        odd_then_pairs!("r3", $two!()),
-                        inout("r0") xp => _,
-                        inout("r1") w0 => _,
-                        inout("r2") w1 => _,
-                        inout("r3") u => _,
-                        out("r4") _,
-                        out("r5") _,
-                        out("r8") _,
-                        out("r9") _,
-                        out("r10") _,
-                        $(out($scratch) _,)*
-                        inout("r12") a0,
-                        inout("lr") a1,
-                        options(nostack, readonly),
-                    );
-                }
-            }
-            // SAFETY: the caller's contract.
-            unsafe { super::tail2(w0, w1, x, $cols * u, n, (a0, a1)) }
-        }
-
-        /// `w . x` over `n <= RUN` columns (exact in `i32`); `xp` is `x` prepared.
-        ///
-        /// # Safety
-        /// As [`dot2`], for one row.
-        #[$dot1_inline]
-        pub(super) unsafe fn dot1(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32 {
-            let u = n / $cols;
-            let mut a = 0i32;
-            if u > 0 {
-                // SAFETY: reads `$cols * u <= n` bytes from `w` and the prepared words
-                // of those columns from `xp`, writes no memory, touches only the
-                // declared registers.
-                unsafe {
-                    core::arch::asm!(
-                        $arch,
-                        odd_then_pairs!("r3", $one!()),
-                        inout("r0") xp => _,
-                        inout("r1") w => _,
-                        inout("r3") u => _,
-                        out("r4") _,
-                        out("r5") _,
-                        out("r8") _,
-                        out("r9") _,
-                        out("r10") _,
-                        $(out($scratch) _,)*
-                        inout("r12") a,
-                        options(nostack, readonly),
-                    );
-                }
-            }
-            // SAFETY: the caller's contract.
-            unsafe { super::tail1(w, x, $cols * u, n, a) }
-        }
-    };
-}
-
-/// Words that `n` widened activations take: one each (the M0's and M3's input).
-#[cfg(not(s2s_isa = "dsp"))]
-const fn one_word_each(n: usize) -> usize {
-    n
-}
-
+#[macro_use]
+mod common;
 #[cfg(s2s_isa = "dsp")]
 mod dsp;
 #[cfg(s2s_fpu)]
 mod fpu;
+mod pick;
+mod run;
+mod scores;
 #[cfg(s2s_isa = "v6m")]
 mod v6m;
 #[cfg(s2s_isa = "v7m")]
 mod v7m;
 
-#[cfg(s2s_isa = "dsp")]
-use dsp as isa;
-#[cfg(s2s_isa = "v6m")]
-use v6m as isa;
-#[cfg(s2s_isa = "v7m")]
-use v7m as isa;
+use pick::isa;
+use run::{correction, dot1, reads, RUN};
 
-#[cfg(not(s2s_fpu))]
-pub(crate) use crate::float::dot_acc as dot_f32;
-#[cfg(s2s_fpu)]
-pub(crate) use fpu::dot_f32;
+pub(crate) use pick::{dot_f32, sigmoid_q15, softmax_q15, tanh_q15};
+pub(crate) use scores::additive_scores;
 
 /// The attention's context (`portable::weighted_sum`'s integers): four outputs at a time
 /// on the DSP boards, one at a time on the M0/M3 (whose registers do not hold four sums
@@ -180,75 +67,6 @@ pub(crate) fn weighted_sum(w: &[i16], rows: &[i16], out: &mut [i16]) {
     let cols = if cfg!(s2s_isa = "dsp") { 4 } else { 1 };
     portable::weighted_sum_by(w, rows, out, cols)
 }
-
-#[cfg(s2s_isa = "v7m")]
-pub(crate) use crate::lut::softmax_q15;
-#[cfg(not(s2s_isa = "dsp"))]
-pub(crate) use crate::lut::{sigmoid_q15, tanh_q15};
-#[cfg(s2s_isa = "dsp")]
-pub(crate) use dsp::softmax_q15;
-#[cfg(s2s_isa = "v6m")]
-pub(crate) use v6m::softmax_q15;
-
-#[cfg(s2s_isa = "dsp")]
-pub(crate) use dsp::{sigmoid_q15, tanh_q15};
-
-/// `a + w[k] x[k]` summed over `k` in `from..n`: the columns an assembly loop leaves.
-///
-/// # Safety
-/// `w` and `x` must be valid for reads of `n` elements.
-#[inline(always)]
-unsafe fn tail1(w: *const i8, x: *const i16, from: usize, n: usize, mut a: i32) -> i32 {
-    for k in from..n {
-        // SAFETY: `k < n`: inside both (the caller's contract).
-        let (p, v) = unsafe { (*w.add(k) as i32, *x.add(k) as i32) };
-        a = a.wrapping_add(p * v);
-    }
-    a
-}
-
-/// [`tail1`] for two rows sharing `x`.
-///
-/// # Safety
-/// `w0`, `w1` and `x` must be valid for reads of `n` elements.
-#[cfg(not(s2s_isa = "v6m"))]
-#[inline(always)]
-unsafe fn tail2(
-    w0: *const i8,
-    w1: *const i8,
-    x: *const i16,
-    from: usize,
-    n: usize,
-    (mut a0, mut a1): (i32, i32),
-) -> (i32, i32) {
-    for k in from..n {
-        // SAFETY: `k < n`: inside all three (the caller's contract).
-        let (p, q, v) = unsafe { (*w0.add(k) as i32, *w1.add(k) as i32, *x.add(k) as i32) };
-        a0 = a0.wrapping_add(p * v);
-        a1 = a1.wrapping_add(q * v);
-    }
-    (a0, a1)
-}
-
-/// Writes `x` widened to `i32` into `dst` (`x.len()` long), two at a time: the prepared
-/// input of the Cortex-M0 and M3 kernels.
-#[cfg(not(s2s_isa = "dsp"))]
-fn widen(x: &[i16], dst: &mut [MaybeUninit<u32>]) {
-    let mut pairs = x.chunks_exact(2);
-    let mut out = dst.chunks_exact_mut(2);
-    for (p, d) in pairs.by_ref().zip(out.by_ref()) {
-        d[0].write(p[0] as i32 as u32);
-        d[1].write(p[1] as i32 as u32);
-    }
-    if let (Some(&v), Some(d)) = (pairs.remainder().first(), out.into_remainder().first_mut()) {
-        d.write(v as i32 as u32);
-    }
-}
-
-/// Longest run of columns summed in one `i32` accumulator: at most
-/// [`I32_EXACT_RUN`](crate::precision::I32_EXACT_RUN) (511), and a multiple of 16 so that
-/// every run starts on a group of the prepared input.
-const RUN: usize = 496;
 
 /// Longest run [`rows_general`] prepares: [`RUN`], or less when the small buffer holds
 /// less (a multiple of 16 either way).
@@ -287,48 +105,6 @@ const NO_SEG: Seg = Seg {
     x: core::ptr::null(),
     corr: 0,
 };
-
-/// Whether this instruction set's kernels read `layout` (else `portable::linear`).
-#[inline(always)]
-fn reads(layout: Layout) -> bool {
-    layout == Layout::Row || layout == Layout::NATIVE
-}
-
-/// `128 * sum x` modulo `2^32`: the correction of an offset-binary dot product over `x`
-/// ([`Layout::V6m`]), when `OFFSET`; 0 otherwise.
-#[inline(always)]
-fn correction<const OFFSET: bool>(x: &[i16]) -> i32 {
-    if OFFSET {
-        x.iter()
-            .fold(0i32, |s, &v| s.wrapping_add(v as i32))
-            .wrapping_mul(128)
-    } else {
-        0
-    }
-}
-
-/// `w . x` over `n <= RUN` columns of weights in [`Layout::V6m`] when `OFFSET` (the
-/// M0's offset-binary kernel, less `corr = 128 * sum x`), in [`Layout::Row`] otherwise.
-///
-/// # Safety
-/// As `isa::dot1`.
-#[inline(always)]
-unsafe fn dot1<const OFFSET: bool>(
-    w: *const i8,
-    xp: *const u32,
-    x: *const i16,
-    n: usize,
-    corr: i32,
-) -> i32 {
-    #[cfg(s2s_isa = "v6m")]
-    if OFFSET {
-        // SAFETY: the caller's contract.
-        return unsafe { isa::dot1_offset(w, xp, x, n) }.wrapping_sub(corr);
-    }
-    let _ = corr;
-    // SAFETY: the caller's contract.
-    unsafe { isa::dot1(w, xp, x, n) }
-}
 
 /// `out = W [x_0; x_1; ...] + b`, exactly as `portable::linear`. Not inlined: one copy
 /// per precision, and a symbol to find it by in the firmware.
@@ -555,84 +331,5 @@ unsafe fn rows_general<const OFFSET: bool>(
                 col += part.len();
             }
         }
-    }
-}
-
-/// [`Precision::additive_scores`] of the integer precision, fused: per key, the row
-/// `tanh(q_j + k_j 2^(15 - f))` (an exact shift, a saturating add, a table lookup) is
-/// written once, prepared for the instruction set, and each of `v`'s planes is one dot
-/// product over it: the matrix product of `v` with the rows of all positions, one row
-/// at a time, without a layer call per position. Other shapes (a key format beyond a
-/// plain shift, `v` wider than a run or the buffer, a layout the instruction set does
-/// not read) take the primitives.
-pub(crate) fn additive_scores<P>(
-    q: &[i32],
-    keys: &[i16],
-    fk: Fmt,
-    v: &Linear<'_, P>,
-    tanh: &mut [i16],
-    scores: &mut [i32],
-) -> Result<(), ShapeError>
-where
-    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
-{
-    let a = q.len();
-    let shift = WIDE_FRAC - fk.frac as i32;
-    let fused = a > 0
-        && (0..=16).contains(&shift)
-        && v.rows() == 1
-        && v.parts() == 1
-        && v.cols() == a
-        && a <= RUN
-        && isa::words(a) <= isa::SMALL_WORDS
-        && tanh.len() >= a
-        && keys.len() >= scores.len() * a
-        && v.weights().len() == a * v.planes()
-        && v.row_q().len() == v.planes()
-        && reads(v.layout());
-    if !fused {
-        return additive_scores_primitives(q, keys, fk, v, tanh, scores);
-    }
-    if Layout::NATIVE == Layout::V6m && v.layout() == Layout::V6m {
-        fused_scores::<P, true>(q, keys, shift, v, tanh, scores);
-    } else {
-        fused_scores::<P, false>(q, keys, shift, v, tanh, scores);
-    }
-    Ok(())
-}
-
-/// The fused [`additive_scores`] (its conditions checked), `v` in [`Layout::V6m`] when
-/// `OFFSET`, in [`Layout::Row`] otherwise.
-#[inline(always)]
-fn fused_scores<P, const OFFSET: bool>(
-    q: &[i32],
-    keys: &[i16],
-    shift: i32,
-    v: &Linear<'_, P>,
-    tanh: &mut [i16],
-    scores: &mut [i32],
-) where
-    P: Precision<Act = i16, Wide = i32, Weight = i8, RowQ = Requant, Bias = i32>,
-{
-    let a = q.len();
-    let tanh = &mut tanh[..a];
-    let bias = v.bias().and_then(|b| b.first()).map_or(0, |&b| b);
-    let mut buf = [MaybeUninit::<u32>::uninit(); isa::SMALL_WORDS];
-    let buf = &mut buf[..isa::words(a)];
-    for (e, key) in scores.iter_mut().zip(keys.chunks_exact(a)) {
-        for ((t, &qj), &kj) in tanh.iter_mut().zip(q).zip(key) {
-            *t = tanh_q15(qj.saturating_add((kj as i32) << shift));
-        }
-        isa::prepare(tanh, buf);
-        let corr = correction::<OFFSET>(tanh);
-        let mut acc = bias;
-        for (wp, rq) in v.weights().chunks_exact(a).zip(v.row_q()) {
-            // SAFETY: `wp` holds `a` weights, `tanh` `a` activations, and `buf` their
-            // `words(a)` prepared words, all written by `prepare`.
-            let d =
-                unsafe { dot1::<OFFSET>(wp.as_ptr(), buf.as_ptr().cast(), tanh.as_ptr(), a, corr) };
-            acc = acc.saturating_add(rq.apply(d));
-        }
-        *e = acc;
     }
 }

@@ -22,7 +22,7 @@ pub(super) const SMALL_WORDS: usize = 128;
 /// Rows go one at a time (Thumb-1 has no registers to share loads between two).
 pub(super) const PAIRS: bool = false;
 
-pub(super) use super::{one_word_each as words, widen as prepare};
+pub(super) use super::common::{one_word_each as words, widen as prepare};
 
 /// Four columns: weights `r0` (word-aligned), input `r1`, sum `r8`; `r2`-`r5` scratch.
 macro_rules! four_cols {
@@ -135,9 +135,9 @@ unsafe fn dot1_any(w: *const i8, xp: *const u32, x: *const i16, n: usize) -> i32
     // SAFETY: the caller's contract; `head + 4 * units <= n` and the weights from `head`
     // on are word-aligned.
     unsafe {
-        let a = super::tail1(w, x, 0, head, 0);
+        let a = super::common::tail1(w, x, 0, head, 0);
         let a = dot1_aligned(w.add(head), xp.add(head), units, a);
-        super::tail1(w, x, head + 4 * units, n, a)
+        super::common::tail1(w, x, head + 4 * units, n, a)
     }
 }
 

@@ -12,7 +12,7 @@ pub(super) const SMALL_WORDS: usize = BUF_WORDS;
 /// Rows go in pairs (both share the input loads).
 pub(super) const PAIRS: bool = true;
 
-pub(super) use super::{one_word_each as words, widen as prepare};
+pub(super) use super::common::{one_word_each as words, widen as prepare};
 
 /// Four columns of one row, its widened inputs already in `r4`, `r5`, `r8`, `r9`:
 /// weights at `$w` (post-incremented), sum in `$acc`, scratch `r10`.

@@ -8,10 +8,10 @@ pub(crate) use crate::arm::{
 };
 
 #[cfg(not(s2s_arm))]
+pub(crate) use super::base::additive_scores_primitives as additive_scores;
+#[cfg(not(s2s_arm))]
 pub(crate) use crate::float::dot_acc as dot_f32;
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::lut::{sigmoid_q15, softmax_q15, tanh_q15};
 #[cfg(not(s2s_arm))]
 pub(crate) use crate::portable::{linear, weighted_sum};
-#[cfg(not(s2s_arm))]
-pub(crate) use crate::precision::additive_scores_primitives as additive_scores;
