@@ -50,6 +50,10 @@ impl Ctx {
         steps.step("fmt", || {
             self.run(self.cargo().args(["fmt", "--all", "--", "--check"]))
         })?;
+        steps.step(
+            "floors: no file (host-tools: folder) imports one that imports it back",
+            || crate::floors::floors(&self.root),
+        )?;
         steps.step("clippy", || {
             self.run(self.cargo().args([
                 "clippy",

