@@ -7,31 +7,9 @@ use std::path::{Path, PathBuf};
 /// The name standard output has in messages.
 pub const STDOUT_NAME: &str = "<stdout>";
 
-/// Where in a file a problem is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Place {
-    /// The file as a whole.
-    File,
-    /// A line, from 1 (`file:line: ...`).
-    Line(usize),
-    /// A named tensor of a weights or model file.
-    Tensor(String),
-    /// Something else inside the file, as `kind name` (`array w`, `zip entry a.npy`,
-    /// `dataset layers/gru/vars/0`, `model.weights.h5: group layers`...).
-    Inside(String),
-}
-
-impl fmt::Display for Place {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Place::File => Ok(()),
-            Place::Line(n) => write!(f, ":{n}"),
-            Place::Tensor(t) => write!(f, ": tensor {t}"),
-            Place::Inside(what) => write!(f, ": {what}"),
-        }
-    }
-}
+/// Where in a file a problem is: the weights readers' type, one definition for every
+/// file the host tools read.
+pub use s2s_weights::Place;
 
 /// Everything that can go wrong in the host tools.
 #[derive(Debug, thiserror::Error)]

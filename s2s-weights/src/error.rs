@@ -6,12 +6,16 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Where in a weights file a problem is.
+/// Where in a file a problem is (a weights file here; host-tools names places in its
+/// other files, configurations and data, with the same type).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Place {
     /// The file as a whole.
     File,
+    /// A line, from 1 (`file:line: ...`): a text file's (host-tools' configurations and
+    /// data files); the weights readers name no lines.
+    Line(usize),
     /// A named tensor (`file: tensor x: ...`).
     Tensor(String),
     /// Something else inside the file, as `kind name` (`zip entry a.npy`,
@@ -23,6 +27,7 @@ impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Place::File => Ok(()),
+            Place::Line(n) => write!(f, ":{n}"),
             Place::Tensor(t) => write!(f, ": tensor {t}"),
             Place::Inside(what) => write!(f, ": {what}"),
         }

@@ -88,9 +88,26 @@ pub(super) fn read_tree(src: &Path) -> Result<Tree> {
     Ok(tree)
 }
 
-/// Makes `path`, written inside `module`, absolute from the crate root.
+/// Makes `path`, written inside `module`, absolute from the crate root: a name the
+/// module `use`d is expanded (one level; `resolve` follows further).
 fn absolute(tree: &Tree, module: &[String], path: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = module.to_vec();
+    if let Some(first) = path.first() {
+        if let Some(target) = tree.modules.get(module).and_then(|m| m.uses.get(first)) {
+            let mut full = target.clone();
+            full.extend_from_slice(&path[1..]);
+            return full;
+        }
+    }
+    relative_to(module, path).unwrap_or_else(|| {
+        let mut out = module.to_vec();
+        out.extend_from_slice(path);
+        out
+    })
+}
+
+/// `path` from the crate root when it starts with `crate`, `self` or `super`.
+fn relative_to(module: &[String], path: &[String]) -> Option<Vec<String>> {
+    let mut out = module.to_vec();
     let mut rest = path;
     match rest.first().map(String::as_str) {
         Some("crate") => {
@@ -104,20 +121,10 @@ fn absolute(tree: &Tree, module: &[String], path: &[String]) -> Vec<String> {
                 rest = &rest[1..];
             }
         }
-        Some(first) => {
-            // A name the module `use`d: expand it (one level; `resolve` follows further).
-            if let Some(m) = tree.modules.get(module) {
-                if let Some(target) = m.uses.get(first) {
-                    let mut full = target.clone();
-                    full.extend_from_slice(&rest[1..]);
-                    return full;
-                }
-            }
-        }
-        None => {}
+        _ => return None,
     }
     out.extend_from_slice(rest);
-    out
+    Some(out)
 }
 
 /// Whether the attributes hold `#[cfg(test)]`.
@@ -300,27 +307,16 @@ fn read_items(
 }
 
 /// A `use` path made absolute: `crate::`, `self::`, `super::` or a child module's name;
-/// anything else (another crate, `core`, `std`) is left as it is and resolves to nothing.
+/// anything else (another crate, `core`, `std`) resolves to nothing.
 fn absolute_plain(module: &[String], path: &[String], children: &BTreeSet<String>) -> Vec<String> {
-    let mut out = module.to_vec();
-    let mut rest = path;
-    match rest.first().map(String::as_str) {
-        Some("crate") => {
-            out.clear();
-            rest = &rest[1..];
+    match path.first() {
+        Some(first) if children.contains(first) => {
+            let mut out = module.to_vec();
+            out.extend_from_slice(path);
+            out
         }
-        Some("self") => rest = &rest[1..],
-        Some("super") => {
-            while rest.first().map(String::as_str) == Some("super") {
-                out.pop();
-                rest = &rest[1..];
-            }
-        }
-        Some(first) if children.contains(first) => {}
-        _ => return vec!["<extern>".to_string()],
+        _ => relative_to(module, path).unwrap_or_else(|| vec!["<extern>".to_string()]),
     }
-    out.extend_from_slice(rest);
-    out
 }
 
 /// Flattens a `use` tree into (name brought in, or None for a glob; path).
