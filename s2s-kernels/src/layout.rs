@@ -18,22 +18,21 @@
 //! part (shared by all rows). The sum is exact: the correction is applied modulo `2^32`
 //! to a result that fits `i32`.
 
-/// How a layer's int8 weights are stored (see the [module docs](self)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Layout {
-    /// Row-major int8, two's complement: what every kernel reads natively.
-    #[default]
-    Row = 0,
-    /// Row-major offset binary: each weight `w` stored as the byte `w + 128`.
-    V6m = 1,
+crate::named_enum! {
+    /// How a layer's int8 weights are stored (see the [module docs](self)); the id is
+    /// the file's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub enum Layout {
+        /// Row-major int8, two's complement: what every kernel reads natively.
+        #[default]
+        Row = 0 => "row",
+        /// Row-major offset binary: each weight `w` stored as the byte `w + 128`.
+        V6m = 1 => "v6m",
+    }
 }
 
 impl Layout {
-    /// All layouts, in file-id order.
-    pub const ALL: [Layout; 2] = [Layout::Row, Layout::V6m];
-
     /// The layout this target's instruction-set kernels read fastest ([`Layout::Row`]
     /// where no layout beats it, and on the host).
     pub const NATIVE: Layout = if cfg!(all(s2s_isa = "v6m", feature = "v6m-layout")) {
@@ -47,24 +46,6 @@ impl Layout {
     /// only.
     pub const fn compiled(self) -> bool {
         matches!(self, Layout::Row) || !cfg!(s2s_isa = "v6m") || cfg!(feature = "v6m-layout")
-    }
-
-    /// The layout with this file id.
-    pub fn from_id(id: u8) -> Option<Self> {
-        Self::ALL.get(id as usize).copied()
-    }
-
-    /// Its name: `row`, `v6m`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Row => "row",
-            Layout::V6m => "v6m",
-        }
-    }
-
-    /// The layout named `name` (see [`Layout::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|l| l.name() == name)
     }
 
     /// The stored byte of weight `w`.

@@ -53,6 +53,7 @@ mod fulltable;
 pub mod layout;
 pub mod logprob;
 pub mod lut;
+mod named;
 pub mod part;
 mod portable;
 pub mod precision;

@@ -7,55 +7,33 @@
 
 use s2s_kernels::Layout;
 
-/// A part of the runtime that a cargo feature of this crate compiles (all of them by
-/// default; see the crate's README).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Feature {
-    /// GRU cells.
-    Gru = 0,
-    /// LSTM cells.
-    Lstm = 1,
-    /// The additive attention score (Bahdanau, Keras `AdditiveAttention`).
-    Additive = 2,
-    /// The multiplicative attention scores: dot, scaled dot, general (Luong).
-    Multiplicative = 3,
-    /// Dense and mean bridges into the decoder's initial state (`Init::Dense`,
-    /// `Init::Mean`).
-    Bridge = 4,
-    /// Beam search (no model needs it: greedy decoding runs every model).
-    Beam = 5,
-    /// The Cortex-M0 kernel of the `v6m` weight layout
-    /// ([`Layout::V6m`](s2s_kernels::Layout::V6m)); other targets read it without.
-    V6mLayout = 6,
+s2s_kernels::named_enum! {
+    /// A part of the runtime that a cargo feature of this crate compiles (all of them by
+    /// default; see the crate's README), in the order [`Features`] lists them, named as
+    /// the cargo feature (the same in `seq2seq` and the firmware).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub enum Feature {
+        /// GRU cells.
+        Gru = 0 => "gru",
+        /// LSTM cells.
+        Lstm = 1 => "lstm",
+        /// The additive attention score (Bahdanau, Keras `AdditiveAttention`).
+        Additive = 2 => "additive",
+        /// The multiplicative attention scores: dot, scaled dot, general (Luong).
+        Multiplicative = 3 => "multiplicative",
+        /// Dense and mean bridges into the decoder's initial state (`Init::Dense`,
+        /// `Init::Mean`).
+        Bridge = 4 => "bridge",
+        /// Beam search (no model needs it: greedy decoding runs every model).
+        Beam = 5 => "beam",
+        /// The Cortex-M0 kernel of the `v6m` weight layout
+        /// ([`Layout::V6m`](s2s_kernels::Layout::V6m)); other targets read it without.
+        V6mLayout = 6 => "v6m-layout",
+    }
 }
 
 impl Feature {
-    /// Every feature, in the order [`Features`] lists them.
-    pub const ALL: [Feature; 7] = [
-        Feature::Gru,
-        Feature::Lstm,
-        Feature::Additive,
-        Feature::Multiplicative,
-        Feature::Bridge,
-        Feature::Beam,
-        Feature::V6mLayout,
-    ];
-
-    /// The cargo feature's name (the same in `seq2seq` and the firmware).
-    pub fn name(self) -> &'static str {
-        match self {
-            Feature::Gru => "gru",
-            Feature::Lstm => "lstm",
-            Feature::Additive => "additive",
-            Feature::Multiplicative => "multiplicative",
-            Feature::Bridge => "bridge",
-            Feature::Beam => "beam",
-            Feature::V6mLayout => "v6m-layout",
-        }
-    }
-
     /// Whether this build compiles the part.
     pub const fn compiled(self) -> bool {
         match self {

@@ -2,35 +2,17 @@
 //! [`PrecisionKind`] a model file names, the activation format [`Fmt`], the
 //! [`ShapeError`] of a length that does not match, and [`I32_EXACT_RUN`].
 
-/// The number formats a model file can carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum PrecisionKind {
-    /// f32 weights and activations.
-    F32 = 0,
-    /// int8 weights (f32 scale per row), f32 activations.
-    W8F32 = 1,
-    /// int8 weights, int16 activations, int32 accumulators; no float at run time.
-    W8A16 = 2,
-}
-
-impl PrecisionKind {
-    /// All kinds, in file-id order.
-    pub const ALL: [PrecisionKind; 3] = [Self::F32, Self::W8F32, Self::W8A16];
-
-    /// The kind with this file id.
-    pub fn from_id(id: u8) -> Option<Self> {
-        Self::ALL.get(id as usize).copied()
-    }
-
-    /// Short lowercase name: `f32`, `w8f32`, `w8a16`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::F32 => "f32",
-            Self::W8F32 => "w8f32",
-            Self::W8A16 => "w8a16",
-        }
+crate::named_enum! {
+    /// The number formats a model file can carry; the id is the file's.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub enum PrecisionKind {
+        /// f32 weights and activations.
+        F32 = 0 => "f32",
+        /// int8 weights (f32 scale per row), f32 activations.
+        W8F32 = 1 => "w8f32",
+        /// int8 weights, int16 activations, int32 accumulators; no float at run time.
+        W8A16 = 2 => "w8a16",
     }
 }
 

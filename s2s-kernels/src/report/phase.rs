@@ -7,47 +7,25 @@
 //! phase ends with a mark of [`Phase::Rest`]. The marks go to a generic `&mut impl
 //! Marks`: with `()` (or an observer whose mark does nothing) they compile to nothing.
 
-/// A phase of a model run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Phase {
-    /// The recurrent cells' matrix products (input and recurrent layers).
-    Recurrent = 0,
-    /// Attention scores (in the encoder pass: the precomputed keys).
-    Scores = 1,
-    /// The attention's softmax.
-    Softmax = 2,
-    /// The attention's context (the weighted sum of the memory).
-    Context = 3,
-    /// The output layer (the logits).
-    Output = 4,
-    /// Everything else: embeddings, the cells' gates and state updates, the attentional
-    /// layer, bridges, the memory projection, the choice of the token.
-    Rest = 5,
-}
-
-impl Phase {
-    /// Every phase, in the order of their numbers.
-    pub const ALL: [Phase; 6] = [
-        Phase::Recurrent,
-        Phase::Scores,
-        Phase::Softmax,
-        Phase::Context,
-        Phase::Output,
-        Phase::Rest,
-    ];
-
-    /// A short lowercase name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Phase::Recurrent => "recurrent",
-            Phase::Scores => "scores",
-            Phase::Softmax => "softmax",
-            Phase::Context => "context",
-            Phase::Output => "output",
-            Phase::Rest => "rest",
-        }
+crate::named_enum! {
+    /// A phase of a model run, numbered in the order of a step, named in short
+    /// lowercase.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+    pub enum Phase {
+        /// The recurrent cells' matrix products (input and recurrent layers).
+        Recurrent = 0 => "recurrent",
+        /// Attention scores (in the encoder pass: the precomputed keys).
+        Scores = 1 => "scores",
+        /// The attention's softmax.
+        Softmax = 2 => "softmax",
+        /// The attention's context (the weighted sum of the memory).
+        Context = 3 => "context",
+        /// The output layer (the logits).
+        Output = 4 => "output",
+        /// Everything else: embeddings, the cells' gates and state updates, the
+        /// attentional layer, bridges, the memory projection, the choice of the token.
+        Rest = 5 => "rest",
     }
 }
 
