@@ -25,6 +25,11 @@ pub struct Weights {
 /// f32 bytes of the largest model file, for f64 tensors, with room to spare).
 pub const MAX_TENSOR_BYTES: u64 = 1 << 30;
 
+/// The largest weights file read, in bytes: 4 GiB (four of the largest tensor). Only
+/// regular files are read as weights; their size is checked before they are opened and
+/// the read stops one byte past it, should the file grow.
+pub const MAX_FILE_BYTES: u64 = 4 * MAX_TENSOR_BYTES;
+
 /// The zip entry Keras 3 stores its weights in, inside a `.keras` archive.
 pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";
 
