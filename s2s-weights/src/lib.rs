@@ -26,8 +26,10 @@
 //! cannot convert (8-bit floats, long doubles) are errors. Results are sorted by name.
 //!
 //! Reads are bounded: a weights file is a regular file of at most [`MAX_FILE_BYTES`],
-//! read by [`read_bounded`] (a FIFO or a device is refused before it is opened). Of an
-//! `.npz`, only the entries asked for are inflated (every
+//! read by [`read_bounded`] (a FIFO or a device is refused before it is opened); an
+//! ONNX model's external data is a regular file too, its size checked before it is
+//! read, and no tensor is larger than [`MAX_TENSOR_BYTES`]; an ONNX `Identity` alias
+//! shares its tensor's data. Of an `.npz`, only the entries asked for are inflated (every
 //! entry when no names are given), each after its `.npy` header was read and checked
 //! against the entry's stated size, and at most [`MAX_TENSOR_BYTES`]; `.npy` headers
 //! are at most 64 KiB (checked before `npyz` sees them).

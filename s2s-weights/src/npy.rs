@@ -6,6 +6,7 @@
 //! written by Python 2 (`(32L, 192L)`) are refused: npyz parses Python 3 literals only.
 
 use std::io::Cursor;
+use std::sync::Arc;
 
 use half::f16;
 use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar};
@@ -271,7 +272,7 @@ pub(crate) fn add_npy(w: &mut Weights, name: &str, read: Npy) {
         Npy::Float(array) => w.tensors.push(Tensor {
             name: name.to_string(),
             shape: array.shape,
-            data: array.data,
+            data: Arc::new(array.data),
         }),
         Npy::Other(dtype) => w.skipped.push((name.to_string(), dtype)),
     }

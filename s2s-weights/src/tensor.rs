@@ -1,6 +1,8 @@
 //! What the readers return: named float tensors, a file's weights (with the tensors
 //! that are not floats named), a listing's entry, and the bounds of a read.
 
+use std::sync::Arc;
+
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -8,8 +10,9 @@ pub struct Tensor {
     pub name: String,
     /// Dimensions, outermost first; empty for a scalar.
     pub shape: Vec<usize>,
-    /// The elements in row-major order; `shape.iter().product()` of them.
-    pub data: Vec<f32>,
+    /// The elements in row-major order; `shape.iter().product()` of them. Shared, not
+    /// copied, between a tensor and its aliases (ONNX `Identity` outputs).
+    pub data: Arc<Vec<f32>>,
 }
 
 /// What a weights file holds.

@@ -47,12 +47,12 @@ fn reads_npz_sorted_and_skips_integers() {
             Tensor {
                 name: "layer/b".into(),
                 shape: vec![2],
-                data: vec![0.125, 3.0],
+                data: vec![0.125, 3.0].into(),
             },
             Tensor {
                 name: "w".into(),
                 shape: vec![2, 2],
-                data: vec![1.0, -2.0, 0.5, 4.0],
+                data: vec![1.0, -2.0, 0.5, 4.0].into(),
             },
         ]
     );
@@ -180,7 +180,7 @@ fn reads_safetensors_and_lone_npy_by_content() {
     // The extension is deliberately wrong: detection is by content.
     let tensors = read_weights_bytes(&file, "weights.bin").expect("safetensors");
     assert_eq!(tensors[0].name, "bias");
-    assert_eq!(tensors[0].data, [0.5, 1.5]);
+    assert_eq!(*tensors[0].data, [0.5, 1.5]);
 
     let npy = build_npy("<f4", false, &[2], &raw);
     let tensors = read_weights_bytes(&npy, "dir/emb.npy").expect("npy");
