@@ -23,7 +23,7 @@ const BOUND_TIME: Duration = Duration::from_secs(2);
 /// (a build from before a fix, to see these tests fail on it).
 fn s2s_peak(args: &[&dyn AsRef<std::ffi::OsStr>], dir: &Path) -> (Output, u64, Duration) {
     let rss = dir.join("peak-rss.txt");
-    let bin = std::env::var_os("S2S_BIN").map_or_else(|| s2s_bin().as_os_str().to_owned(), |b| b);
+    let bin = std::env::var_os("S2S_BIN").unwrap_or_else(|| s2s_bin().as_os_str().to_owned());
     let start = Instant::now();
     let r = Command::new(env!("CARGO_BIN_EXE_peak-rss"))
         .arg(&rss)
