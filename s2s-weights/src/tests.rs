@@ -228,3 +228,38 @@ fn every_truncated_npz_is_rejected_without_panic() {
         );
     }
 }
+
+#[test]
+fn files_are_read_within_their_bound_and_weights_from_regular_files_only() {
+    // Issue 30, finding 3: /dev/zero or a FIFO was read until allocation failed.
+    let e = read_weights(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: not a regular file (a character device): a weights file is read from a file"
+    );
+    let e = list_tensors(std::path::Path::new("/"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("/: not a regular file (a directory)"), "{e}");
+    // A stream stops one byte past the bound; a regular file is refused by its size.
+    let e = read_bounded(std::path::Path::new("/dev/zero"), 1000)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: at least 1001 bytes, more than the largest file read (1000 bytes)"
+    );
+    let dir = std::env::temp_dir().join(format!("s2s-weights-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("w.bin");
+    std::fs::write(&file, [7u8; 1001]).unwrap();
+    let e = read_bounded(&file, 1000).unwrap_err().to_string();
+    assert!(
+        e.ends_with("w.bin: 1001 bytes, more than the largest file read (1000 bytes)"),
+        "{e}"
+    );
+    assert_eq!(read_bounded(&file, 1001).unwrap().len(), 1001);
+    let _ = std::fs::remove_dir_all(&dir);
+}
