@@ -4,8 +4,9 @@
 use std::path::Path;
 
 pub use s2s_weights::{
-    read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes, read_weights_file, Listing,
-    Reader, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES,
+    read_bounded, read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes,
+    read_weights_file, Listing, Reader, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES,
+    MAX_TENSOR_BYTES,
 };
 
 use crate::error::{Error, Result};

@@ -5,6 +5,12 @@
 //! a binary given by mistake) costs at most that much memory. A UTF-8 byte-order mark
 //! at the start is dropped, a trailing `\r` is removed, and a line that is not UTF-8 is
 //! an error of that line alone.
+//!
+//! Whole files that a user names (a configuration; the weights files, in
+//! `s2s-weights`) are read by one bounded reader, [`s2s_weights::read_bounded`]: at most
+//! a stated number of bytes ([`MAX_CONFIG_BYTES`] here), checked on a regular file's
+//! size before it is opened and by a read that stops one byte past the bound, so that
+//! `/dev/zero` or an endless FIFO is one error line, not all memory.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -14,6 +20,22 @@ use crate::error::{Error, Place, Result};
 
 /// The longest input line, in bytes (newline excluded): 64 KiB.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// The largest configuration file read, in bytes: 1 MiB (those of `models/` are a few
+/// KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The text of the file at `path`, at most `max` bytes of UTF-8 (a FIFO or a device
+/// too, read up to the bound). Errors name the path.
+pub fn read_text_bounded(path: &Path, max: u64) -> Result<String> {
+    let bytes = s2s_weights::read_bounded(path, max)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::io(path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        ))
+    })
+}
 
 /// The name standard input has in messages.
 pub const STDIN_NAME: &str = "<stdin>";

@@ -49,6 +49,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The file is not one that is read: not a regular file (a weights file must be
+    /// one), or larger than the bound of its kind.
+    #[error("{file}: {message}")]
+    Input {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The bytes are none of the formats read.
     #[error(
         "{file}: unrecognised weights format (starts with {head}); \

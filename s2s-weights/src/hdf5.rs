@@ -54,6 +54,7 @@ mod reader;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::convert::decode;
 use crate::error::{Error, Place, Problem, Result};
@@ -408,7 +409,7 @@ fn read_dataset(file: &File<'_>, messages: &[Message<'_>], path: &str) -> Result
     };
     Ok(Dataset::Float(Tensor {
         name: path.to_string(),
-        data: decode(&raw, kind, order),
+        data: Arc::new(decode(&raw, kind, order)),
         shape: dims,
     }))
 }

@@ -25,7 +25,11 @@
 //! has dtype Y, expected float" when a configuration names one. Floats the readers
 //! cannot convert (8-bit floats, long doubles) are errors. Results are sorted by name.
 //!
-//! Reads are bounded: of an `.npz`, only the entries asked for are inflated (every
+//! Reads are bounded: a weights file is a regular file of at most [`MAX_FILE_BYTES`],
+//! read by [`read_bounded`] (a FIFO or a device is refused before it is opened); an
+//! ONNX model's external data is a regular file too, its size checked before it is
+//! read, and no tensor is larger than [`MAX_TENSOR_BYTES`]; an ONNX `Identity` alias
+//! shares its tensor's data. Of an `.npz`, only the entries asked for are inflated (every
 //! entry when no names are given), each after its `.npy` header was read and checked
 //! against the entry's stated size, and at most [`MAX_TENSOR_BYTES`]; `.npy` headers
 //! are at most 64 KiB (checked before `npyz` sees them).
@@ -53,9 +57,10 @@ mod tensor;
 pub use error::{Error, Place, Result};
 pub use listing::list_tensors;
 pub use read::{
-    read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes, read_weights_file, Reader,
+    read_bounded, read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes,
+    read_weights_file, Reader,
 };
-pub use tensor::{Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_TENSOR_BYTES};
+pub use tensor::{Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES, MAX_TENSOR_BYTES};
 
 #[cfg(test)]
 mod tests;

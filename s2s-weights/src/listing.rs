@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use crate::archive;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::onnx::{self, Origin};
-use crate::read::{model_folder, read_weights_in};
+use crate::read::{model_folder, read_weights_bytes_of, read_weights_in};
 use crate::safetensors::{self, is_safetensors};
 use crate::tensor::Listing;
 
@@ -30,7 +30,7 @@ fn slot_name(op: &str, slot: usize) -> Option<&'static str> {
 /// stored element type; the other formats list the float tensors `s2s import` reads,
 /// as it reads them (`f32`).
 pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
-    let bytes = std::fs::read(path).map_err(Error::io(path))?;
+    let bytes = read_weights_bytes_of(path)?;
     let origin = path.display().to_string();
     if is_safetensors(&bytes) {
         return list_safetensors(&bytes, &origin);

@@ -6,6 +6,7 @@
 //! written by Python 2 (`(32L, 192L)`) are refused: npyz parses Python 3 literals only.
 
 use std::io::Cursor;
+use std::sync::Arc;
 
 use half::f16;
 use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar};
@@ -131,10 +132,29 @@ const MAX_NESTING: usize = 4;
 /// `pest`) whose time grows exponentially with the nesting, so a 508-byte header of
 /// nested tuples took over 30 s (found by the `npz` fuzz target;
 /// `fuzz/regressions/npz/nested-shape-timeout.npz`).
+///
+/// The brackets are counted on the header's tokens: the inside of a quoted string
+/// (`'...'` or `"..."`, with backslash escapes) is skipped, as Python reads it, so that
+/// a `)` in a string does not close a tuple (`'k': (')', (')', ...` of 26 levels ran past
+/// 30 s behind a count of every byte; issue 30).
 fn check_nesting(header: &[u8]) -> Result<(), Problem> {
     let mut depth = 0usize;
+    // The quote of the string the scan is in, and whether the last byte escaped.
+    let mut quote: Option<u8> = None;
+    let mut escaped = false;
     for &b in header {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == q {
+                quote = None;
+            }
+            continue;
+        }
         match b {
+            b'\'' | b'"' => quote = Some(b),
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -160,7 +180,9 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<Header, Problem> {
             bytes.len()
         )));
     }
-    check_nesting(&bytes[..start])?;
+    // The dictionary alone: the length field before it may hold a quote's byte.
+    let dict = if bytes[6] == 1 { 10 } else { 12 };
+    check_nesting(&bytes[dict.min(start)..start])?;
     let mut cursor = Cursor::new(&bytes[..start]);
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| {
         // npyz's syntax errors span several lines: keep them on one.
@@ -250,7 +272,7 @@ pub(crate) fn add_npy(w: &mut Weights, name: &str, read: Npy) {
         Npy::Float(array) => w.tensors.push(Tensor {
             name: name.to_string(),
             shape: array.shape,
-            data: array.data,
+            data: Arc::new(array.data),
         }),
         Npy::Other(dtype) => w.skipped.push((name.to_string(), dtype)),
     }
@@ -461,6 +483,39 @@ pub(crate) mod tests {
         // A plain header is still read.
         let ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }";
         assert!(read_header(&build_npy_from_header(ok, &[0; 4])).is_ok());
+    }
+
+    #[test]
+    fn brackets_in_strings_neither_open_nor_close() {
+        // Issue 30: a `)` inside a string closed nothing, a count of bytes saw depth 1.
+        let mut dict =
+            String::from("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'k': ");
+        dict.push_str(&"(')', ".repeat(26));
+        dict.push_str(&")".repeat(26));
+        dict.push_str(", }");
+        let e = read_header(&build_npy_from_header(&dict, &[0; 4])).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("bad header: brackets nested more than 4 deep")
+        );
+        // Escaped quotes stay inside their string; brackets in strings cost nothing.
+        assert!(check_nesting(br#"{'a': '\'((((((', "(((((((\"", 'b': (1, 2)}"#).is_ok());
+        assert!(check_nesting(br#"{'a': '\'', 'b': (((((1,),),),),)}"#).is_err());
+        // The length field before the dictionary is not text: a quote's byte there
+        // (0x27, a header of 0x127 bytes) opens no string.
+        let mut dict = String::from("{'descr': '<f4', 'shape': ((((((1,),),),),),), ");
+        while dict.len() < 0x126 {
+            dict.push(' ');
+        }
+        dict.push('\n');
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&[1, 0, 0x27, 0x01]);
+        bytes.extend_from_slice(dict.as_bytes());
+        let e = read_header(&bytes).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("bad header: brackets nested more than 4 deep")
+        );
     }
 
     #[test]

@@ -32,10 +32,11 @@ mod proto;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::convert::{decode, ByteOrder, FloatKind};
 use crate::error::{Error, Place, Problem, Result};
-use crate::tensor::{Tensor, Weights};
+use crate::tensor::{Tensor, Weights, MAX_TENSOR_BYTES};
 use external::read_external;
 use graph::parse;
 pub(crate) use graph::Origin;
@@ -91,23 +92,22 @@ fn shape_of(t: &TensorProto) -> Result<Vec<usize>, Problem> {
 
 /// Reads every float tensor (initializers, constants, their `Identity` aliases).
 /// External data files are looked up in `folder` (the model's own folder); without one
-/// (bytes from memory) a tensor with external data is an error.
+/// (bytes from memory) a tensor with external data is an error. An alias shares its
+/// root's data (one `Arc`), however many aliases a tensor has.
 pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Result<Weights> {
     let parsed = parse(bytes, origin)?;
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    // Aliases are copies of their source once it is read (its errors name it).
-    let mut aliases = Vec::new();
+    // Roots by name, for their aliases.
+    let mut read: BTreeMap<&str, Arc<Vec<f32>>> = BTreeMap::new();
+    let mut skipped_roots: BTreeMap<&str, String> = BTreeMap::new();
     for (name, (t, from)) in &parsed.tensors {
-        if let Origin::Identity(_, source) = from {
-            aliases.push((name, source));
-            continue;
-        }
         let fail = |m: Problem| Error::onnx(origin, Place::Tensor(name.clone()), m.0);
         let kind = match kind_of(t.data_type) {
             Kind::Float(kind) => kind,
             Kind::Skip => {
                 skipped.push((name.clone(), dtype_name(t.data_type)));
+                skipped_roots.insert(name, dtype_name(t.data_type));
                 continue;
             }
             Kind::Unsupported => {
@@ -124,8 +124,15 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
             .ok_or_else(|| fail(Problem(format!("shape {shape:?} is too large"))))?;
         let size = count
             .checked_mul(kind.size())
-            .ok_or_else(|| fail(Problem(format!("shape {shape:?} is too large"))))?;
-        let data = match from {
+            .filter(|&size| size as u64 <= MAX_TENSOR_BYTES)
+            .ok_or_else(|| {
+                fail(Problem(format!(
+                    "shape {shape:?} of {} is {} bytes, more than the largest tensor read ({MAX_TENSOR_BYTES} bytes)",
+                    dtype_name(t.data_type),
+                    (count as u128) * (kind.size() as u128)
+                )))
+            })?;
+        let data = Arc::new(match from {
             Origin::External(location, offset) => {
                 let folder = folder.ok_or_else(|| {
                     fail(Problem(format!(
@@ -136,23 +143,26 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
                 decode(&raw, kind, ByteOrder::Little)
             }
             _ => typed_data(t, kind, count, size).map_err(fail)?,
-        };
+        });
+        read.insert(name, Arc::clone(&data));
         out.push(Tensor {
             name: name.clone(),
             shape,
             data,
         });
     }
-    for (name, source) in aliases {
-        if let Some(t) = out.iter().find(|t| &t.name == source) {
-            let alias = Tensor {
+    for (name, alias) in &parsed.aliases {
+        let root = alias.root.as_str();
+        if let Some(data) = read.get(root) {
+            let (t, _) = &parsed.tensors[root];
+            out.push(Tensor {
                 name: name.clone(),
-                ..t.clone()
-            };
-            out.push(alias);
-        } else if let Some((_, dtype)) = skipped.iter().find(|(n, _)| n == source) {
-            let dtype = dtype.clone();
-            skipped.push((name.clone(), dtype));
+                shape: shape_of(t)
+                    .map_err(|m| Error::onnx(origin, Place::Tensor(root.into()), m.0))?,
+                data: Arc::clone(data),
+            });
+        } else if let Some(dtype) = skipped_roots.get(root) {
+            skipped.push((name.clone(), dtype.clone()));
         }
     }
     Ok(Weights {
@@ -211,7 +221,12 @@ fn typed_data(
 /// sorted by name, and a one-line summary of the model. Data is not read.
 pub(crate) fn list_onnx(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listed>)> {
     let parsed = parse(bytes, origin)?;
-    let names: BTreeSet<&str> = parsed.tensors.keys().map(String::as_str).collect();
+    let names: BTreeSet<&str> = parsed
+        .tensors
+        .keys()
+        .chain(parsed.aliases.keys())
+        .map(String::as_str)
+        .collect();
     let mut consumers: BTreeMap<&str, Vec<Consumer>> = BTreeMap::new();
     for node in &parsed.nodes {
         for (slot, input) in node.input.iter().enumerate() {
@@ -237,6 +252,19 @@ pub(crate) fn list_onnx(bytes: &[u8], origin: &str) -> Result<(String, Vec<Liste
             consumers: consumers.remove(name.as_str()).unwrap_or_default(),
         });
     }
+    for (name, alias) in &parsed.aliases {
+        let (t, _) = &parsed.tensors[&alias.root];
+        let shape =
+            shape_of(t).map_err(|m| Error::onnx(origin, Place::Tensor(alias.root.clone()), m.0))?;
+        listed.push(Listed {
+            name: name.clone(),
+            shape,
+            dtype: dtype_name(t.data_type),
+            origin: Origin::Identity(alias.node.clone(), alias.root.clone()),
+            consumers: consumers.remove(name.as_str()).unwrap_or_default(),
+        });
+    }
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((parsed.summary, listed))
 }
 

@@ -2,10 +2,11 @@
 //! for the fuzz targets), the results sorted by name and checked for repeated names.
 
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::tensor::{Tensor, Weights};
+use crate::tensor::{Tensor, Weights, MAX_FILE_BYTES};
 use crate::{archive, hdf5, npy, onnx, safetensors};
 
 /// Reads every float tensor of a weights file, choosing the reader by content (magic
@@ -20,13 +21,76 @@ pub fn read_weights(path: &Path) -> Result<Vec<Tensor>> {
 /// [`read_weights`] of the tensors named in `wanted` (all when `None`; a name that is
 /// not in the file is no error here), with the tensors that are not floats named.
 pub fn read_weights_file(path: &Path, wanted: Option<&BTreeSet<String>>) -> Result<Weights> {
-    let bytes = std::fs::read(path).map_err(Error::io(path))?;
+    let bytes = read_weights_bytes_of(path)?;
     read_weights_in(
         &bytes,
         &path.display().to_string(),
         Some(&model_folder(path)),
         wanted,
     )
+}
+
+/// The bytes of the weights file at `path`: a regular file (a FIFO, a device or a
+/// directory is refused before it is opened) of at most [`MAX_FILE_BYTES`].
+pub(crate) fn read_weights_bytes_of(path: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(Error::io(path))?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            file: path.display().to_string(),
+            message: format!(
+                "not a regular file ({}): a weights file is read from a file",
+                file_kind(&meta.file_type())
+            ),
+        });
+    }
+    read_bounded(path, MAX_FILE_BYTES)
+}
+
+/// The bytes of the file at `path`, at most `max` of them: the one bounded read of
+/// the files a user names (weights, and host-tools' configurations). A regular file
+/// larger than `max` is refused by its size before it is opened; whatever it is (a
+/// FIFO, a device, a file that grows), the read stops at `max + 1` bytes, which is an
+/// error: `/dev/zero` or an endless pipe costs `max` bytes, not all memory.
+pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
+    let too_large = |len: String| Error::Input {
+        file: path.display().to_string(),
+        message: format!("{len} bytes, more than the largest file read ({max} bytes)"),
+    };
+    let meta = std::fs::metadata(path).map_err(Error::io(path))?;
+    if meta.is_file() && meta.len() > max {
+        return Err(too_large(meta.len().to_string()));
+    }
+    let file = std::fs::File::open(path).map_err(Error::io(path))?;
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        usize::try_from(meta.len()).unwrap_or(0)
+    } else {
+        0
+    });
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Error::io(path))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(format!("at least {}", bytes.len())));
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, for errors: `a FIFO`, `a directory`...
+pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// The folder a weights file is in (`.` for a bare file name).

@@ -8,6 +8,8 @@
 //! complex tensors are named with their dtype, not read; the 4/6/8-bit float formats
 //! are rejected as unsupported.
 
+use std::sync::Arc;
+
 use ::safetensors::{Dtype, SafeTensors};
 
 use crate::convert::{decode, ByteOrder, FloatKind};
@@ -63,7 +65,7 @@ pub(crate) fn read_safetensors(bytes: &[u8], origin: &str) -> Result<Weights> {
         }
         w.tensors.push(Tensor {
             shape: view.shape().to_vec(),
-            data: decode(data, kind, ByteOrder::Little),
+            data: Arc::new(decode(data, kind, ByteOrder::Little)),
             name,
         });
     }

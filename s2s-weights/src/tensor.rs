@@ -1,6 +1,8 @@
 //! What the readers return: named float tensors, a file's weights (with the tensors
 //! that are not floats named), a listing's entry, and the bounds of a read.
 
+use std::sync::Arc;
+
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -8,8 +10,9 @@ pub struct Tensor {
     pub name: String,
     /// Dimensions, outermost first; empty for a scalar.
     pub shape: Vec<usize>,
-    /// The elements in row-major order; `shape.iter().product()` of them.
-    pub data: Vec<f32>,
+    /// The elements in row-major order; `shape.iter().product()` of them. Shared, not
+    /// copied, between a tensor and its aliases (ONNX `Identity` outputs).
+    pub data: Arc<Vec<f32>>,
 }
 
 /// What a weights file holds.
@@ -24,6 +27,11 @@ pub struct Weights {
 /// The largest tensor read from a weights file, in stored bytes: 1 GiB (twice the
 /// f32 bytes of the largest model file, for f64 tensors, with room to spare).
 pub const MAX_TENSOR_BYTES: u64 = 1 << 30;
+
+/// The largest weights file read, in bytes: 4 GiB (four of the largest tensor). Only
+/// regular files are read as weights; their size is checked before they are opened and
+/// the read stops one byte past it, should the file grow.
+pub const MAX_FILE_BYTES: u64 = 4 * MAX_TENSOR_BYTES;
 
 /// The zip entry Keras 3 stores its weights in, inside a `.keras` archive.
 pub const KERAS_WEIGHTS_ENTRY: &str = "model.weights.h5";

@@ -47,12 +47,12 @@ fn reads_npz_sorted_and_skips_integers() {
             Tensor {
                 name: "layer/b".into(),
                 shape: vec![2],
-                data: vec![0.125, 3.0],
+                data: vec![0.125, 3.0].into(),
             },
             Tensor {
                 name: "w".into(),
                 shape: vec![2, 2],
-                data: vec![1.0, -2.0, 0.5, 4.0],
+                data: vec![1.0, -2.0, 0.5, 4.0].into(),
             },
         ]
     );
@@ -180,7 +180,7 @@ fn reads_safetensors_and_lone_npy_by_content() {
     // The extension is deliberately wrong: detection is by content.
     let tensors = read_weights_bytes(&file, "weights.bin").expect("safetensors");
     assert_eq!(tensors[0].name, "bias");
-    assert_eq!(tensors[0].data, [0.5, 1.5]);
+    assert_eq!(*tensors[0].data, [0.5, 1.5]);
 
     let npy = build_npy("<f4", false, &[2], &raw);
     let tensors = read_weights_bytes(&npy, "dir/emb.npy").expect("npy");
@@ -227,4 +227,39 @@ fn every_truncated_npz_is_rejected_without_panic() {
             "truncated to {len}"
         );
     }
+}
+
+#[test]
+fn files_are_read_within_their_bound_and_weights_from_regular_files_only() {
+    // Issue 30, finding 3: /dev/zero or a FIFO was read until allocation failed.
+    let e = read_weights(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: not a regular file (a character device): a weights file is read from a file"
+    );
+    let e = list_tensors(std::path::Path::new("/"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("/: not a regular file (a directory)"), "{e}");
+    // A stream stops one byte past the bound; a regular file is refused by its size.
+    let e = read_bounded(std::path::Path::new("/dev/zero"), 1000)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "/dev/zero: at least 1001 bytes, more than the largest file read (1000 bytes)"
+    );
+    let dir = std::env::temp_dir().join(format!("s2s-weights-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("w.bin");
+    std::fs::write(&file, [7u8; 1001]).unwrap();
+    let e = read_bounded(&file, 1000).unwrap_err().to_string();
+    assert!(
+        e.ends_with("w.bin: 1001 bytes, more than the largest file read (1000 bytes)"),
+        "{e}"
+    );
+    assert_eq!(read_bounded(&file, 1001).unwrap().len(), 1001);
+    let _ = std::fs::remove_dir_all(&dir);
 }

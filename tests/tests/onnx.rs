@@ -189,7 +189,7 @@ fn onnx_tensor(files: &[WeightFile], name: &str) -> (Vec<usize>, Vec<f32>) {
         .flat_map(|f| &f.tensors)
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("{name} in the fixture"));
-    (t.shape.clone(), t.data.clone())
+    (t.shape.clone(), t.data.to_vec())
 }
 
 /// Rows `rows` (each `cols` long) of a row-major matrix, concatenated.

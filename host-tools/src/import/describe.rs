@@ -13,11 +13,13 @@ use seq2seq::desc::{
 
 use crate::error::{Error, Place, Result};
 use crate::import::config::{Config, MaskName, OrderingName, ScoreName, SplitName};
+use crate::io::{read_text_bounded, MAX_CONFIG_BYTES};
 
 impl Config {
-    /// Reads and parses a configuration file; errors name the file and position.
+    /// Reads and parses a configuration file (at most [`MAX_CONFIG_BYTES`]); errors
+    /// name the file and position.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(Error::io(path))?;
+        let text = read_text_bounded(path, MAX_CONFIG_BYTES)?;
         Self::parse(&text, path)
     }
 

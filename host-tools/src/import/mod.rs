@@ -448,7 +448,7 @@ mod tests {
                 .map(|(name, shape, data)| Tensor {
                     name: name.to_string(),
                     shape: shape.to_vec(),
-                    data: data.to_vec(),
+                    data: data.to_vec().into(),
                 })
                 .collect(),
             skipped: Vec::new(),

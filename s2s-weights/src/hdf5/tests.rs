@@ -29,7 +29,7 @@ fn expect(name: &str, shape: &[usize], data: Vec<f32>) -> Tensor {
     Tensor {
         name: name.to_string(),
         shape: shape.to_vec(),
-        data,
+        data: data.into(),
     }
 }
 

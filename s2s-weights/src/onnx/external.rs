@@ -1,5 +1,6 @@
 //! External data of ONNX tensors (`data_location = EXTERNAL`): the bytes of a tensor
-//! read from a file beside the model, confined to the model's folder.
+//! read from a file beside the model, confined to the model's folder: a regular file,
+//! whose size is checked against the tensor's place in it before anything is read.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
@@ -53,21 +54,33 @@ pub(crate) fn read_external(
             )));
         }
     }
-    let mut file =
-        std::fs::File::open(&real).map_err(|e| format!("external data file {shown}: {e}"))?;
-    let file_len = file
-        .metadata()
-        .map_err(|e| format!("external data file {shown}: {e}"))?
-        .len();
+    // The file's type and size before it is opened: a FIFO would block the open and
+    // feed endless bytes, a device too, and a directory cannot be read.
+    let meta = std::fs::metadata(&real).map_err(|e| format!("external data file {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(Problem(format!(
+            "external data file {shown} is not a regular file ({})",
+            crate::read::file_kind(&meta.file_type())
+        )));
+    }
+    let file_len = meta.len();
     let end = offset.checked_add(size as u64);
     if end.is_none_or(|end| end > file_len) {
         return Err(Problem(format!(
             "external data file {shown} has {file_len} bytes, the tensor needs {size} at offset {offset}"
         )));
     }
-    let mut raw = vec![0u8; size];
+    let mut file =
+        std::fs::File::open(&real).map_err(|e| format!("external data file {shown}: {e}"))?;
+    let mut raw = Vec::with_capacity(size);
     file.seek(SeekFrom::Start(offset))
-        .and_then(|_| file.read_exact(&mut raw))
+        .and_then(|_| file.take(size as u64).read_to_end(&mut raw))
         .map_err(|e| format!("external data file {shown}: {e}"))?;
+    if raw.len() != size {
+        return Err(Problem(format!(
+            "external data file {shown} ended after {} of the tensor's {size} bytes at offset {offset}",
+            raw.len()
+        )));
+    }
     Ok(raw)
 }

@@ -184,7 +184,7 @@ fn external_data_is_read_from_the_model_folder_only() {
     std::fs::write(dir.join("w.data"), &data).unwrap();
     let tensors = read_weights(&model).expect("reads with its data");
     let ext = tensors.iter().find(|t| t.name == "ext").expect("ext");
-    assert_eq!(ext.data, [9.0, -9.0]);
+    assert_eq!(*ext.data, [9.0, -9.0]);
     // From memory there is no folder to look in.
     let e = read_weights_bytes(&sample(true), "m.onnx")
         .unwrap_err()
@@ -336,7 +336,7 @@ fn reads_the_fixtures_initializers_externals_and_identity() {
         read_weights(&fixture(path))
             .expect("fixture reads")
             .into_iter()
-            .map(|t| (t.name, (t.shape, t.data)))
+            .map(|t| (t.name, (t.shape, t.data.to_vec())))
             .collect()
     };
     let enc = shapes("gru/encoder.onnx");
@@ -374,4 +374,127 @@ fn reads_the_fixtures_initializers_externals_and_identity() {
         "{}",
         c.attributes
     );
+}
+
+/// A graph of one initializer `w` of `values` and the given nodes.
+fn graph_of(values: &[f32], nodes: Vec<NodeProto>) -> Vec<u8> {
+    let mut w = tensor("w", &[values.len() as i64], 1);
+    w.raw_data = f32_raw(values);
+    ModelProto {
+        ir_version: 8,
+        graph: Some(GraphProto {
+            name: "g".into(),
+            initializer: vec![w],
+            node: nodes,
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn identity_chains_resolve_once_and_aliases_share_their_data() {
+    // Issue 30: a chain of n `Identity` nodes was walked from every node (n² steps:
+    // 18 s for 5,000), and every alias copied its source's data.
+    let n = 20_000;
+    let nodes = (1..=n)
+        .map(|i| {
+            let input = if i == 1 {
+                "w".into()
+            } else {
+                format!("a{}", i - 1)
+            };
+            node("Identity", &format!("n{i}"), &[&input], &[&format!("a{i}")])
+        })
+        .collect();
+    let bytes = graph_of(&[1.0, 2.0], nodes);
+    let parsed = parse(&bytes, "chain.onnx").expect("parses");
+    assert_eq!(parsed.aliases.len(), n);
+    assert!(parsed.aliases.values().all(|a| a.root == "w"));
+    let last = &parsed.aliases[&format!("a{n}")];
+    assert_eq!(last.node, format!("n{n}"));
+    let w = read_onnx(&bytes, "chain.onnx", None).expect("reads");
+    assert_eq!(w.tensors.len(), n + 1);
+    let root = w.tensors.iter().find(|t| t.name == "w").unwrap();
+    assert!(w
+        .tensors
+        .iter()
+        .all(|t| Arc::ptr_eq(&t.data, &root.data) && t.shape == [2]));
+    let (_, listed) = list_onnx(&bytes, "chain.onnx").expect("lists");
+    assert_eq!(listed.len(), n + 1);
+    assert!(listed.windows(2).all(|p| p[0].name < p[1].name));
+    // A cycle, and a chain from a computed value, stay unresolved; a branch off the
+    // chain resolves to the same root.
+    let nodes = vec![
+        node("Identity", "c1", &["c2"], &["c1"]),
+        node("Identity", "c2", &["c1"], &["c2"]),
+        node("Identity", "k", &["y"], &["k"]),
+        node("Identity", "b1", &["w"], &["b1"]),
+        node("Identity", "b2", &["b1"], &["b2"]),
+        node("Identity", "b3", &["b1"], &["b3"]),
+    ];
+    let parsed = parse(&graph_of(&[1.0], nodes), "m.onnx").expect("parses");
+    let names: Vec<(&str, &str)> = parsed
+        .aliases
+        .iter()
+        .map(|(name, a)| (name.as_str(), a.root.as_str()))
+        .collect();
+    assert_eq!(names, [("b1", "w"), ("b2", "w"), ("b3", "w")]);
+}
+
+#[cfg(unix)]
+#[test]
+fn external_data_must_be_a_regular_file_and_a_readable_size() {
+    let dir = temp_dir("external-hostile");
+    let model = dir.join("m.onnx");
+    let with_data = |dims: &[i64], location: &str, length: u64| {
+        let mut ext = tensor("ext", dims, 1);
+        ext.data_location = EXTERNAL;
+        ext.external_data = [
+            ("location", location.to_string()),
+            ("length", length.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| StringStringEntryProto {
+            key: k.to_string(),
+            value: v,
+        })
+        .collect();
+        ModelProto {
+            ir_version: 8,
+            graph: Some(GraphProto {
+                initializer: vec![ext],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    // A FIFO is refused before it is opened (an open would wait for a writer).
+    let fifo = dir.join("w.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(&model, with_data(&[2], "w.fifo", 8)).unwrap();
+    let e = read_weights(&model).unwrap_err().to_string();
+    assert!(e.contains("w.fifo is not a regular file (a FIFO)"), "{e}");
+    // So is a directory.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(&model, with_data(&[2], "sub", 8)).unwrap();
+    let e = read_weights(&model).unwrap_err().to_string();
+    assert!(e.contains("sub is not a regular file (a directory)"), "{e}");
+    // A tensor larger than any read, before its (sparse) file is touched.
+    std::fs::File::create(dir.join("big.data"))
+        .unwrap()
+        .set_len(6 << 30)
+        .unwrap();
+    std::fs::write(&model, with_data(&[(6 << 30) / 4], "big.data", 6 << 30)).unwrap();
+    let e = read_weights(&model).unwrap_err().to_string();
+    assert!(
+        e.contains("tensor ext: shape [1610612736] of float32 is 6442450944 bytes, more than the largest tensor read"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
