@@ -23,13 +23,16 @@ impl<P: Precision> Clone for GateLayers<'_, P> {
 impl<P: Precision> Copy for GateLayers<'_, P> {}
 
 impl<'a, P: Precision> GateLayers<'a, P> {
-    /// The two layers of a cell with `gates` gates; checks that both have `gates * H`
-    /// rows for `H = w_hh.cols()`, and that the recurrent layer reads one part.
-    pub(crate) fn new(
+    /// Checks the two layers of a cell with `gates` gates: both have `gates * H` rows
+    /// for `H = w_hh.cols()`, and the recurrent layer reads one part. (A check rather
+    /// than a constructor: returning the layers through a `Result` made the minimal
+    /// micro:bit build 544 bytes larger.)
+    #[inline(always)]
+    pub(crate) fn check(
         gates: usize,
-        w_ih: Linear<'a, P>,
-        w_hh: Linear<'a, P>,
-    ) -> Result<Self, Error> {
+        w_ih: &Linear<'a, P>,
+        w_hh: &Linear<'a, P>,
+    ) -> Result<(), Error> {
         let h = w_hh.cols();
         if h == 0 || w_hh.rows() != gates * h || w_ih.rows() != gates * h || w_hh.parts() != 1 {
             return Err(Error::GateRows {
@@ -39,7 +42,7 @@ impl<'a, P: Precision> GateLayers<'a, P> {
                 hidden: h,
             });
         }
-        Ok(GateLayers { w_ih, w_hh })
+        Ok(())
     }
 
     /// Hidden size `H`.

@@ -89,8 +89,9 @@ impl<P: Precision> GateFn<P> for Recurrent {
 impl<'a, P: Precision> GruCell<'a, P> {
     /// A cell from its two layers; checks that they have `3H` rows for `H = w_hh.cols()`.
     pub fn new(w_ih: Linear<'a, P>, w_hh: Linear<'a, P>, mode: ResetMode) -> Result<Self, Error> {
+        GateLayers::check(3, &w_ih, &w_hh)?;
         Ok(GruCell {
-            layers: GateLayers::new(3, w_ih, w_hh)?,
+            layers: GateLayers { w_ih, w_hh },
             mode,
             rec: Recurrent::Sigmoid,
         })

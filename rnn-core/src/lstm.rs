@@ -57,12 +57,12 @@ impl<'a, P: Precision> LstmCell<'a, P> {
         rec: Recurrent,
         cell_fmt: Fmt,
     ) -> Result<Self, Error> {
-        let layers = GateLayers::new(4, w_ih, w_hh)?;
+        GateLayers::check(4, &w_ih, &w_hh)?;
         if !(0..=15).contains(&cell_fmt.frac) {
             return Err(Error::CellFormat(cell_fmt.frac));
         }
         Ok(LstmCell {
-            layers,
+            layers: GateLayers { w_ih, w_hh },
             rec,
             cell_fmt,
         })
