@@ -168,6 +168,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             nbest,
         } => {
             let beam = beam_options(&beam)?;
+            host_tools::io::distinct_outputs(&[
+                ("the decoded lines", Some(std::path::Path::new("-"))),
+                ("--attention", attention.as_deref()),
+            ])?;
             let options = model::run::RunOptions {
                 tsv,
                 attention: attention.as_deref(),
@@ -192,6 +196,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             plot,
             beam,
         } => {
+            host_tools::io::distinct_outputs(&[
+                ("the report", Some(std::path::Path::new("-"))),
+                ("--json", json.as_deref()),
+                ("--plot", plot.as_deref()),
+            ])?;
             let options = eval::EvalOptions {
                 bucket_width,
                 json,

@@ -198,6 +198,11 @@ pub fn train_file(
         .log
         .clone()
         .unwrap_or_else(|| output.with_extension("csv"));
+    crate::io::distinct_outputs(&[
+        ("--output", Some(output)),
+        ("--log", Some(&log)),
+        ("--report", opt.report.as_deref()),
+    ])?;
     let mut cfg = Config::load(config)?;
     if !cfg.weights.is_empty() {
         return Err(cfg.error(
