@@ -104,6 +104,22 @@ fn beam_width(width: usize) -> Result<()> {
 }
 
 fn run(cmd: Cmd) -> Result<ExitCode> {
+    // `s2s boot` prints the UART from a thread of its own: standard output must not be
+    // locked here while it runs, or that thread waits for ever (issue 30, finding 7).
+    let cmd = match cmd {
+        Cmd::Boot {
+            elf,
+            board,
+            model,
+            timeout,
+        } => {
+            let model = model.or_else(|| std::env::var_os("S2S_MODEL").map(PathBuf::from));
+            let timeout = Duration::from_secs(timeout);
+            let code = device::boot_command(&elf, board.as_deref(), model.as_deref(), timeout)?;
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
+        cmd => cmd,
+    };
     let stdout = &mut std::io::stdout().lock();
     match cmd {
         Cmd::Import {
@@ -332,17 +348,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             return serial(&model, check.input.as_deref(), options, stdout);
         }
-        Cmd::Boot {
-            elf,
-            board,
-            model,
-            timeout,
-        } => {
-            let model = model.or_else(|| std::env::var_os("S2S_MODEL").map(PathBuf::from));
-            let timeout = Duration::from_secs(timeout);
-            let code = device::boot_command(&elf, board.as_deref(), model.as_deref(), timeout)?;
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
-        }
+        Cmd::Boot { .. } => unreachable!("s2s boot ran above, without the stdout lock"),
     }
     stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
     Ok(ExitCode::SUCCESS)
