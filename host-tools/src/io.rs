@@ -50,6 +50,32 @@ pub use crate::error::STDOUT_NAME;
 /// the link stays a link. Anything else that exists (a FIFO, `/dev/stdout`, a terminal)
 /// is opened and written through, never replaced. Errors name the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result {
+    // A descriptor of this process (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`):
+    // written through in order with what else goes there, never replaced by a rename
+    // (which would drop what the stream got before) nor resolved to a pipe's name.
+    match own_descriptor(path) {
+        Some(1) => {
+            let mut out = std::io::stdout().lock();
+            return out
+                .write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(Error::io(path));
+        }
+        Some(2) => {
+            return std::io::stderr()
+                .lock()
+                .write_all(bytes)
+                .map_err(Error::io(path))
+        }
+        Some(_) => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
+                .map_err(Error::io(path))
+        }
+        None => {}
+    }
     let target = follow_links(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if m.is_dir() => Err(Error::io(path)(std::io::Error::new(
@@ -62,6 +88,110 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result {
             .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
             .map_err(Error::io(path)),
         _ => replace_file(&target, bytes).map_err(Error::io(path)),
+    }
+}
+
+/// The descriptor of this process that `path` names, through its links:
+/// `/dev/stdout` (1), `/dev/stderr` (2), `/dev/stdin` (0), `/dev/fd/N`,
+/// `/proc/self/fd/N` and `/proc/<this process>/fd/N`.
+pub fn own_descriptor(path: &Path) -> Option<u32> {
+    let pid = std::process::id().to_string();
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let named = match p.to_str()? {
+            "/dev/stdin" => Some(0),
+            "/dev/stdout" => Some(1),
+            "/dev/stderr" => Some(2),
+            _ => None,
+        };
+        if named.is_some() {
+            return named;
+        }
+        let parent = p.parent()?.to_str()?;
+        let own = parent == "/dev/fd"
+            || parent == "/proc/self/fd"
+            || parent == format!("/proc/{pid}/fd")
+            || parent == "/proc/thread-self/fd";
+        if own {
+            return p.file_name()?.to_str()?.parse().ok();
+        }
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&p).ok()?;
+                p = if link.is_relative() {
+                    p.parent()?.join(link)
+                } else {
+                    link
+                };
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// What a file is, to tell whether two outputs are one: its device and inode when it
+/// exists, else its canonical folder and name.
+#[derive(Debug, PartialEq, Eq)]
+enum FileId {
+    Node(u64, u64),
+    Path(PathBuf),
+}
+
+/// The [`FileId`] of an output (`-` is standard output); `None` for a character device
+/// (`/dev/null`, a terminal), which two outputs may share without losing anything.
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let path = if path == Path::new("-") {
+        Path::new("/dev/stdout")
+    } else {
+        path
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_char_device() => None,
+        Ok(m) => Some(FileId::Node(m.dev(), m.ino())),
+        Err(_) => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            Some(FileId::Path(dir.join(path.file_name()?)))
+        }
+    }
+}
+
+/// Refuses two outputs of one command that are the same file (the same device and
+/// inode, or the same canonical path for files not made yet; `-` and `/dev/stdout` are
+/// standard output): `outputs` are `(option, path)`, e.g. `("--attention", p)` or
+/// `("the decoded lines", "-")`; the error names both. Character devices
+/// (`/dev/null`, a terminal) may be shared.
+pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result {
+    let ids: Vec<(&str, &Path, Option<FileId>)> = outputs
+        .iter()
+        .filter_map(|&(name, p)| p.map(|p| (name, p, file_id(p))))
+        .collect();
+    for (i, (name, path, id)) in ids.iter().enumerate() {
+        let Some(id) = id else { continue };
+        if let Some((first, first_path, _)) =
+            ids[..i].iter().find(|(_, _, o)| o.as_ref() == Some(id))
+        {
+            return Err(Error::usage(format!(
+                "{first} ({}) and {name} ({}) are the same file: one would overwrite the other",
+                display_output(first_path),
+                display_output(path)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An output path in messages (`-` is standard output).
+fn display_output(p: &Path) -> String {
+    if p == Path::new("-") {
+        STDOUT_NAME.into()
+    } else {
+        p.display().to_string()
     }
 }
 

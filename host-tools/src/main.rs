@@ -104,6 +104,22 @@ fn beam_width(width: usize) -> Result<()> {
 }
 
 fn run(cmd: Cmd) -> Result<ExitCode> {
+    // `s2s boot` prints the UART from a thread of its own: standard output must not be
+    // locked here while it runs, or that thread waits for ever (issue 30, finding 7).
+    let cmd = match cmd {
+        Cmd::Boot {
+            elf,
+            board,
+            model,
+            timeout,
+        } => {
+            let model = model.or_else(|| std::env::var_os("S2S_MODEL").map(PathBuf::from));
+            let timeout = Duration::from_secs(timeout);
+            let code = device::boot_command(&elf, board.as_deref(), model.as_deref(), timeout)?;
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
+        cmd => cmd,
+    };
     let stdout = &mut std::io::stdout().lock();
     match cmd {
         Cmd::Import {
@@ -168,6 +184,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             nbest,
         } => {
             let beam = beam_options(&beam)?;
+            host_tools::io::distinct_outputs(&[
+                ("the decoded lines", Some(std::path::Path::new("-"))),
+                ("--attention", attention.as_deref()),
+            ])?;
             let options = model::run::RunOptions {
                 tsv,
                 attention: attention.as_deref(),
@@ -192,6 +212,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             plot,
             beam,
         } => {
+            host_tools::io::distinct_outputs(&[
+                ("the report", Some(std::path::Path::new("-"))),
+                ("--json", json.as_deref()),
+                ("--plot", plot.as_deref()),
+            ])?;
             let options = eval::EvalOptions {
                 bucket_width,
                 json,
@@ -323,17 +348,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             return serial(&model, check.input.as_deref(), options, stdout);
         }
-        Cmd::Boot {
-            elf,
-            board,
-            model,
-            timeout,
-        } => {
-            let model = model.or_else(|| std::env::var_os("S2S_MODEL").map(PathBuf::from));
-            let timeout = Duration::from_secs(timeout);
-            let code = device::boot_command(&elf, board.as_deref(), model.as_deref(), timeout)?;
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
-        }
+        Cmd::Boot { .. } => unreachable!("s2s boot ran above, without the stdout lock"),
     }
     stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
     Ok(ExitCode::SUCCESS)

@@ -28,7 +28,11 @@ pub type Rows = (Vec<(usize, String)>, Vec<Error>);
 /// are not text (each names `file:line`; the other lines are kept). `#` lines are
 /// comments and blank lines are skipped; both count in the line numbers.
 pub fn data_rows(path: &Path) -> Result<Rows> {
-    let mut input = LineReader::open(Some(path))?;
+    rows_of(LineReader::open(Some(path))?)
+}
+
+/// [`data_rows`] of lines already opened.
+pub fn rows_of(mut input: LineReader) -> Result<Rows> {
     let (mut rows, mut errors) = (Vec::new(), Vec::new());
     while let Some(line) = input.next_line()? {
         match line.text {
@@ -43,7 +47,14 @@ pub fn data_rows(path: &Path) -> Result<Rows> {
 /// The `source<TAB>target` pairs of a data file, and the errors of its lines that are
 /// not such a pair (each names `file:line`; the other lines are kept).
 pub fn read_pairs_each(path: &Path) -> Result<(Vec<Pair>, Vec<Error>)> {
-    let (rows, mut errors) = data_rows(path)?;
+    pairs_of(LineReader::open(Some(path))?)
+}
+
+/// [`read_pairs_each`] of lines already opened (a file, standard input, bytes in
+/// memory); errors name the reader's name.
+pub fn pairs_of(input: LineReader) -> Result<(Vec<Pair>, Vec<Error>)> {
+    let name = input.name().to_string();
+    let (rows, mut errors) = rows_of(input)?;
     let mut pairs = Vec::new();
     for (line, row) in rows {
         match row.split_once('\t') {
@@ -53,7 +64,7 @@ pub fn read_pairs_each(path: &Path) -> Result<(Vec<Pair>, Vec<Error>)> {
                 target: t.to_string(),
             }),
             None => errors.push(Error::invalid(
-                path.display(),
+                &name,
                 Place::Line(line),
                 "expected source<TAB>reference",
             )),
@@ -108,6 +119,37 @@ pub fn generate(task: Task, count: usize, seed: u64) -> Vec<(String, String)> {
     }
 }
 
+/// Most pairs `s2s generate` makes in one command (all files together): about 150 MB
+/// of pairs in memory for the longest task, and as much written.
+pub const MAX_PAIRS: usize = 1_000_000;
+
+/// The total of `counts` (`(option, count)`), checked before anything is generated or
+/// written: each count and their sum at most [`MAX_PAIRS`], and at least one pair.
+pub fn check_counts(counts: &[(&str, usize)]) -> Result<usize> {
+    let mut total = 0usize;
+    for &(name, n) in counts {
+        if n > MAX_PAIRS {
+            return Err(Error::usage(format!(
+                "--{name} {n}: at most {MAX_PAIRS} pairs"
+            )));
+        }
+        total += n;
+    }
+    if total > MAX_PAIRS {
+        let given: Vec<String> = counts.iter().map(|(k, n)| format!("--{k} {n}")).collect();
+        return Err(Error::usage(format!(
+            "{}: {total} pairs in all, at most {MAX_PAIRS}",
+            given.join(" ")
+        )));
+    }
+    if total == 0 {
+        return Err(Error::usage(
+            "--train, --valid and --test are all 0: nothing to generate",
+        ));
+    }
+    Ok(total)
+}
+
 /// `s2s generate`: `counts` pairs of `task` from `seed`, all distinct for dates, split
 /// in order into `DIR/<name>.tsv` (`source<TAB>target`) and `DIR/<name>.txt` (the
 /// sources alone, for `s2s run`, `quantize --calib` and `qemu`), for every `(name,
@@ -118,7 +160,7 @@ pub fn generate_files(
     counts: &[(&str, usize)],
     dir: &Path,
 ) -> Result<Vec<std::path::PathBuf>> {
-    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    let total = check_counts(counts)?;
     let pairs = generate(task, total, seed);
     if pairs.len() < total {
         return Err(Error::usage(format!(

@@ -44,6 +44,14 @@ pub struct State {
 }
 
 impl State {
+    /// The same values without the graph that computed them (no gradient flows back).
+    pub fn detach(&self) -> State {
+        State {
+            h: self.h.detach(),
+            c: self.c.as_ref().map(Tensor::detach),
+        }
+    }
+
     /// Keeps `self` where `keep` (`batch x 1`, 1 = update) is 0 and takes `new` where it
     /// is 1: padded positions leave the state as it was.
     pub fn masked(&self, new: State, keep: &Tensor) -> Result<State> {

@@ -16,6 +16,7 @@ pub mod cell;
 pub mod checkpoint;
 pub mod examples;
 pub mod fit;
+pub mod limits;
 pub mod log;
 pub mod model;
 pub mod params;
@@ -192,15 +193,22 @@ pub fn train_file(
     opt: &TrainOptions,
 ) -> Result<TrainReport> {
     let wall = Instant::now();
+    limits::check_options(opt)?;
+    let log = opt
+        .log
+        .clone()
+        .unwrap_or_else(|| output.with_extension("csv"));
+    crate::io::distinct_outputs(&[
+        ("--output", Some(output)),
+        ("--log", Some(&log)),
+        ("--report", opt.report.as_deref()),
+    ])?;
     let mut cfg = Config::load(config)?;
     if !cfg.weights.is_empty() {
         return Err(cfg.error(
             Place::File,
             "[weights] maps a weights file for `s2s import`; training makes its own weights: remove it",
         ));
-    }
-    if opt.batch == 0 || opt.epochs == 0 {
-        return Err(Error::usage("--batch and --epochs must be at least 1"));
     }
     let pairs = read_pairs(data)?;
     let (train_pairs, valid_pairs, valid_name) = match valid {
@@ -253,6 +261,17 @@ pub fn train_file(
              elsewhere with `s2s import`)",
         ));
     }
+    // Source positions: a character each at most, and the prefix and end tokens.
+    let positions = train_pairs
+        .iter()
+        .chain(&valid_pairs)
+        .map(|p| p.source.chars().count() + 5)
+        .max()
+        .unwrap_or(0)
+        .min(crate::model::HOST_MAX_POSITIONS)
+        .max(desc.src_pad_to);
+    let batch = opt.batch.min(train_pairs.len());
+    limits::check_sizes(&cfg, &desc, batch, positions, limits::machine_memory())?;
     let threads = match opt.threads {
         0 => std::env::var("RAYON_NUM_THREADS")
             .ok()
@@ -272,10 +291,6 @@ pub fn train_file(
             .clone()
             .unwrap_or_else(|| checkpoint::default_dir(output)),
     };
-    let log = opt
-        .log
-        .clone()
-        .unwrap_or_else(|| output.with_extension("csv"));
     let read = |p: &Path| std::fs::read(p).map_err(Error::io(p));
     let settings = format!(
         "{} {} {} {} {} {}",

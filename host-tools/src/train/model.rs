@@ -327,7 +327,10 @@ impl<'a> Model<'a> {
             let e = Self::embed(&dec.emb, &ids)?;
             let gi0 = dec.cells[0].project(&e)?;
             let (next, x, weights) = self.step(&dec, &e, gi0, &states, mem.as_ref())?;
-            states = next;
+            // No gradient flows through a greedy decode: the states are cut from the
+            // previous steps' graph, so that a long decode is no deep chain of tensors
+            // (whose drop would recurse once per step).
+            states = next.iter().map(State::detach).collect();
             let logits: Vec<Vec<f32>> =
                 x.matmul(&dec.out.0)?.broadcast_add(&dec.out.1)?.to_vec2()?;
             let weights: Option<Vec<Vec<f32>>> = match (&weights, keep) {

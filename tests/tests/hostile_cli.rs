@@ -1,0 +1,333 @@
+//! Issue 30, findings 4 to 7: `s2s train` and `s2s generate` refuse what they cannot
+//! do with one line before writing anything (options out of range, a configuration
+//! beyond the machine's memory, a `max_steps` beyond the training bound, counts that
+//! overflow); two outputs of one command that are one file are refused, and
+//! `/dev/stdout` is written through in order, through a pipe too; `s2s boot` prints the
+//! firmware's UART output and ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use s2s_tests::pytorch;
+use s2s_tests::{assert_one_error, assert_only, s2s, s2s_bin, scratch_dir};
+
+/// The PyTorch example's weights and model file, built once.
+fn example() -> &'static (PathBuf, PathBuf) {
+    static EXAMPLE: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    EXAMPLE.get_or_init(|| pytorch::build_model(&scratch_dir("hostile-cli-example")))
+}
+
+/// A small training configuration with `hidden` and `max_steps`.
+fn train_config(hidden: usize, max_steps: usize) -> String {
+    format!(
+        r#"[model]
+name = "t"
+[source]
+split = "chars"
+lowercase = true
+pad = "<pad>"
+unk = "<unk>"
+[target]
+start = "<s>"
+end = "</s>"
+max_steps = {max_steps}
+[encoder]
+embedding = 6
+hidden = {hidden}
+reset = "after"
+[decoder]
+embedding = 5
+hidden = {hidden}
+reset = "after"
+init = "last"
+output = ["state"]
+"#
+    )
+}
+
+/// A folder with `c.toml` (hidden, max_steps) and `d.tsv` (a few pairs).
+fn train_dir(name: &str, hidden: usize, max_steps: usize) -> PathBuf {
+    let dir = scratch_dir(name);
+    std::fs::write(dir.join("c.toml"), train_config(hidden, max_steps)).unwrap();
+    std::fs::write(dir.join("d.tsv"), "abc\tx\nabd\ty\nbcd\tx\n").unwrap();
+    dir
+}
+
+/// `s2s train` in `dir` with `extra` options: what it did and how long it took.
+fn train(dir: &Path, extra: &[&str]) -> (Output, Duration) {
+    let (c, d, o) = (dir.join("c.toml"), dir.join("d.tsv"), dir.join("m.s2s"));
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+        vec![&"train", &"--config", &c, &"--data", &d, &"-o", &o, &"-q"];
+    for e in extra {
+        args.push(e);
+    }
+    let start = Instant::now();
+    let r = s2s(&args, "");
+    (r, start.elapsed())
+}
+
+// ----------------------------------------------------------- finding 4: train
+
+#[test]
+fn train_refuses_options_out_of_range_and_writes_nothing() {
+    let dir = train_dir("hostile-train-options", 10, 12);
+    for (option, value) in [
+        ("--dropout", "1.5"),
+        ("--dropout", "1"),
+        ("--dropout", "NaN"),
+        ("--dropout", "-0.1"),
+        ("--lr", "-1"),
+        ("--lr", "0"),
+        ("--lr", "inf"),
+        ("--lr", "NaN"),
+        ("--lr-decay", "0"),
+        ("--clip", "-1"),
+        ("--threads", "100000"),
+    ] {
+        let flag = format!("{option}={value}");
+        let (r, _) = train(&dir, &[&flag]);
+        assert_one_error(&r, &[&format!("{option} {value}")]);
+        assert_only(&dir, &["c.toml", "d.tsv"]);
+    }
+}
+
+#[test]
+fn train_refuses_a_configuration_beyond_the_memory_at_once() {
+    let dir = train_dir("hostile-train-memory", 65535, 12);
+    let (r, took) = train(&dir, &[]);
+    let e = assert_one_error(&r, &["c.toml", "[encoder] hidden = 65535", "GB"]);
+    assert!(took < Duration::from_secs(2), "{took:?}: {e}");
+    assert_only(&dir, &["c.toml", "d.tsv"]);
+}
+
+#[test]
+fn train_refuses_max_steps_beyond_its_bound() {
+    let dir = train_dir("hostile-train-steps", 10, 6000);
+    let (r, _) = train(&dir, &[]);
+    assert_one_error(&r, &["c.toml", "max_steps", "6000", "at most 512"]);
+    assert_only(&dir, &["c.toml", "d.tsv"]);
+}
+
+/// At the bound: a 500-token target is trained (its backward pass) and the untrained
+/// model's greedy decodes run all 512 steps, without overflowing the stack.
+#[test]
+fn train_runs_at_the_max_steps_bound() {
+    let dir = train_dir("hostile-train-steps-512", 10, 512);
+    let long: String = "xy".repeat(250);
+    std::fs::write(
+        dir.join("d.tsv"),
+        format!("abc\t{long}\nabd\ty\nbcd\tx\nbbb\tyx\n"),
+    )
+    .unwrap();
+    let (r, _) = train(&dir, &["--epochs", "1", "--batch", "4"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(dir.join("m.s2s").is_file());
+}
+
+// -------------------------------------------------------- finding 5: generate
+
+#[test]
+fn generate_refuses_counts_it_cannot_make_and_writes_nothing() {
+    let dir = scratch_dir("hostile-generate");
+    let out = dir.join("out");
+    for (args, needle) in [
+        (
+            &["--train", "18446744073709551615"][..],
+            "--train 18446744073709551615",
+        ),
+        (
+            &["--train", "18446744073709551615", "--valid", "1"][..],
+            "--train 18446744073709551615",
+        ),
+        (
+            &["--train", "600000", "--valid", "600000"][..],
+            "1200000 pairs",
+        ),
+        (&["--train", "0"][..], "nothing to generate"),
+    ] {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"generate", &"dates", &"-o", &out];
+        for x in args {
+            a.push(x);
+        }
+        assert_one_error(&s2s(&a, ""), &[needle]);
+        assert!(!out.exists(), "{args:?} made {}", out.display());
+    }
+    // What fits is made.
+    let r = s2s(
+        &[
+            &"generate",
+            &"dates",
+            &"--train",
+            &"5",
+            &"--valid",
+            &"1",
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_only(&out, &["train.tsv", "train.txt", "valid.tsv", "valid.txt"]);
+}
+
+// ------------------------------------------------------ finding 6: the outputs
+
+/// `s2s args` with standard output going to `stdout`.
+fn s2s_to(args: &[&dyn AsRef<std::ffi::OsStr>], stdout: Stdio) -> Output {
+    Command::new(s2s_bin())
+        .args(args.iter().map(|a| a.as_ref()))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running s2s")
+}
+
+#[test]
+fn attention_to_the_decoded_lines_stream_is_refused() {
+    let (_, model) = example();
+    let dir = scratch_dir("hostile-attention-stdout");
+    let input = dir.join("in.txt");
+    std::fs::write(&input, "abc\nhag\n").unwrap();
+    let out = dir.join("out.txt");
+    let args: [&dyn AsRef<std::ffi::OsStr>; 6] = [
+        &"run",
+        model,
+        &"--input",
+        &input,
+        &"--attention",
+        &"/dev/stdout",
+    ];
+    // Standard output a file (`> out.txt`): before, the JSON replaced the lines.
+    let r = s2s_to(&args, Stdio::from(std::fs::File::create(&out).unwrap()));
+    assert_one_error(
+        &r,
+        &[
+            "the decoded lines (<stdout>)",
+            "--attention (/dev/stdout)",
+            "same file",
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    // Through a pipe, and with `-`: the same error.
+    assert_one_error(&s2s_to(&args, Stdio::piped()), &["same file"]);
+    let mut dash = args;
+    dash[5] = &"-";
+    assert_one_error(&s2s_to(&dash, Stdio::piped()), &["same file"]);
+    // The file standard output goes to, by its own name.
+    let mut named = args;
+    named[5] = &out;
+    let r = s2s_to(&named, Stdio::from(std::fs::File::create(&out).unwrap()));
+    assert_one_error(&r, &["same file"]);
+    // Two files are two files.
+    let json = dir.join("a.json");
+    named[5] = &json;
+    let r = s2s_to(&named, Stdio::from(std::fs::File::create(&out).unwrap()));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
+}
+
+#[test]
+fn dev_stdout_is_written_through_a_pipe_and_a_file() {
+    let (config, weights) = (pytorch::config(), &example().0);
+    let dir = scratch_dir("hostile-dev-stdout");
+    let file = dir.join("m.s2s");
+    let import = |out: &dyn AsRef<std::ffi::OsStr>, stdout: Stdio| {
+        s2s_to(
+            &[
+                &"import",
+                &"--config",
+                &config,
+                &"--weights",
+                weights,
+                &"-o",
+                out,
+            ],
+            stdout,
+        )
+    };
+    let r = import(&file, Stdio::piped());
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let bytes = std::fs::read(&file).unwrap();
+    // Through a pipe: before, "No such file or directory".
+    let r = import(&"/dev/stdout", Stdio::piped());
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(r.stdout, bytes);
+    // To a file standard output was opened on.
+    let out = dir.join("out.s2s");
+    let r = import(
+        &"/dev/stdout",
+        Stdio::from(std::fs::File::create(&out).unwrap()),
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), bytes);
+}
+
+#[test]
+fn eval_and_train_refuse_two_outputs_in_one_file() {
+    let (_, model) = example();
+    let dir = scratch_dir("hostile-eval-outputs");
+    let data = dir.join("d.tsv");
+    std::fs::write(&data, "abc\tabc\n").unwrap();
+    let same = dir.join("same.json");
+    let r = s2s(
+        &[
+            &"eval", model, &"--data", &data, &"--json", &same, &"--plot", &same,
+        ],
+        "",
+    );
+    assert_one_error(&r, &["--json", "--plot", "same file"]);
+    let dir = train_dir("hostile-train-outputs", 10, 12);
+    let log = dir.join("m.s2s");
+    let flag = format!("--log={}", log.display());
+    let (r, _) = train(&dir, &[&flag]);
+    assert_one_error(&r, &["--output", "--log", "same file"]);
+    assert_only(&dir, &["c.toml", "d.tsv"]);
+}
+
+// ----------------------------------------------------------- finding 7: boot
+
+/// `s2s boot` of the firmware without a model on mps2-an386: the UART's `READY` and
+/// `ERR model:` lines on standard output and the firmware's status, well before the
+/// timeout (before, the UART thread waited for the stdout lock and the run timed out
+/// with nothing printed).
+#[test]
+fn boot_prints_the_uart_and_ends() {
+    let board = s2s_device::board::find("mps2-an386").expect("in the board table");
+    let elf = host_tools::device::Firmware::locate(None)
+        .and_then(|f| f.build(board, "firmware", true))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(s2s_bin())
+        .args(["boot", "--board", "mps2-an386", "--timeout", "30"])
+        .arg(&elf)
+        .env_remove("S2S_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting s2s boot");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("waiting").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("s2s boot did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r = child.wait_with_output().expect("s2s boot's output");
+    let out = String::from_utf8_lossy(&r.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first(), Some(&"READY mps2-an386"), "{out}");
+    assert!(
+        lines.get(1).is_some_and(|l| l.starts_with("ERR model:")),
+        "{out}"
+    );
+    assert_eq!(
+        r.status.code(),
+        Some(s2s_device::exit::Exit::ModelError.code()),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
