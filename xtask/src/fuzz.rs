@@ -15,7 +15,7 @@ use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 9] = [
     "model",
     "config",
     "onnx",
@@ -23,6 +23,8 @@ const TARGETS: [&str; 7] = [
     "npz",
     "hdf5",
     "keras",
+    "pairs",
+    "generate",
 ];
 /// The pinned nightly toolchain (fuzzing needs `-Z` sanitizer flags).
 const NIGHTLY: &str = "nightly-2026-05-20";
@@ -33,7 +35,7 @@ const NIGHTLY_RUSTC: &str = "rustc 1.97.0-nightly (e50aa6fba 2026-05-19)";
 const CARGO_FUZZ: &str = "0.13.2";
 
 const USAGE: &str =
-    "usage: cargo xtask fuzz [--minutes N] [--target model|config|onnx|safetensors|npz|hdf5|keras]";
+    "usage: cargo xtask fuzz [--minutes N] [--target model|config|onnx|safetensors|npz|hdf5|keras|pairs|generate]";
 
 /// What one run of a target reported.
 struct Run {

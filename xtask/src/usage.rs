@@ -21,7 +21,7 @@ commands:
           writes it and the model at the model region; rp-pico: a UF2 with the model
           linked in, copied to a mounted RPI-RP2 drive); prints the commands left and
           fails without probe-rs, a probe or the drive
-  fuzz    [--minutes N] [--target model|config]: models, then each fuzz target for N
+  fuzz    [--minutes N] [--target T]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
   floors  which file imports which in each crate (host-tools: which folder), on floors
           from the bottom up; fails on a circle (docs/ARCHITECTURE.md, Floors)

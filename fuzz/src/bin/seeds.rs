@@ -144,6 +144,7 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), Error> {
     }
     println!("seeds: {o} ONNX graphs in {}", onnx_dir.display());
     weights_seeds(&configs.join(".."), models, out)?;
+    data_seeds(models, out)?;
     println!(
         "seeds: {} model files ({n} real, {} builder-made) in {}, {c} configurations in {}",
         n + 3 * SMALL_MODELS as usize,
@@ -176,6 +177,46 @@ fn copy(f: &Path, dir: &Path) -> Result<(), Error> {
         })
 }
 
+/// The seeds of the training data and generator targets: the evaluation pairs that
+/// `cargo xtask models` writes (`pairs`), and generator options of each task, small and
+/// huge counts (`generate`: a task byte, then the seed and three counts as 8 bytes each).
+fn data_seeds(models: &Path, out: &Path) -> Result<(), Error> {
+    let dirs = ["pairs", "generate"].map(|d| out.join(d));
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).map_err(Error::io(d))?;
+    }
+    let [pairs, generate] = &dirs;
+    for f in files(models, "tsv")? {
+        if f.metadata().map_err(Error::io(&f))?.len() <= MAX_SEED_BYTES {
+            copy(&f, pairs)?;
+        }
+    }
+    for (i, (task, counts)) in [
+        (0u8, [20u64, 5, 5]),
+        (1, [20, 5, 5]),
+        (2, [u64::MAX, 1, 0]),
+        (3, [0, 0, 0]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut bytes = vec![task];
+        bytes.extend_from_slice(&(i as u64).to_le_bytes());
+        for c in counts {
+            bytes.extend_from_slice(&c.to_le_bytes());
+        }
+        let p = generate.join(format!("options-{i}"));
+        std::fs::write(&p, bytes).map_err(Error::io(&p))?;
+    }
+    println!(
+        "seeds: training pairs in {}, generator options in {}",
+        pairs.display(),
+        generate.display()
+    );
+    Ok(())
+}
+
 /// Real files larger than this are left out of the weights readers' seeds.
 const MAX_WEIGHTS_SEED: u64 = 4 << 20;
 
@@ -196,9 +237,16 @@ fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), Error> {
     let fixtures = root.join("tests/fixtures");
     for f in files(&fixtures.join("hdf5"), "h5")? {
         copy(&f, hdf5)?;
-        let name = f.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let name = f
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let h5 = std::fs::read(&f).map_err(Error::io(&f))?;
-        let zip = zip_of(&[("model.weights.h5", &h5, false), ("config.json", b"{}", true)])?;
+        let zip = zip_of(&[
+            ("model.weights.h5", &h5, false),
+            ("config.json", b"{}", true),
+        ])?;
         write(keras.join(format!("{name}.keras")), &zip)?;
     }
     let pkgs = models.join("../pkgs");
@@ -231,8 +279,21 @@ fn weights_seeds(root: &Path, models: &Path, out: &Path) -> Result<(), Error> {
 /// every float dtype and an integer one.
 fn small_safetensors() -> Vec<u8> {
     let tensors: [(&str, &str, &[usize], Vec<u8>); 5] = [
-        ("w", "F32", &[2, 3], f32s(&[0.5, -1.0, 2.0, 0.0, 1.5, -0.25])),
-        ("b", "F64", &[2], [1.0f64, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect()),
+        (
+            "w",
+            "F32",
+            &[2, 3],
+            f32s(&[0.5, -1.0, 2.0, 0.0, 1.5, -0.25]),
+        ),
+        (
+            "b",
+            "F64",
+            &[2],
+            [1.0f64, -2.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
         ("h", "F16", &[2], vec![0x00, 0x3c, 0x00, 0xb8]),
         ("g", "BF16", &[1, 2], vec![0x80, 0x3f, 0x40, 0xc0]),
         ("step", "I64", &[], 7i64.to_le_bytes().to_vec()),
@@ -286,9 +347,22 @@ fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
 /// Small `.npz` archives: float arrays of every size, Fortran order, an integer one,
 /// stored and deflated.
 fn small_npz() -> Result<Vec<Vec<u8>>, Error> {
-    let w = npy("<f4", false, &[2, 3], &f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+    let w = npy(
+        "<f4",
+        false,
+        &[2, 3],
+        &f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+    );
     let f = npy("<f4", true, &[2, 2], &f32s(&[1.0, 3.0, 2.0, 4.0]));
-    let d = npy("<f8", false, &[2], &[1.0f64, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let d = npy(
+        "<f8",
+        false,
+        &[2],
+        &[1.0f64, 2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
     let h = npy("<f2", false, &[1], &[0x00, 0x3c]);
     let i = npy("<i4", false, &[1], &[1, 0, 0, 0]);
     let entries: [(&str, &[u8], bool); 5] = [
