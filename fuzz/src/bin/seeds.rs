@@ -9,7 +9,9 @@
 //!   and small models of every variant and precision made by the builder (the same
 //!   generator as seq2seq's property tests);
 //! * `<out>/config/`: every configuration in `models/` and `models/examples/`;
-//! * `<out>/onnx/`: the ONNX graphs of `tests/fixtures/onnx/` (beside `models/`);
+//! * `<out>/onnx/`: the ONNX graphs of `tests/fixtures/onnx/` (beside `models/`) and
+//!   the shapes of issue 30's hostile graphs, written here (a chain of `Identity`
+//!   nodes, many aliases of one initializer, external data of every kind);
 //! * `<out>/safetensors/`, `<out>/npz/`: small files written here (float tensors of
 //!   every dtype, an integer one, Fortran order, stored and deflated entries), the
 //!   safetensors file of the PyTorch LSTM fixture, and g2p-en's `.npz` when
@@ -141,6 +143,11 @@ fn run(models: &Path, configs: &Path, out: &Path) -> Result<(), Error> {
             })?;
             o += 1;
         }
+    }
+    for (name, bytes) in hostile_onnx() {
+        let p = onnx_dir.join(name);
+        std::fs::write(&p, bytes).map_err(Error::io(&p))?;
+        o += 1;
     }
     println!("seeds: {o} ONNX graphs in {}", onnx_dir.display());
     weights_seeds(&configs.join(".."), models, out)?;
@@ -390,4 +397,137 @@ fn zip_of(entries: &[(&str, &[u8], bool)]) -> Result<Vec<u8>, Error> {
         w.write_all(bytes).map_err(Error::ZipWrite)?;
     }
     Ok(w.finish().map_err(Error::Zip)?.into_inner())
+}
+
+/// Protobuf writing for [`hostile_onnx`]: a varint.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A varint field.
+fn int_field(out: &mut Vec<u8>, field: u32, v: u64) {
+    varint(out, u64::from(field) << 3);
+    varint(out, v);
+}
+
+/// A length-delimited field (bytes, string or message).
+fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+    varint(out, (u64::from(field) << 3) | 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// An `Identity` node (`NodeProto`).
+fn identity(name: &str, input: &str, output: &str) -> Vec<u8> {
+    let mut n = Vec::new();
+    bytes_field(&mut n, 1, input.as_bytes());
+    bytes_field(&mut n, 2, output.as_bytes());
+    bytes_field(&mut n, 3, name.as_bytes());
+    bytes_field(&mut n, 4, b"Identity");
+    n
+}
+
+/// A float `TensorProto` with `raw_data`, or with external data (`location`, `offset`,
+/// `length`).
+fn onnx_tensor(name: &str, dims: &[u64], raw: &[u8], external: Option<[&str; 3]>) -> Vec<u8> {
+    let mut t = Vec::new();
+    for &d in dims {
+        int_field(&mut t, 1, d);
+    }
+    int_field(&mut t, 2, 1);
+    bytes_field(&mut t, 8, name.as_bytes());
+    if !raw.is_empty() {
+        bytes_field(&mut t, 9, raw);
+    }
+    if let Some(values) = external {
+        for (key, value) in ["location", "offset", "length"].iter().zip(values) {
+            let mut e = Vec::new();
+            bytes_field(&mut e, 1, key.as_bytes());
+            bytes_field(&mut e, 2, value.as_bytes());
+            bytes_field(&mut t, 13, &e);
+        }
+        int_field(&mut t, 14, 1);
+    }
+    t
+}
+
+/// A `ModelProto` (IR 8, opset 17) of one graph.
+fn onnx_model(nodes: &[Vec<u8>], initializers: &[Vec<u8>]) -> Vec<u8> {
+    let mut g = Vec::new();
+    for n in nodes {
+        bytes_field(&mut g, 1, n);
+    }
+    bytes_field(&mut g, 2, b"seed");
+    for t in initializers {
+        bytes_field(&mut g, 5, t);
+    }
+    let mut m = Vec::new();
+    int_field(&mut m, 1, 8);
+    bytes_field(&mut m, 7, &g);
+    let mut opset = Vec::new();
+    int_field(&mut opset, 2, 17);
+    bytes_field(&mut m, 8, &opset);
+    m
+}
+
+/// Small graphs of the shapes of issue 30's hostile ONNX files (their sizes cut down,
+/// so that every execution stays fast): a chain of 500 `Identity` nodes, 100 aliases
+/// of one initializer, a cycle of `Identity` nodes, and tensors with external data
+/// (inside the folder, outside it, of a size beyond any read, at an offset that
+/// overflows), which the fuzz target, reading from memory, refuses after the parse.
+fn hostile_onnx() -> Vec<(&'static str, Vec<u8>)> {
+    let w = onnx_tensor("w", &[4], &f32s(&[1.0, -2.0, 0.5, 4.0]), None);
+    let chain: Vec<Vec<u8>> = (1..=500)
+        .map(|i| {
+            let input = if i == 1 {
+                "w".into()
+            } else {
+                format!("a{}", i - 1)
+            };
+            identity(&format!("n{i}"), &input, &format!("a{i}"))
+        })
+        .collect();
+    let aliases: Vec<Vec<u8>> = (0..100)
+        .map(|i| identity(&format!("n{i}"), "w", &format!("alias{i}")))
+        .collect();
+    let cycle = vec![
+        identity("c1", "c2", "c1"),
+        identity("c2", "c1", "c2"),
+        identity("b", "c1", "b"),
+    ];
+    let external = [
+        onnx_tensor("e1", &[2], &[], Some(["w.data", "4", "8"])),
+        onnx_tensor(
+            "e2",
+            &[1 << 30, 6],
+            &[],
+            Some(["big.data", "0", "25769803776"]),
+        ),
+        onnx_tensor("e3", &[2], &[], Some(["../w.data", "0", "8"])),
+        onnx_tensor(
+            "e4",
+            &[2],
+            &[],
+            Some(["w.data", "18446744073709551615", "8"]),
+        ),
+    ];
+    vec![
+        (
+            "identity-chain.onnx",
+            onnx_model(&chain, std::slice::from_ref(&w)),
+        ),
+        (
+            "aliases.onnx",
+            onnx_model(&aliases, std::slice::from_ref(&w)),
+        ),
+        (
+            "identity-cycle.onnx",
+            onnx_model(&cycle, std::slice::from_ref(&w)),
+        ),
+        ("external-data.onnx", onnx_model(&[], &external)),
+    ]
 }
