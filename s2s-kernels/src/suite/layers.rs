@@ -6,9 +6,48 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::check::{input_range, random_shape, same_bits, say, twin_name, verdict, verdict_rel};
-use super::fixture::{Act, Fixture, IntFixture, Rng, Wide};
+use super::fixture::{Act, Fixture, IntFixture, OwnedLayer, Rng, Wide};
 use super::tolerances::*;
 use crate::{Fmt, Job, Layout, Linear, Precision, Requant};
+
+/// Every output row of `layer` on `x` against the f64 reference from the layer's
+/// dequantized weights and bias, within `tol`'s linear tolerance; the worst absolute,
+/// relative and bound-relative errors go into `worst`. The first row over its bound is
+/// the error.
+fn against_reference<F: Fixture>(
+    layer: &OwnedLayer<F::P>,
+    parts: &[(usize, Fmt)],
+    x: &[&[Act<F>]],
+    out: &[Wide<F>],
+    tol: &Tolerances,
+    worst: &mut (f64, f64, f64),
+) -> Result<(), usize> {
+    let cols: usize = parts.iter().map(|p| p.0).sum();
+    let xr: Vec<f64> = parts
+        .iter()
+        .zip(x)
+        .flat_map(|(&(_, f), v)| v.iter().map(move |&a| F::act_real(a, f)))
+        .collect();
+    for (r, &o) in out.iter().enumerate() {
+        let (mut y, mut mag) = (layer.deq_bias[r], 0.0f64);
+        for (k, &xk) in xr.iter().enumerate() {
+            let t = layer.deq[r * cols + k] * xk;
+            y += t;
+            mag += t.abs();
+        }
+        let e = (F::wide_real(o) - y).abs();
+        let bound = tol.linear_abs + tol.linear_rel * mag;
+        if e > bound {
+            return Err(r);
+        }
+        *worst = (
+            worst.0.max(e),
+            worst.1.max(e / mag.max(f64::MIN_POSITIVE)),
+            worst.2.max(e / bound),
+        );
+    }
+    Ok(())
+}
 
 /// `linear` on random layers: 1-2 input parts, 1-2 planes (as the precision allows),
 /// with and without bias; every 20th layer has parts longer than `I32_EXACT_RUN`. Also
@@ -38,29 +77,8 @@ pub fn linear<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scale: &S
         let x: Vec<&[Act<F>]> = xs.iter().map(|v| v.as_slice()).collect();
         let mut out = vec![Wide::<F>::default(); rows];
         layer.linear().apply(&x, &mut out).expect("shapes");
-        let xr: Vec<f64> = parts
-            .iter()
-            .zip(&xs)
-            .flat_map(|(&(_, f), v)| v.iter().map(move |&a| F::act_real(a, f)))
-            .collect();
-        for (r, &o) in out.iter().enumerate() {
-            let (mut y, mut mag) = (layer.deq_bias[r], 0.0f64);
-            for (k, &xk) in xr.iter().enumerate() {
-                let t = layer.deq[r * cols + k] * xk;
-                y += t;
-                mag += t.abs();
-            }
-            let e = (F::wide_real(o) - y).abs();
-            let bound = tol.linear_abs + tol.linear_rel * mag;
-            assert!(
-                e <= bound,
-                "linear case {case} row {r}: error above the tolerance"
-            );
-            worst = (
-                worst.0.max(e),
-                worst.1.max(e / mag.max(f64::MIN_POSITIVE)),
-                worst.2.max(e / bound),
-            );
+        if let Err(r) = against_reference::<F>(&layer, &parts, &x, &out, tol, &mut worst) {
+            panic!("linear case {case} row {r}: error above the tolerance");
         }
         // `linear_batch` gives every output exactly as `linear` does: the same input
         // and two others (scaled copies) in one batch.
@@ -194,29 +212,8 @@ pub fn wide_layers<F: Fixture, R: Precision>(tol: &Tolerances, exact: bool, scal
                 same_bits(out, &again[i]),
                 "wide_layers case {case} input {i}: not the same bits twice"
             );
-            let xr: Vec<f64> = parts
-                .iter()
-                .zip(x)
-                .flat_map(|(&(_, f), v)| v.iter().map(move |&a| F::act_real(a, f)))
-                .collect();
-            for (r, &o) in out.iter().enumerate() {
-                let (mut y, mut mag) = (layer.deq_bias[r], 0.0f64);
-                for (k, &xk) in xr.iter().enumerate() {
-                    let t = layer.deq[r * cols + k] * xk;
-                    y += t;
-                    mag += t.abs();
-                }
-                let e = (F::wide_real(o) - y).abs();
-                let bound = tol.linear_abs + tol.linear_rel * mag;
-                assert!(
-                    e <= bound,
-                    "wide_layers case {case} input {i} row {r}: error above the tolerance"
-                );
-                worst = (
-                    worst.0.max(e),
-                    worst.1.max(e / mag.max(f64::MIN_POSITIVE)),
-                    worst.2.max(e / bound),
-                );
+            if let Err(r) = against_reference::<F>(&layer, &parts, x, out, tol, &mut worst) {
+                panic!("wide_layers case {case} input {i} row {r}: error above the tolerance");
             }
             if exact {
                 let x2: Vec<&[R::Act]> = x.iter().map(|p| bytemuck::cast_slice(p)).collect();
