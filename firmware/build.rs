@@ -62,7 +62,7 @@ fn main() {
         println!("cargo:rustc-cfg=s2s_registers");
     }
     // Under QEMU the run ends with a semihosting exit and defmt goes out over
-    // semihosting; a real board logs with defmt-rtt and serves session after session.
+    // semihosting; a real board logs over RTT (src/log/rtt.rs) and serves session after session.
     if b.qemu.is_some() {
         println!("cargo:rustc-cfg=s2s_semihosting");
     }

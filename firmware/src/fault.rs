@@ -4,7 +4,6 @@
 //! on the UART) and then exit QEMU with a non-zero status, so a test sees a failure instead
 //! of a hang. Exit statuses: `s2s_device::exit::Exit`.
 
-use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use cortex_m_rt::{exception, ExceptionFrame};
@@ -34,7 +33,7 @@ static PANICKING: AtomicBool = AtomicBool::new(false);
 
 #[cfg(not(feature = "no-panic"))]
 #[panic_handler]
-fn panic(info: &PanicInfo) -> ! {
+fn panic(info: &core::panic::PanicInfo) -> ! {
     cortex_m::interrupt::disable();
     let (file, line) = info.location().map_or(("?", 0), |l| (l.file(), l.line()));
     let first = !PANICKING.load(Ordering::Relaxed);
@@ -58,19 +57,6 @@ fn panic(info: &PanicInfo) -> ! {
         );
     }
     exit(Exit::Panic)
-}
-
-/// The panic handler of a `no-panic` build: a call of a symbol that no object defines,
-/// so the build links only if no panic is reachable.
-#[cfg(feature = "no-panic")]
-#[panic_handler]
-fn panic(_: &PanicInfo) -> ! {
-    extern "C" {
-        /// Defined nowhere: the linker names it when a panic is reachable.
-        fn a_panic_is_reachable_in_this_no_panic_build() -> !;
-    }
-    // SAFETY: never executed: a build in which this call is reachable does not link.
-    unsafe { a_panic_is_reachable_in_this_no_panic_build() }
 }
 
 #[exception]

@@ -33,11 +33,13 @@ pub mod fault;
 pub mod heap;
 #[cfg(feature = "hal-link")]
 pub mod link;
-#[cfg(all(feature = "defmt", s2s_semihosting))]
+#[cfg(feature = "defmt")]
 mod log;
 pub mod measure;
 mod meter;
 pub mod model;
+#[cfg(feature = "no-panic")]
+mod no_panic;
 pub mod run;
 
 include!(concat!(env!("OUT_DIR"), "/board.rs"));

@@ -39,6 +39,24 @@ pub fn start() {
     measure::paint_stack();
 }
 
+/// Ends the run when the board's set-up fails before `READY` (a clock that does not
+/// start, a configuration its HAL refuses): logs `what`, then under QEMU exits with
+/// [`Exit::SetupFailed`]; a real board, with no link yet to say it on, halts in a
+/// low-power wait (the log over RTT says why). A board's `main` calls it where it could
+/// otherwise only panic, so that its no-panic build links.
+pub fn setup_failed(what: &'static str) -> ! {
+    log!(error, "set-up failed: {=str}", what);
+    #[cfg(s2s_semihosting)]
+    crate::fault::exit(Exit::SetupFailed);
+    #[cfg(not(s2s_semihosting))]
+    {
+        let _ = what;
+        loop {
+            cortex_m::asm::wfi();
+        }
+    }
+}
+
 /// Says `READY <board>` on `link` and serves the model in the board's model region with
 /// `arena` as its workspace, timing with `C` and raising `busy` around each decode
 /// (`model::serve`). A model that cannot be served gets `ERR model: <reason>`: under

@@ -15,16 +15,20 @@ pub enum Exit {
     HardFault,
     /// The link to the host (the UART) failed: nothing more could be written.
     LinkFailed,
+    /// The board's set-up failed before `READY` (a clock that did not start, a
+    /// peripheral or link configuration refused by the HAL).
+    SetupFailed,
 }
 
 impl Exit {
     /// Every exit status.
-    pub const ALL: [Exit; 5] = [
+    pub const ALL: [Exit; 6] = [
         Exit::Success,
         Exit::ModelError,
         Exit::Panic,
         Exit::HardFault,
         Exit::LinkFailed,
+        Exit::SetupFailed,
     ];
 
     /// The status code the firmware exits with.
@@ -35,6 +39,7 @@ impl Exit {
             Exit::Panic => 101,
             Exit::HardFault => 102,
             Exit::LinkFailed => 4,
+            Exit::SetupFailed => 5,
         }
     }
 
@@ -52,6 +57,7 @@ impl core::fmt::Display for Exit {
             Exit::Panic => "a firmware panic",
             Exit::HardFault => "a HardFault",
             Exit::LinkFailed => "a failed link to the host",
+            Exit::SetupFailed => "a failed board set-up",
         };
         write!(f, "exit status {} ({what})", self.code())
     }

@@ -12,6 +12,21 @@ use std::path::PathBuf;
 use crate::ctx::Ctx;
 use crate::error::Result;
 
+/// The HAL boards whose firmware cannot link with `no-panic`: a panic is reachable inside
+/// their HAL or USB stack (not in this repository's code), which the optimiser cannot
+/// remove. Measured with `scripts/firmware/panic_sites.py` on each board's release ELF
+/// (docs/RELIABILITY.md); the other HAL boards are linked with `no-panic` by their CI step.
+const PANICKING_HALS: [(&str, &str); 2] = [
+    (
+        "nrf52840-dk",
+        "nrf-hal-common 0.19's UARTE (its TX buffer slicing and one-byte read)",
+    ),
+    (
+        "rp-pico",
+        "usb-device 0.3, usbd-serial 0.2 and rp2040-hal 0.12 (their USB buffers and descriptors)",
+    ),
+];
+
 /// The boards whose firmware is a HAL crate of `firmware/boards/`.
 pub(crate) fn hal_boards() -> impl Iterator<Item = &'static Board> {
     s2s_device::BOARDS
@@ -43,9 +58,11 @@ impl Ctx {
         Ok(c)
     }
 
-    /// The CI step of a HAL board: rustfmt of its crate, clippy, and the link of its
+    /// The CI step of a HAL board: rustfmt of its crate, clippy, the link of its
     /// `firmware` binary (the ELF that `cargo xtask flash` writes, or that the tests run
-    /// under QEMU); prints its size.
+    /// under QEMU), and its link with `no-panic` (in a target directory of its own, so
+    /// that it leaves that ELF alone; not for the [`PANICKING_HALS`]): the board's
+    /// set-up ends through `firmware::run::setup_failed`, never a panic.
     pub(crate) fn hal_board_check(&self, board: &Board) -> Result {
         let dir = self.hal_crate(board)?;
         self.run(
@@ -60,6 +77,28 @@ impl Ctx {
         self.run(&mut self.hal_cargo(board, "build")?)?;
         let elf = self.hal_elf(board)?;
         println!("{}: linked {}", board.name, elf.display());
+        if let Some((_, why)) = PANICKING_HALS.iter().find(|(b, _)| *b == board.name) {
+            println!(
+                "{}: not linked with no-panic: a panic is reachable in {why}",
+                board.name
+            );
+            return Ok(());
+        }
+        self.run(
+            self.hal_cargo(board, "build")?
+                .args(["--features", "no-panic", "--target-dir"])
+                .arg(dir.join("target/no-panic")),
+        )
+        .map_err(|e| {
+            format!(
+                "{e}\na panic is reachable from the firmware on {}: build it without \
+                 `--features no-panic` and list the places with \
+                 scripts/firmware/panic_sites.py {}",
+                board.name,
+                elf.display()
+            )
+        })?;
+        println!("{}: linked with no-panic", board.name);
         Ok(())
     }
 

@@ -175,13 +175,20 @@ impl Ctx {
             )?;
         }
         for board in s2s_device::board::register_boards() {
-            steps.step(&format!("no-panic link check for {}", board.name), || {
-                self.no_panic_check(board, None)
-            })?;
+            steps.step(
+                &format!(
+                    "no-panic link check for {}, default and profile",
+                    board.name
+                ),
+                || {
+                    self.no_panic_check(board, Build::Default)?;
+                    self.no_panic_check(board, Build::Profile)
+                },
+            )?;
         }
         steps.step(&format!("no-panic link check for {name}, minimal"), || {
             let board = s2s_device::board::find(name).ok_or("no such board")?;
-            self.no_panic_check(board, Some(features))
+            self.no_panic_check(board, Build::Minimal(features))
         })?;
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
@@ -192,10 +199,10 @@ impl Ctx {
     /// compiles, the line protocol, greedy and beam decoding, the defmt logger, the
     /// fault handlers) with the firmware's `no-panic` feature, whose panic handler calls
     /// a symbol defined nowhere: the link succeeds only if no panic is reachable
-    /// (`firmware/src/fault.rs`). The same target directory and profile as `s2s qemu`'s
-    /// builds, so only the firmware crate is compiled again. With `minimal`, the build
-    /// with only those features (`s2s qemu --minimal`'s, in its target directory).
-    fn no_panic_check(&self, board: &s2s_device::Board, minimal: Option<&str>) -> Result {
+    /// (`firmware/src/no_panic.rs`). The same target directory and profile as `s2s
+    /// qemu`'s builds, so only the firmware crate is compiled again. `build` says which
+    /// of them (the HAL boards' are linked so by their own step, `boards.rs`).
+    fn no_panic_check(&self, board: &s2s_device::Board, build: Build) -> Result {
         let firmware = self.root.join("firmware");
         let mut cargo = self.cargo();
         cargo
@@ -203,14 +210,17 @@ impl Ctx {
             .args(["--target", board.target])
             .env("S2S_BOARD", board.name)
             .current_dir(&firmware);
-        match minimal {
-            Some(features) => cargo
+        match build {
+            Build::Minimal(features) => cargo
                 .args(["--no-default-features", "--features"])
                 .arg(format!("no-panic,{features}"))
                 .arg("--target-dir")
                 .arg(firmware.join("target/minimal")),
-            None => cargo
+            Build::Default => cargo
                 .args(["--features", "no-panic", "--target-dir"])
+                .arg(firmware.join("target")),
+            Build::Profile => cargo
+                .args(["--features", "no-panic,profile", "--target-dir"])
                 .arg(firmware.join("target")),
         };
         self.run(&mut cargo).map_err(|e| {
@@ -304,6 +314,17 @@ impl Ctx {
 
     // ---------------------------------------------------------------------------------
     // demo
+}
+
+/// A firmware build of `s2s qemu` that the no-panic link check links.
+#[derive(Clone, Copy)]
+enum Build<'a> {
+    /// The default features (`s2s qemu`).
+    Default,
+    /// With the per-phase counters (`s2s qemu --profile`, `cargo xtask bench-device`).
+    Profile,
+    /// Only these features (`s2s qemu --minimal`).
+    Minimal(&'a str),
 }
 
 /// Timed steps of `cargo xtask test`.

@@ -1,8 +1,8 @@
 //! The s2s model runner on the nRF52840 DK through `nrf52840-hal`: the clocks, the pins
 //! and UARTE0 (to the on-board J-Link's virtual COM port), then the firmware library's
 //! run (`READY`, the model in the board's model region, one answer per input line;
-//! `firmware::run`). The log goes out over RTT (`defmt-rtt`), a panic halts
-//! (`panic-probe`).
+//! `firmware::run`). The log goes out over RTT (the firmware library's logger), a panic halts
+//! (`panic-probe`; a set-up failure: `firmware::run::setup_failed`).
 #![no_std]
 #![no_main]
 
@@ -10,7 +10,8 @@ mod link;
 
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
-use {defmt_rtt as _, panic_probe as _};
+#[cfg(not(feature = "no-panic"))]
+use panic_probe as _;
 
 use firmware::capacity::ARENA_WORDS;
 use nrf52840_hal::clocks::Clocks;
@@ -28,7 +29,7 @@ fn main() -> ! {
 
     firmware::run::start();
     let Some(p) = pac::Peripherals::take() else {
-        unreachable!("main runs once");
+        firmware::run::setup_failed("the peripherals were taken before main");
     };
     // The crystal: the UARTE's baud rate is accurate only from the HFXO.
     let _clocks = Clocks::new(p.CLOCK).enable_ext_hfosc();
@@ -46,7 +47,7 @@ fn main() -> ! {
     };
     let uarte = Uarte::new(p.UARTE0, pins, Parity::EXCLUDED, Baudrate::BAUD115200);
     let Ok((tx, rx)) = uarte.split(TX, RX) else {
-        unreachable!("the DMA buffers are in RAM");
+        firmware::run::setup_failed("the UARTE refused its DMA buffers");
     };
     let mut link = link::Link { tx, rx };
     firmware::run::serve_model::<_, firmware::counter::Dwt, _>(&mut link, busy, ARENA)

@@ -2,8 +2,9 @@
 //! bootloader, the clocks (125 MHz from the 12 MHz crystal), USB CDC serial as the link
 //! (a USB cable is all it takes), then the firmware library's run (`READY`, the model in
 //! the board's model region, one answer per input line; `firmware::run`). The model is
-//! linked in with `S2S_MODEL` (build.rs). The log goes out over RTT (`defmt-rtt`), a
-//! panic halts (`panic-probe`).
+//! linked in with `S2S_MODEL` (build.rs). The log goes out over RTT (the firmware
+//! library's logger), a panic halts (`panic-probe`; a set-up failure:
+//! `firmware::run::setup_failed`).
 #![no_std]
 #![no_main]
 
@@ -11,7 +12,8 @@ mod link;
 
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
-use {defmt_rtt as _, panic_probe as _};
+#[cfg(not(feature = "no-panic"))]
+use panic_probe as _;
 
 use firmware::capacity::ARENA_WORDS;
 use firmware::BOARD;
@@ -49,7 +51,7 @@ fn main() -> ! {
 
     firmware::run::start();
     let Some(mut p) = pac::Peripherals::take() else {
-        unreachable!("main runs once");
+        firmware::run::setup_failed("the peripherals were taken before main");
     };
     let mut watchdog = Watchdog::new(p.WATCHDOG);
     let Ok(clocks) = init_clocks_and_plls(
@@ -61,9 +63,11 @@ fn main() -> ! {
         &mut p.RESETS,
         &mut watchdog,
     ) else {
-        panic!("the crystal or a PLL did not start");
+        firmware::run::setup_failed("the crystal or a PLL did not start");
     };
-    assert_eq!(clocks.system_clock.freq().to_Hz(), BOARD.clock_hz);
+    if clocks.system_clock.freq().to_Hz() != BOARD.clock_hz {
+        firmware::run::setup_failed("the system clock is not the board table's");
+    }
     let sio = Sio::new(p.SIO);
     let pins = Pins::new(p.IO_BANK0, p.PADS_BANK0, sio.gpio_bank0, &mut p.RESETS);
     // GP25, the on-board LED: lit while a line is decoded.
@@ -82,7 +86,7 @@ fn main() -> ! {
             .product("s2s model runner")
             .serial_number("rp-pico"),
     ]) else {
-        unreachable!("one language of strings");
+        firmware::run::setup_failed("the USB device refused its strings");
     };
     let device = builder.device_class(USB_CLASS_CDC).build();
     let mut link = link::Link { device, serial };

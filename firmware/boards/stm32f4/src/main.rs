@@ -7,8 +7,8 @@
 
 use cortex_m as _; // critical-section implementation
 use cortex_m_rt::entry;
-#[cfg(feature = "nucleo-f411re")]
-use {defmt_rtt as _, panic_probe as _};
+#[cfg(all(feature = "nucleo-f411re", not(feature = "no-panic")))]
+use panic_probe as _;
 
 use firmware::capacity::ARENA_WORDS;
 use firmware::link::Nb;
@@ -42,7 +42,7 @@ fn main() -> ! {
 
     firmware::run::start();
     let Some(dp) = pac::Peripherals::take() else {
-        unreachable!("main runs once");
+        firmware::run::setup_failed("the peripherals were taken before main");
     };
     let mut rcc = dp.RCC.freeze(clocks());
     let gpioa = dp.GPIOA.split(&mut rcc);
@@ -59,7 +59,7 @@ fn main() -> ! {
         .USART1
         .serial((gpioa.pa9, gpioa.pa10), 115_200.bps(), &mut rcc);
     let Ok(serial) = serial else {
-        unreachable!("115200 baud is a valid configuration at these clocks");
+        firmware::run::setup_failed("the USART refused 115200 baud at these clocks");
     };
     let mut link = Nb::<stm32f4xx_hal::serial::Serial<_, u8>>(serial);
     firmware::run::serve_model::<_, Counter, _>(&mut link, busy, ARENA)
