@@ -448,6 +448,6 @@ fn train(
     _: cli::TrainArgs,
 ) -> Result {
     Err(host_tools::Error::usage(
-        "this s2s was built without the `train` feature; build it with the default features: cargo install --path host-tools",
+        "this s2s was built without the `train` feature; build it with the default features: cargo install --locked --path host-tools",
     ))
 }

@@ -73,7 +73,9 @@ impl Ctx {
             .filter(|(p, f)| !have(p, f))
             .map(|(p, _)| *p)
             .collect();
-        let install = ["install", "-y", "--no-install-recommends"];
+        // --no-remove: an install that would remove a package (e.g. a newer
+        // qemu-utils than Debian's qemu-system-arm wants) stops instead.
+        let install = ["install", "-y", "--no-install-recommends", "--no-remove"];
         if missing.is_empty() {
             println!(
                 "debian packages: {} already installed",
@@ -126,4 +128,22 @@ fn is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::APT_PACKAGES;
+
+    /// The README names every package the set-up may install.
+    #[test]
+    fn the_readme_names_every_debian_package() {
+        let readme = include_str!("../../README.md");
+        let intro = readme.split("## What this is").next().unwrap_or_default();
+        for (package, _) in APT_PACKAGES {
+            assert!(
+                intro.contains(&format!("`{package}`")),
+                "README.md's set-up paragraph does not name `{package}`"
+            );
+        }
+    }
 }

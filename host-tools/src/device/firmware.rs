@@ -1,6 +1,6 @@
 //! Finding and building the firmware (`firmware/` of the s2s repository) for a board.
 //!
-//! `s2s` installed with `cargo install --path host-tools` knows where its checkout was;
+//! `s2s` installed with `cargo install --locked --path host-tools` knows where its checkout was;
 //! elsewhere `--firmware-dir` (or `S2S_FIRMWARE_DIR`) names the `firmware/` directory.
 
 use std::path::{Path, PathBuf};

@@ -42,7 +42,7 @@ pub const SERIAL_BAUD: u32 = 115_200;
 pub const SERIAL_TIMEOUT_SECS: u64 = 60;
 /// What `s2s serial` says in a build without its feature.
 pub const SERIAL_FEATURE: &str = "s2s serial needs the `serial` feature of host-tools, \
-     left out of this build: cargo install --path host-tools --features serial";
+     left out of this build: cargo install --locked --path host-tools --features serial";
 
 /// How to run a model on a board.
 #[derive(Clone, Debug)]
