@@ -46,14 +46,12 @@ pub fn start() {
 /// otherwise only panic, so that its no-panic build links.
 pub fn setup_failed(what: &'static str) -> ! {
     log!(error, "set-up failed: {=str}", what);
+    let _ = what; // only logged
     #[cfg(s2s_semihosting)]
     crate::fault::exit(Exit::SetupFailed);
     #[cfg(not(s2s_semihosting))]
-    {
-        let _ = what;
-        loop {
-            cortex_m::asm::wfi();
-        }
+    loop {
+        cortex_m::asm::wfi();
     }
 }
 
