@@ -213,14 +213,13 @@ pub fn serve<L: Read + Write, C: Counter, B: OutputPin>(
 /// Source positions the workspace is planned for: the model's fixed length, else
 /// [`MAX_POSITIONS`].
 fn positions_for(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
-    match desc.src_pad_to {
-        0 => Ok(MAX_POSITIONS),
-        n if n <= MAX_POSITIONS => Ok(n),
-        n => Err(Error::InputTooLong {
-            len: n,
+    BOARD
+        .capacities
+        .positions_for(desc.src_pad_to)
+        .ok_or(Error::InputTooLong {
+            len: desc.src_pad_to,
             max: MAX_POSITIONS,
-        }),
-    }
+        })
 }
 
 // Stack use: the pieces below are kept out of line, and the `Net` and the handler are

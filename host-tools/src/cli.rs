@@ -394,6 +394,10 @@ pub struct DeviceCheckArgs {
     /// variant (the board's `max_beam` is the widest).
     #[arg(long, value_name = "K")]
     pub beam: Option<usize>,
+    /// Exit 0 even if the device rejected inputs (each is still reported with its
+    /// reason, e.g. longer than the board's positions).
+    #[arg(long)]
+    pub allow_rejects: bool,
 }
 
 /// The board and timeout of a QEMU run.

@@ -46,11 +46,14 @@ fn device_beam(check: &cli::DeviceCheckArgs) -> Result<Option<usize>> {
     Ok(check.beam)
 }
 
-/// The end of `s2s qemu` and `s2s serial`: prints the report; an error naming `device`
-/// when an output differs from the host's, else the status of the lines not sent.
+/// The end of `s2s qemu` and `s2s serial`: prints the report, and each rejected input
+/// on standard error (an error, or with `--allow-rejects` a note); an error naming
+/// `device` when an output differs from the host's, else the status of the lines not
+/// sent and rejected.
 fn device_verdict(
     report: &device::QemuReport,
-    unsent: usize,
+    inputs: &device::Inputs,
+    allow_rejects: bool,
     device: &str,
     stdout: &mut impl Write,
 ) -> Result<ExitCode> {
@@ -58,6 +61,13 @@ fn device_verdict(
         .write_all(report.render().as_bytes())
         .and_then(|()| stdout.flush())
         .map_err(host_tools::Error::io(STDOUT_NAME))?;
+    let level = if allow_rejects { "note" } else { "error" };
+    for r in &report.rejected {
+        eprintln!(
+            "{level}: {}:{}: rejected by {device} (and by the host at its {} positions): {}",
+            inputs.name, r.line, report.info.positions, r.reason
+        );
+    }
     if !report.agrees() {
         return Err(host_tools::Error::device(
             device,
@@ -68,7 +78,12 @@ fn device_verdict(
             ),
         ));
     }
-    Ok(lines_status(unsent))
+    let rejected = if allow_rejects {
+        0
+    } else {
+        report.rejected.len()
+    };
+    Ok(lines_status(inputs.unsent + rejected))
 }
 
 /// The beam search of `--beam`, `--beam-variant` and `--alpha`.
@@ -327,8 +342,14 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
-            let (report, unsent) = device::qemu_command(&model, check.input.as_deref(), &options)?;
-            return device_verdict(&report, unsent, options.board.name, stdout);
+            let (report, inputs) = device::qemu_command(&model, check.input.as_deref(), &options)?;
+            return device_verdict(
+                &report,
+                &inputs,
+                check.allow_rejects,
+                options.board.name,
+                stdout,
+            );
         }
         Cmd::Serial {
             model,
@@ -344,6 +365,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 board,
                 attention: check.attention,
                 beam: device_beam(&check)?,
+                allow_rejects: check.allow_rejects,
                 timeout: Duration::from_secs(timeout),
             };
             return serial(&model, check.input.as_deref(), options, stdout);
@@ -362,6 +384,7 @@ struct SerialArgs {
     board: Option<String>,
     attention: bool,
     beam: Option<usize>,
+    allow_rejects: bool,
     timeout: Duration,
 }
 
@@ -381,8 +404,8 @@ fn serial(
         timeout: a.timeout,
         ..device::serial::SerialOptions::new(a.port)
     };
-    let (report, unsent) = device::serial::serial_command(model, input, &options)?;
-    device_verdict(&report, unsent, &options.port, stdout)
+    let (report, inputs) = device::serial::serial_command(model, input, &options)?;
+    device_verdict(&report, &inputs, a.allow_rejects, &options.port, stdout)
 }
 
 /// `s2s serial` in a build without the `serial` feature: says how to get it.

@@ -681,3 +681,69 @@ fn qemu_runs_the_other_lines_when_one_cannot_be_sent() {
     assert!(report.contains("inputs          2 (0 rejected"), "{report}");
     assert!(report.contains("mismatches      0"), "{report}");
 }
+
+// ------------------------------------------------------------------ qemu: rejected inputs
+
+/// An input the board cannot take (netra is padded to 25 positions) is reported with
+/// its reason, in the report and on standard error naming the file and line, and the
+/// exit status is non-zero unless `--allow-rejects`; the other lines are decoded.
+#[test]
+fn qemu_says_why_each_input_was_rejected() {
+    let model = model_file("netra-w8a16.s2s");
+    let dir = scratch_dir("cli-inputs-qemu-rejects");
+    let input = dir.join("in.txt");
+    let long = "a".repeat(40);
+    // Line 3 is empty (not sent): the rejected input is on line 4.
+    std::fs::write(&input, format!("phnom\npenh\n\n{long}\nkampuchea\n")).unwrap();
+    let name = input.display().to_string();
+    let run = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            vec![&"qemu", &"--board", &"lm3s6965evb", &model, &"--input", &input];
+        args.extend_from_slice(extra);
+        s2s(&args, "")
+    };
+    let reason = "input of 40 positions exceeds the capacity of 25";
+    let r = run(&[]);
+    let errors = stderr_lines(&r);
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert!(!r.status.success(), "{errors:?}");
+    let failed: Vec<&String> = errors.iter().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(
+        failed,
+        [&format!(
+            "error: {name}:4: rejected by lm3s6965evb (and by the host at its 25 positions): {reason}"
+        )],
+        "{errors:?}"
+    );
+    assert!(
+        report.contains("inputs          4 (1 rejected: the device's reason, the same as the host's at the device's 25 positions)\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("\n  line 4 {long:?}: {reason}\n")),
+        "{report}"
+    );
+    assert!(report.contains("mismatches      0"), "{report}");
+    // `s2s inspect` says the positions and workspace the firmware served it with.
+    let served = report
+        .lines()
+        .find_map(|l| l.strip_prefix("RAM "))
+        .and_then(|l| l.split(", workspace ").nth(1))
+        .and_then(|l| l.strip_suffix(" positions)"))
+        .unwrap_or_else(|| panic!("no workspace in {report}"));
+    let (bytes, rest) = served.split_once(" of the ").unwrap();
+    let (arena, positions) = rest.split_once(" byte arena (").unwrap();
+    let inspect = s2s_ok(&[&"inspect", &model], "");
+    let want = format!("lm3s6965evb {positions} ({bytes} of {arena} bytes)");
+    assert!(inspect.contains(&want), "no {want:?} in\n{inspect}");
+
+    let r = run(&[&"--allow-rejects"]);
+    let errors = stderr_lines(&r);
+    assert!(r.status.success(), "{errors:?}");
+    assert!(
+        errors.contains(&format!(
+            "note: {name}:4: rejected by lm3s6965evb (and by the host at its 25 positions): {reason}"
+        )),
+        "{errors:?}"
+    );
+}

@@ -35,7 +35,7 @@ fn netduinoplus2_matches_the_host(model: &str) {
         .unwrap_or_else(|e| panic!("{model} on netduinoplus2: {e}"));
     println!("{}", report.render());
     assert!(report.agrees(), "{}", report.render());
-    assert_eq!((report.inputs, report.rejected), (INPUTS, 0));
+    assert_eq!((report.inputs, report.rejected.len()), (INPUTS, 0));
     assert_eq!(report.enc.n, INPUTS, "every word decoded");
     assert_eq!(
         report.attention_rows, report.step.n,

@@ -216,7 +216,7 @@ fn s2s_serial_matches_the_host_token_for_token_over_a_pseudo_terminal() {
     );
     let via = format!("({})\n", qemu.pty.display());
     for want in [
-        &format!("\ninputs          {WORDS} (0 rejected by both"),
+        &format!("\ninputs          {WORDS} (0 rejected)\n"),
         "\nmismatches      0, ",
         " attention rows compared\n",
         "\nserial          ",

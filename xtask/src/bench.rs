@@ -150,7 +150,7 @@ impl Ctx {
                     let report = qemu_check(&path, &inputs, &o)
                         .map_err(|e| format!("{model} on {}: {e}", board.name))?;
                     print!("{}", report.render());
-                    if !report.agrees() || report.rejected > 0 {
+                    if !report.agrees() || !report.rejected.is_empty() {
                         return Err(format!(
                             "{model} on {}: the device does not match the host",
                             board.name

@@ -16,6 +16,39 @@ use crate::model::LoadedModel;
 /// Source positions `inspect` sizes the workspace for when the model has no fixed length.
 pub const DEFAULT_POSITIONS: usize = 32;
 
+/// The boards of the table whose firmware compiles `precision` by default, each with the
+/// source positions its firmware plans the model for (`Capacities::positions_for`, the
+/// firmware's own rule: the fixed length `pad`, else the board's cap) and that
+/// workspace (`plan_bytes`) against its arena: `microbit 25 (7,712 of 10,064 bytes)`.
+fn boards(precision: &str, pad: usize, plan_bytes: impl Fn(usize) -> usize) -> String {
+    let each: Vec<String> = s2s_device::BOARDS
+        .iter()
+        .filter(|b| b.precisions.contains(&precision))
+        .map(|b| {
+            let c = &b.capacities;
+            match c.positions_for(pad) {
+                None => format!(
+                    "{} none (fixed length {pad}, the board takes {})",
+                    b.name, c.max_positions
+                ),
+                Some(n) => {
+                    let (need, arena) = (thousands(plan_bytes(n)), thousands(c.arena_bytes));
+                    if plan_bytes(n) <= c.arena_bytes {
+                        format!("{} {n} ({need} of {arena} bytes)", b.name)
+                    } else {
+                        format!("{} {n}, but {need} bytes over its {arena}-byte arena", b.name)
+                    }
+                }
+            }
+        })
+        .collect();
+    if each.is_empty() {
+        format!("none compiles {precision} by default")
+    } else {
+        format!("source positions (workspace of the arena): {}", each.join(", "))
+    }
+}
+
 /// A stack's cell and its notes: `("GRU", " (reset after)")`, `("LSTM", "")`, ...
 fn cell(kind: CellKind, r: rnn_core::ResetMode, rec: Recurrent) -> (&'static str, String) {
     let mut notes = vec![];
@@ -255,13 +288,15 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
     for (k, v) in architecture(d) {
         row(&k, v);
     }
-    let (plan, enc, dec, per_beam, beam2) = m.with_net(|any| {
+    let precision = file.precision().name();
+    let (plan, enc, dec, per_beam, beam2, boards) = m.with_net(|any| {
         Ok(dispatch!(any, |net: P| (
             Plan::new::<P>(&net.desc, t),
             net.macs_per_source_position(),
             net.macs_per_step(t),
             seq2seq::BeamPlan::bytes_per_beam::<P>(&net.desc),
-            seq2seq::BeamPlan::new::<P>(&net.desc, 2).bytes()
+            seq2seq::BeamPlan::new::<P>(&net.desc, 2).bytes(),
+            boards(precision, d.src_pad_to, |n| Plan::new::<P>(&net.desc, n).bytes())
         )))
     })?;
     row(
@@ -274,6 +309,7 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
             thousands(per_beam)
         ),
     );
+    row("boards", boards);
     row(
         "beam",
         match d.beam.variant {

@@ -2,7 +2,7 @@
 
 use s2s_device::protocol::PhaseCounts;
 
-use super::report::{Mismatch, QemuReport, Spread};
+use super::report::{Mismatch, QemuReport, Rejected, Spread};
 use super::session::DeviceSession;
 use crate::error::{Error, Result};
 use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
@@ -88,7 +88,8 @@ pub fn compare(
     };
     let h = host_side(host, inputs, session.model.positions, keep)?;
     let mut mismatches = Vec::new();
-    let (mut rejected, mut attention_rows, mut positions) = (0, 0, 0);
+    let mut rejected = Vec::new();
+    let (mut attention_rows, mut positions) = (0, 0);
     let (mut enc_macs, mut dec_macs) = (0u128, 0u128);
     let mut enc = Vec::new();
     let mut steps = Vec::new();
@@ -152,7 +153,11 @@ pub fn compare(
                 }
             }
             (Err(de), Err(he)) if de.reason == he.to_string() || de.reason == "line too long" => {
-                rejected += 1
+                rejected.push(Rejected {
+                    line: i + 1,
+                    input: input.clone(),
+                    reason: de.reason.clone(),
+                })
             }
             (Err(de), Err(he)) => mismatch(format!("device: ERR {de}; host: {he}")),
             (Err(de), Ok(hd)) => mismatch(format!("device: ERR {de}; host: ids {:?}", hd.ids)),

@@ -27,7 +27,7 @@ use s2s_device::Board;
 
 pub use compare::compare;
 pub use firmware::Firmware;
-pub use report::{PerPhase, QemuReport};
+pub use report::{PerPhase, QemuReport, Rejected};
 pub use session::{parse_lines, parse_session, DeviceSession, Ending, Refused};
 
 use crate::error::{Error, Result};
@@ -175,15 +175,19 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
 /// lines are skipped (they would end the firmware's session), with a note on standard
 /// error; a line that is not UTF-8 or cannot be sent (it starts with the command byte
 /// 0x01) gets an error line naming `file:line` on standard error and the other lines go
-/// on. Returns the sources and the count of lines that could not be sent.
-pub fn read_inputs(input: Option<&Path>) -> Result<(Vec<String>, usize)> {
+/// on. Returns the sources, their line numbers and the count of lines that could not be
+/// sent.
+pub fn read_inputs(input: Option<&Path>) -> Result<Inputs> {
     let mut lines = crate::io::LineReader::open(input)?;
-    let (mut inputs, mut skipped, mut unsent) = (Vec::new(), 0, 0);
+    let (mut inputs, mut numbers, mut skipped, mut unsent) = (Vec::new(), Vec::new(), 0, 0);
     while let Some(line) = lines.next_line()? {
         match line.text {
             Ok(t) if t.is_empty() || t == s2s_device::protocol::END => skipped += 1,
             Ok(t) => match check_source(&t) {
-                Ok(()) => inputs.push(t),
+                Ok(()) => {
+                    inputs.push(t);
+                    numbers.push(line.number);
+                }
                 Err(why) => {
                     eprintln!(
                         "error: {}:{}: cannot be sent: {why}",
@@ -202,20 +206,40 @@ pub fn read_inputs(input: Option<&Path>) -> Result<(Vec<String>, usize)> {
     if skipped > 0 {
         eprintln!("skipped {skipped} empty or `.` lines (they end a firmware session)");
     }
-    Ok((inputs, unsent))
+    Ok(Inputs {
+        sources: inputs,
+        lines: numbers,
+        name: lines.name().to_string(),
+        unsent,
+    })
+}
+
+/// The input lines of `s2s qemu` and `s2s serial` ([`read_inputs`]).
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// The sources sent, in order.
+    pub sources: Vec<String>,
+    /// Each source's line number in the input, from 1.
+    pub lines: Vec<usize>,
+    /// The input's name for messages (its path, or standard input's name).
+    pub name: String,
+    /// Lines that could not be sent (each reported on standard error).
+    pub unsent: usize,
 }
 
 /// `s2s qemu`: builds the firmware for the board, runs the sources of `input` (standard
 /// input for `None`, read by [`read_inputs`]) on it under QEMU and on the host, and
-/// returns the comparison (whether the two agree is [`QemuReport::agrees`]) and the
-/// count of lines that could not be sent.
+/// returns the comparison (whether the two agree is [`QemuReport::agrees`]), numbered
+/// by the input's lines, and the inputs read.
 pub fn qemu_command(
     model: &Path,
     input: Option<&Path>,
     o: &QemuOptions,
-) -> Result<(QemuReport, usize)> {
-    let (inputs, unsent) = read_inputs(input)?;
-    Ok((qemu_check(model, &inputs, o)?, unsent))
+) -> Result<(QemuReport, Inputs)> {
+    let inputs = read_inputs(input)?;
+    let mut report = qemu_check(model, &inputs.sources, o)?;
+    report.renumber(&inputs.lines);
+    Ok((report, inputs))
 }
 
 /// `s2s boot`: boots a firmware ELF under QEMU with the UART on the terminal (the

@@ -37,6 +37,19 @@ pub struct Mismatch {
     pub what: String,
 }
 
+/// One input the device refused (`ERR <reason>`) and the host refused the same way when
+/// held to the device's positions: e.g. longer than the board takes, or a character
+/// outside the vocabulary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// Input line number, from 1.
+    pub line: usize,
+    /// The input.
+    pub input: String,
+    /// The device's reason.
+    pub reason: String,
+}
+
 /// Minimum, maximum and mean of a count.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Spread {
@@ -99,7 +112,7 @@ pub struct QemuReport {
     /// Inputs sent.
     pub inputs: usize,
     /// Inputs that both sides rejected with the same reason.
-    pub rejected: usize,
+    pub rejected: Vec<Rejected>,
     /// Disagreements.
     pub mismatches: Vec<Mismatch>,
     /// Attention rows compared (0 unless asked and the model attends).
@@ -131,6 +144,18 @@ impl QemuReport {
     /// True when the device agreed with the host on every input.
     pub fn agrees(&self) -> bool {
         self.mismatches.is_empty()
+    }
+
+    /// Gives the mismatches and rejections the line numbers of the input file:
+    /// `numbers[i]` is the line of the `i`-th input sent (empty lines are not sent).
+    pub fn renumber(&mut self, numbers: &[usize]) {
+        let line = |i: usize| numbers.get(i.wrapping_sub(1)).copied().unwrap_or(i);
+        for m in &mut self.mismatches {
+            m.line = line(m.line);
+        }
+        for r in &mut self.rejected {
+            r.line = line(r.line);
+        }
     }
 
     /// Mean instructions per encoder step (source position).
@@ -187,9 +212,28 @@ impl QemuReport {
         );
         let _ = writeln!(
             s,
-            "inputs          {} ({} rejected by both with the same reason)",
-            self.inputs, self.rejected
+            "inputs          {} ({} rejected{})",
+            self.inputs,
+            self.rejected.len(),
+            if self.rejected.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": the device's reason, the same as the host's at the device's {} positions",
+                    i.positions
+                )
+            }
         );
+        for r in self.rejected.iter().take(SHOWN_MISMATCHES) {
+            let _ = writeln!(s, "  line {} {:?}: {}", r.line, r.input, r.reason);
+        }
+        if self.rejected.len() > SHOWN_MISMATCHES {
+            let _ = writeln!(
+                s,
+                "  ... and {} more (each on standard error)",
+                self.rejected.len() - SHOWN_MISMATCHES
+            );
+        }
         let attention = if self.attention_rows > 0 {
             format!(
                 ", {} attention rows compared",

@@ -19,7 +19,7 @@ use s2s_device::Board;
 
 use super::link::{self, Limits, Link, Pace};
 use super::{
-    check_run, compare, parse_lines, read_inputs, requests, Ending, QemuReport, SERIAL_BAUD,
+    check_run, compare, parse_lines, read_inputs, requests, Ending, Inputs, QemuReport, SERIAL_BAUD,
     SERIAL_TIMEOUT_SECS,
 };
 use crate::error::{Error, Result};
@@ -190,13 +190,15 @@ fn board_of(
 }
 
 /// `s2s serial`: runs the sources of `input` (standard input for `None`, read by
-/// [`read_inputs`]) on the board at `o.port` and on the host, and returns the comparison
-/// and the count of lines that could not be sent.
+/// [`read_inputs`]) on the board at `o.port` and on the host, and returns the comparison,
+/// numbered by the input's lines, and the inputs read.
 pub fn serial_command(
     model: &Path,
     input: Option<&Path>,
     o: &SerialOptions,
-) -> Result<(QemuReport, usize)> {
-    let (inputs, unsent) = read_inputs(input)?;
-    Ok((serial_check(model, &inputs, o)?, unsent))
+) -> Result<(QemuReport, Inputs)> {
+    let inputs = read_inputs(input)?;
+    let mut report = serial_check(model, &inputs.sources, o)?;
+    report.renumber(&inputs.lines);
+    Ok((report, inputs))
 }

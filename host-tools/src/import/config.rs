@@ -77,6 +77,10 @@ fn one_f64() -> f64 {
 pub struct ModelSection {
     /// Short name.
     pub name: String,
+    /// The boards the model is meant for (names of the board table): `s2s train` warns
+    /// when training sources are longer than the positions a board plans the model for.
+    #[serde(default)]
+    pub boards: Vec<String>,
 }
 
 /// `[source]`.

@@ -182,6 +182,43 @@ fn hold_out(mut pairs: Vec<Pair>, seed: u64) -> (Vec<Pair>, Vec<Pair>) {
     (train, valid)
 }
 
+/// For each board, the training sources longer than the positions it plans the model
+/// for (`Capacities::positions_for`, the firmware's rule; `pad_to` is the model's fixed
+/// length): one line saying how many, the longest and its line. The board rejects them.
+fn too_long_for(
+    boards: &[&s2s_device::Board],
+    pad_to: usize,
+    pairs: &[crate::data::Pair],
+    examples: &[examples::Example],
+) -> Vec<String> {
+    boards
+        .iter()
+        .filter_map(|b| {
+            let Some(fits) = b.capacities.positions_for(pad_to) else {
+                return Some(format!(
+                    "the model's fixed length of {pad_to} positions is over the {} {} takes: \
+                     it cannot serve the model",
+                    b.capacities.max_positions, b.name
+                ));
+            };
+            let over: Vec<(usize, usize)> = pairs
+                .iter()
+                .zip(examples)
+                .map(|(p, e)| (p.line, e.src.len()))
+                .filter(|&(_, n)| n > fits)
+                .collect();
+            let &(line, longest) = over.iter().max_by_key(|&&(l, n)| (n, std::cmp::Reverse(l)))?;
+            Some(format!(
+                "{} of {} training sources are longer than the {fits} positions {} plans this \
+                 model for, which rejects them (the longest: {longest} positions, line {line})",
+                over.len(),
+                pairs.len(),
+                b.name
+            ))
+        })
+        .collect()
+}
+
 /// `s2s train`: trains the model of `config` on the pairs of `data` (validating on
 /// `valid`, or on [`HOLDOUT_SHARE`] of `data`), and writes the best epoch's weights to
 /// `output` as an f32 model file, with a checkpoint after every epoch.
@@ -237,6 +274,20 @@ pub fn train_file(
             "no source<TAB>target pairs",
         ));
     }
+    let boards = cfg
+        .model
+        .boards
+        .iter()
+        .map(|name| {
+            s2s_device::board::find(name).ok_or_else(|| {
+                let names: Vec<&str> = s2s_device::board::names().collect();
+                cfg.error(
+                    Place::Inside("[model] boards".into()),
+                    format!("unknown board {name:?} (boards: {})", names.join(", ")),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     build_vocabularies(&mut cfg, train_pairs.iter().chain(&valid_pairs));
     let desc = cfg.desc()?;
     if desc.cells != seq2seq::Cells::GRU {
@@ -316,6 +367,9 @@ pub fn train_file(
         let skeleton = LoadedModel::from_bytes(output, &skeleton)?;
         let train_ex = encode_pairs(&skeleton.file(), &train_pairs, data)?;
         let valid_ex = encode_pairs(&skeleton.file(), &valid_pairs, &valid_name)?;
+        for w in too_long_for(&boards, desc.src_pad_to, &train_pairs, &train_ex) {
+            eprintln!("warning: {}: {w}", data.display());
+        }
         let mut adam = Adam::new(&params, opt.lr)?;
         let mut state = TrainState {
             fingerprint: print.clone(),

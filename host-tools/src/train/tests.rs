@@ -458,3 +458,48 @@ fn bad_inputs_are_one_line_errors() {
     assert!(!out.exists(), "nothing written on an error");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Training sources longer than a named board's positions get one warning line per
+/// board, counting them and naming the longest; a board that takes them all, none.
+#[test]
+fn sources_longer_than_a_board_takes_are_counted_per_board() {
+    let microbit = s2s_device::board::find("microbit").unwrap();
+    let an386 = s2s_device::board::find("mps2-an386").unwrap();
+    let cap = microbit.capacities.max_positions;
+    assert!(an386.capacities.max_positions > cap + 5);
+    let lens = [cap - 1, cap + 2, cap, cap + 5, cap + 5];
+    let pairs: Vec<Pair> = (0..lens.len())
+        .map(|i| Pair {
+            line: i + 10,
+            source: String::new(),
+            target: String::new(),
+        })
+        .collect();
+    let examples: Vec<Example> = lens
+        .iter()
+        .map(|&n| Example {
+            src: vec![1; n],
+            attend: n,
+            tgt: vec![],
+        })
+        .collect();
+    let warnings = super::too_long_for(&[microbit, an386], 0, &pairs, &examples);
+    assert_eq!(
+        warnings,
+        [format!(
+            "3 of 5 training sources are longer than the {cap} positions microbit plans this \
+             model for, which rejects them (the longest: {} positions, line 13)",
+            cap + 5
+        )]
+    );
+    // A fixed length over the board's cap.
+    let fixed = super::too_long_for(&[microbit], cap + 1, &pairs, &examples);
+    assert_eq!(
+        fixed,
+        [format!(
+            "the model's fixed length of {} positions is over the {cap} microbit takes: it \
+             cannot serve the model",
+            cap + 1
+        )]
+    );
+}

@@ -47,6 +47,21 @@ pub struct Capacities {
     pub max_beam: usize,
 }
 
+impl Capacities {
+    /// Source positions the model runner plans a model's workspace for: its fixed
+    /// length (`src_pad_to`, 0 for none) if the board takes it, else the board's
+    /// `max_positions`; `None` when the fixed length is longer. The firmware serves the
+    /// model at these positions (if their workspace fits the arena); `s2s inspect` and
+    /// `s2s qemu` say them.
+    pub const fn positions_for(&self, src_pad_to: usize) -> Option<usize> {
+        match src_pad_to {
+            0 => Some(self.max_positions),
+            n if n <= self.max_positions => Some(n),
+            _ => None,
+        }
+    }
+}
+
 /// One board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Board {
@@ -214,5 +229,25 @@ impl core::fmt::Display for ModuleFile {
             f.write_str(part.1)?;
         }
         f.write_str(".rs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Capacities;
+
+    #[test]
+    fn positions_are_the_fixed_length_else_the_cap() {
+        let c = Capacities {
+            arena_bytes: 1024,
+            max_positions: 25,
+            max_steps: 32,
+            max_line: 128,
+            max_beam: 0,
+        };
+        assert_eq!(c.positions_for(0), Some(25));
+        assert_eq!(c.positions_for(20), Some(20));
+        assert_eq!(c.positions_for(25), Some(25));
+        assert_eq!(c.positions_for(26), None);
     }
 }
