@@ -697,8 +697,14 @@ fn qemu_says_why_each_input_was_rejected() {
     std::fs::write(&input, format!("phnom\npenh\n\n{long}\nkampuchea\n")).unwrap();
     let name = input.display().to_string();
     let run = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
-            vec![&"qemu", &"--board", &"lm3s6965evb", &model, &"--input", &input];
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"qemu",
+            &"--board",
+            &"lm3s6965evb",
+            &model,
+            &"--input",
+            &input,
+        ];
         args.extend_from_slice(extra);
         s2s(&args, "")
     };

@@ -36,7 +36,10 @@ fn boards(precision: &str, pad: usize, plan_bytes: impl Fn(usize) -> usize) -> S
                     if plan_bytes(n) <= c.arena_bytes {
                         format!("{} {n} ({need} of {arena} bytes)", b.name)
                     } else {
-                        format!("{} {n}, but {need} bytes over its {arena}-byte arena", b.name)
+                        format!(
+                            "{} {n}, but {need} bytes over its {arena}-byte arena",
+                            b.name
+                        )
                     }
                 }
             }
@@ -45,7 +48,10 @@ fn boards(precision: &str, pad: usize, plan_bytes: impl Fn(usize) -> usize) -> S
     if each.is_empty() {
         format!("none compiles {precision} by default")
     } else {
-        format!("source positions (workspace of the arena): {}", each.join(", "))
+        format!(
+            "source positions (workspace of the arena): {}",
+            each.join(", ")
+        )
     }
 }
 
@@ -296,7 +302,8 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
             net.macs_per_step(t),
             seq2seq::BeamPlan::bytes_per_beam::<P>(&net.desc),
             seq2seq::BeamPlan::new::<P>(&net.desc, 2).bytes(),
-            boards(precision, d.src_pad_to, |n| Plan::new::<P>(&net.desc, n).bytes())
+            boards(precision, d.src_pad_to, |n| Plan::new::<P>(&net.desc, n)
+                .bytes())
         )))
     })?;
     row(

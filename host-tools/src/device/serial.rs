@@ -19,8 +19,8 @@ use s2s_device::Board;
 
 use super::link::{self, Limits, Link, Pace};
 use super::{
-    check_run, compare, parse_lines, read_inputs, requests, Ending, Inputs, QemuReport, SERIAL_BAUD,
-    SERIAL_TIMEOUT_SECS,
+    check_run, compare, parse_lines, read_inputs, requests, Ending, Inputs, QemuReport,
+    SERIAL_BAUD, SERIAL_TIMEOUT_SECS,
 };
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;

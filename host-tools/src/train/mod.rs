@@ -207,7 +207,9 @@ fn too_long_for(
                 .map(|(p, e)| (p.line, e.src.len()))
                 .filter(|&(_, n)| n > fits)
                 .collect();
-            let &(line, longest) = over.iter().max_by_key(|&&(l, n)| (n, std::cmp::Reverse(l)))?;
+            let &(line, longest) = over
+                .iter()
+                .max_by_key(|&&(l, n)| (n, std::cmp::Reverse(l)))?;
             Some(format!(
                 "{} of {} training sources are longer than the {fits} positions {} plans this \
                  model for, which rejects them (the longest: {longest} positions, line {line})",
