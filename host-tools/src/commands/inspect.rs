@@ -36,10 +36,7 @@ fn boards(precision: &str, pad: usize, plan_bytes: impl Fn(usize) -> usize) -> S
                     if plan_bytes(n) <= c.arena_bytes {
                         format!("{} {n} ({need} of {arena} bytes)", b.name)
                     } else {
-                        format!(
-                            "{} {n}, but {need} bytes over its {arena}-byte arena",
-                            b.name
-                        )
+                        format!("{} {n} ({need} bytes: over its {arena}-byte arena)", b.name)
                     }
                 }
             }
