@@ -16,15 +16,16 @@ impl Ctx {
         let models = self.models_dir();
         let demo = self.target.join("demo");
         std::fs::create_dir_all(&demo).map_err(Error::io(&demo))?;
+        // The word lists (also the README's, checked by tests/tests/readme.rs).
         let netra_words = demo.join("netra-words.txt");
         write(
             &netra_words,
-            "phnom\npenh\nangkor\nsiem\nreap\nmekong\nsokha\n",
+            include_str!("../../tests/fixtures/demo/netra-words.txt"),
         )?;
         let g2p_words = demo.join("g2p-en-words.txt");
         write(
             &g2p_words,
-            "microcontroller\nattention\ntransliteration\nqemu\nrustacean\n",
+            include_str!("../../tests/fixtures/demo/g2p-en-words.txt"),
         )?;
         let s2s = self.s2s();
         // The last run decodes with netra's own beam search (its `transliterate()`).
