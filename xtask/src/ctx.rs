@@ -19,6 +19,9 @@ pub(crate) struct Ctx {
     pub(crate) cargo: String,
 }
 
+/// Commands that take this long get their time printed after them.
+const LONG_SECONDS: f64 = 10.0;
+
 impl Ctx {
     pub(crate) fn new() -> Result<Self> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -101,10 +104,15 @@ impl Ctx {
         }
         let line = self.cmdline(cmd);
         println!("$ {line}");
+        let start = std::time::Instant::now();
         let status = match cmd.status() {
             Ok(status) => status,
             Err(source) => return Err(Error::Start { line, source }),
         };
+        let took = start.elapsed().as_secs_f64();
+        if took >= LONG_SECONDS {
+            println!("  ({took:.0} s)");
+        }
         if status.success() {
             Ok(())
         } else {
@@ -140,12 +148,12 @@ impl Ctx {
         Command::new(&self.cargo)
     }
 
-    /// `cargo build --release -p host-tools --bin s2s` (a no-op when up to date).
+    /// `cargo build --release -p host-tools --bin s2s` (a no-op when up to date), with
+    /// cargo's progress: a cold build takes minutes.
     pub(crate) fn build_s2s(&self) -> Result {
         self.run(self.cargo().args([
             "build",
             "--release",
-            "--quiet",
             "-p",
             "host-tools",
             "--bin",
