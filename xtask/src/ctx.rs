@@ -151,14 +151,10 @@ impl Ctx {
     /// `cargo build --release -p host-tools --bin s2s` (a no-op when up to date), with
     /// cargo's progress: a cold build takes minutes.
     pub(crate) fn build_s2s(&self) -> Result {
-        self.run(self.cargo().args([
-            "build",
-            "--release",
-            "-p",
-            "host-tools",
-            "--bin",
-            "s2s",
-        ]))
+        self.run(
+            self.cargo()
+                .args(["build", "--release", "-p", "host-tools", "--bin", "s2s"]),
+        )
     }
 
     /// Runs the command that makes `output` unless it is newer than all `inputs`.

@@ -26,6 +26,22 @@ pub fn thousands(n: usize) -> String {
 /// Mismatches shown in full by [`QemuReport::render`].
 pub const SHOWN_MISMATCHES: usize = 5;
 
+/// Writes the first [`SHOWN_MISMATCHES`] of `lines` (line number, input, what) as
+/// `  line N "input": what`, then how many more there are, followed by `more`.
+fn write_shown<'a>(
+    s: &mut String,
+    lines: impl ExactSizeIterator<Item = (usize, &'a str, &'a str)>,
+    more: &str,
+) {
+    let n = lines.len();
+    for (line, input, what) in lines.take(SHOWN_MISMATCHES) {
+        let _ = writeln!(s, "  line {line} {input:?}: {what}");
+    }
+    if n > SHOWN_MISMATCHES {
+        let _ = writeln!(s, "  ... and {} more{more}", n - SHOWN_MISMATCHES);
+    }
+}
+
 /// One input on which the device and the host disagree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mismatch {
@@ -224,16 +240,12 @@ impl QemuReport {
                 )
             }
         );
-        for r in self.rejected.iter().take(SHOWN_MISMATCHES) {
-            let _ = writeln!(s, "  line {} {:?}: {}", r.line, r.input, r.reason);
-        }
-        if self.rejected.len() > SHOWN_MISMATCHES {
-            let _ = writeln!(
-                s,
-                "  ... and {} more (each on standard error)",
-                self.rejected.len() - SHOWN_MISMATCHES
-            );
-        }
+        let rejected = self.rejected.iter();
+        write_shown(
+            &mut s,
+            rejected.map(|r| (r.line, r.input.as_str(), r.reason.as_str())),
+            " (each on standard error)",
+        );
         let attention = if self.attention_rows > 0 {
             format!(
                 ", {} attention rows compared",
@@ -243,16 +255,12 @@ impl QemuReport {
             String::new()
         };
         let _ = writeln!(s, "mismatches      {}{attention}", self.mismatches.len());
-        for m in self.mismatches.iter().take(SHOWN_MISMATCHES) {
-            let _ = writeln!(s, "  line {} {:?}: {}", m.line, m.input, m.what);
-        }
-        if self.mismatches.len() > SHOWN_MISMATCHES {
-            let _ = writeln!(
-                s,
-                "  ... and {} more",
-                self.mismatches.len() - SHOWN_MISMATCHES
-            );
-        }
+        let mismatches = self.mismatches.iter();
+        write_shown(
+            &mut s,
+            mismatches.map(|m| (m.line, m.input.as_str(), m.what.as_str())),
+            "",
+        );
         if self.enc.n > 0 {
             let _ = writeln!(
                 s,
