@@ -471,6 +471,6 @@ fn train(
     _: cli::TrainArgs,
 ) -> Result {
     Err(host_tools::Error::usage(
-        "this s2s was built without the `train` feature; build it with the default features: cargo install --locked --path host-tools",
+        "this s2s was built without the `train` feature (candle): cargo install --locked --path host-tools --features train",
     ))
 }

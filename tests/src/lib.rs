@@ -93,6 +93,8 @@ pub fn s2s_bin() -> &'static Path {
                 "host-tools",
                 "--bin",
                 "s2s",
+                "--features",
+                "train",
                 "--quiet",
                 "--message-format=json-render-diagnostics",
             ])

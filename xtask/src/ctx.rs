@@ -149,12 +149,15 @@ impl Ctx {
     }
 
     /// `cargo build --release -p host-tools --bin s2s` (a no-op when up to date), with
-    /// cargo's progress: a cold build takes minutes.
-    pub(crate) fn build_s2s(&self) -> Result {
-        self.run(
-            self.cargo()
-                .args(["build", "--release", "-p", "host-tools", "--bin", "s2s"]),
-        )
+    /// cargo's progress: a cold build takes minutes. With `train`, the `train` feature
+    /// (candle), for `s2s train`; the models and the demo need none.
+    pub(crate) fn build_s2s(&self, train: bool) -> Result {
+        let mut cargo = self.cargo();
+        cargo.args(["build", "--release", "-p", "host-tools", "--bin", "s2s"]);
+        if train {
+            cargo.args(["--features", "train"]);
+        }
+        self.run(&mut cargo)
     }
 
     /// Runs the command that makes `output` unless it is newer than all `inputs`.

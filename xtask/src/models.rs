@@ -95,7 +95,7 @@ impl Ctx {
         }
 
         // 3. The s2s tool, built once.
-        self.build_s2s()?;
+        self.build_s2s(false)?;
         let s2s = self.s2s();
 
         // 4. Held-out words and the calibration words, disjoint (xtask/src/heldout.rs).

@@ -22,6 +22,7 @@ impl Ctx {
     pub fn train_check(&self) -> Result {
         let dir = self.target.join("ci-train");
         let _ = std::fs::remove_dir_all(&dir);
+        self.build_s2s(true)?;
         let s2s = self.s2s();
         let (train, valid) = (PAIRS.0.to_string(), PAIRS.1.to_string());
         self.run(

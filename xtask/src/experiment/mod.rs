@@ -124,6 +124,7 @@ pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
             .ok_or_else(|| format!("no stage {name:?}; the stages are:\n{}", stage_list()))?],
     };
     ctx.models()?;
+    ctx.build_s2s(true)?;
     let e = Exp {
         ctx,
         dir: ctx.target.join("experiments"),
