@@ -256,7 +256,7 @@ pub fn check_file(
     let tsv = rows.iter().all(|(_, l)| l.contains('\t'));
     let sources: Vec<String> = rows
         .iter()
-        .map(|(_, l)| l.split('\t').next().unwrap_or("").to_string())
+        .map(|(_, l)| crate::io::source_of(l).to_string())
         .collect();
     let refs: Vec<String> = rows
         .iter()
