@@ -161,7 +161,7 @@ pub enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
         /// Draw the token error rate against source length (.png or .svg), one line per
-        /// model.
+        /// model; a bucket no source falls in is a gap in the lines.
         #[arg(long)]
         plot: Option<PathBuf>,
         #[command(flatten)]
