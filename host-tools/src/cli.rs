@@ -120,10 +120,11 @@ pub enum Cmd {
     Run {
         /// Model file.
         model: PathBuf,
-        /// Input file, one source per line.
+        /// Input file, one source per line: a line's source is its first tab-separated
+        /// column, so `source<TAB>target` pairs will do (the target is ignored).
         #[arg(long)]
         input: Option<PathBuf>,
-        /// Print `input<TAB>output` (`input<TAB><TAB>error` for a line that failed).
+        /// Print `source<TAB>output` (`source<TAB><TAB>error` for a line that failed).
         #[arg(long)]
         tsv: bool,
         /// Write every step's attention weights and entropy to this JSON file (greedy
@@ -160,7 +161,7 @@ pub enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
         /// Draw the token error rate against source length (.png or .svg), one line per
-        /// model.
+        /// model; a bucket no source falls in is a gap in the lines.
         #[arg(long)]
         plot: Option<PathBuf>,
         #[command(flatten)]
@@ -170,7 +171,9 @@ pub enum Cmd {
     Quantize {
         /// The f32 model file.
         model: PathBuf,
-        /// Calibration sources, one per line (needed for w8a16).
+        /// Calibration sources, one per line (needed for w8a16): a line's source is its
+        /// first tab-separated column, so `source<TAB>target` pairs will do (the target
+        /// is ignored).
         #[arg(long)]
         calib: Option<PathBuf>,
         /// Number format.
@@ -384,7 +387,9 @@ pub struct BeamArgs {
 /// What `s2s qemu` and `s2s serial` run on the device and compare with the host.
 #[derive(clap::Args)]
 pub struct DeviceCheckArgs {
-    /// Input file, one source per line (standard input by default).
+    /// Input file, one source per line (standard input by default): a line's source is
+    /// its first tab-separated column, so `source<TAB>target` pairs will do (the target
+    /// is ignored).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Also compare the attention weights of every step, exactly (greedy only).

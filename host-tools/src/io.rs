@@ -6,6 +6,9 @@
 //! at the start is dropped, a trailing `\r` is removed, and a line that is not UTF-8 is
 //! an error of that line alone.
 //!
+//! Wherever a command reads sources, a line's source is its first tab-separated
+//! column ([`source_of`]).
+//!
 //! Whole files that a user names (a configuration; the weights files, in
 //! `s2s-weights`) are read by one bounded reader, [`s2s_weights::read_bounded`]: at most
 //! a stated number of bytes ([`MAX_CONFIG_BYTES`] here), checked on a regular file's
@@ -409,9 +412,26 @@ pub fn read_lines(path: Option<&Path>) -> Result<Vec<String>> {
     Ok(lines)
 }
 
+/// The source of an input line: its first tab-separated column, the whole line when it
+/// has no tab. The one rule of every command that reads sources (`run`, `quantize
+/// --calib` and `--row-curve`, `qemu` and `serial --input`, `check --input`, and the
+/// pairs of `eval` and `train`): the other columns (a target, a reference) are ignored.
+pub fn source_of(line: &str) -> &str {
+    line.split_once('\t').map_or(line, |(source, _)| source)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_is_the_first_column() {
+        assert_eq!(source_of("12 march 2024\t2024-03-12"), "12 march 2024");
+        assert_eq!(source_of("a\tb\tc"), "a");
+        assert_eq!(source_of("no tab"), "no tab");
+        assert_eq!(source_of("\tb"), "");
+        assert_eq!(source_of(""), "");
+    }
 
     fn lines_of(bytes: &[u8]) -> Vec<std::result::Result<String, String>> {
         let mut r = LineReader::new(

@@ -3,7 +3,9 @@
 //! a closed standard output ends quietly and a full one fails with one line; a tall
 //! heatmap is refused; reads stay bounded (peak memory measured with getrusage by
 //! `peak-rss`); `check` and `quantize` validate their inputs; outputs follow symlinks
-//! and write through FIFOs; tensors of other element types are named.
+//! and write through FIFOs; tensors of other element types are named. Issue 35, item
+//! 5: `run` and `quantize --calib` take a line's first tab-separated column as its
+//! source, so a `source<TAB>target` file gives what its sources alone give.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -752,4 +754,71 @@ fn qemu_says_why_each_input_was_rejected() {
         )),
         "{errors:?}"
     );
+}
+
+// ------------------------------------- a line's source: issue 35, item 5
+
+/// Writes `pairs.tsv` (the first `n` pairs of netra's evaluation file, then one line of
+/// three columns) and `sources.txt` (their first columns alone) to `dir`.
+fn pairs_and_sources(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let text = std::fs::read_to_string(model_file("netra-eval.tsv")).unwrap();
+    let mut pairs: Vec<&str> = text.lines().take(n).collect();
+    pairs.push("phnom\tផ្នម\ta third column");
+    assert!(pairs.iter().all(|l| l.contains('\t')), "{pairs:?}");
+    let sources: Vec<&str> = pairs
+        .iter()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    let (p, s) = (dir.join("pairs.tsv"), dir.join("sources.txt"));
+    std::fs::write(&p, pairs.join("\n") + "\n").unwrap();
+    std::fs::write(&s, sources.join("\n") + "\n").unwrap();
+    (p, s)
+}
+
+#[test]
+fn run_reads_the_source_column_of_a_tsv() {
+    let model = model_file("netra.s2s");
+    let dir = scratch_dir("run-tsv-input");
+    let (pairs, sources) = pairs_and_sources(&dir, 12);
+    for extra in [&[][..], &["--tsv"][..]] {
+        let run = |input: &Path| {
+            let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+                vec![&"run", &model, &"--input", &input];
+            args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+            s2s_ok(&args, "")
+        };
+        let want = run(&sources);
+        assert_eq!(want.lines().count(), 13, "{want}");
+        assert!(want.lines().all(|l| !l.is_empty()), "{want}");
+        assert_eq!(run(&pairs), want, "{extra:?}");
+    }
+}
+
+#[test]
+fn quantize_calibrates_on_the_source_column_of_a_tsv() {
+    let netra = model_file("netra.s2s");
+    let dir = scratch_dir("quantize-tsv-calib");
+    let (pairs, sources) = pairs_and_sources(&dir, 40);
+    let quantize = |calib: &Path, out: &Path| {
+        let r = s2s(
+            &[
+                &"quantize",
+                &netra,
+                &"--scheme",
+                &"w8a16",
+                &"--calib",
+                &calib,
+                &"--planes",
+                &"none",
+                &"-o",
+                &out,
+            ],
+            "",
+        );
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        std::fs::read(out).unwrap()
+    };
+    let want = quantize(&sources, &dir.join("from-sources.s2s"));
+    let got = quantize(&pairs, &dir.join("from-pairs.s2s"));
+    assert!(got == want, "the TSV calibration gave another file");
 }

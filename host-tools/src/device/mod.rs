@@ -171,21 +171,22 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     })
 }
 
-/// Reads the sources of a run from `input` (standard input for `None`). Empty and `.`
-/// lines are skipped (they would end the firmware's session), with a note on standard
-/// error; a line that is not UTF-8 or cannot be sent (it starts with the command byte
-/// 0x01) gets an error line naming `file:line` on standard error and the other lines go
-/// on. Returns the sources, their line numbers and the count of lines that could not be
-/// sent.
+/// Reads the sources of a run from `input` (standard input for `None`): each line's
+/// first tab-separated column ([`crate::io::source_of`]), so a file of
+/// `source<TAB>target` pairs will do. Empty and `.` sources are skipped (they would end
+/// the firmware's session), with a note on standard error; a line that is not UTF-8 or
+/// cannot be sent (it starts with the command byte 0x01) gets an error line naming
+/// `file:line` on standard error and the other lines go on. Returns the sources, their
+/// line numbers and the count of lines that could not be sent.
 pub fn read_inputs(input: Option<&Path>) -> Result<Inputs> {
     let mut lines = crate::io::LineReader::open(input)?;
     let (mut inputs, mut numbers, mut skipped, mut unsent) = (Vec::new(), Vec::new(), 0, 0);
     while let Some(line) = lines.next_line()? {
-        match line.text {
+        match line.text.as_deref().map(crate::io::source_of) {
             Ok(t) if t.is_empty() || t == s2s_device::protocol::END => skipped += 1,
-            Ok(t) => match check_source(&t) {
+            Ok(t) => match check_source(t) {
                 Ok(()) => {
-                    inputs.push(t);
+                    inputs.push(t.to_string());
                     numbers.push(line.number);
                 }
                 Err(why) => {
@@ -204,7 +205,9 @@ pub fn read_inputs(input: Option<&Path>) -> Result<Inputs> {
         }
     }
     if skipped > 0 {
-        eprintln!("skipped {skipped} empty or `.` lines (they end a firmware session)");
+        eprintln!(
+            "skipped {skipped} lines whose source is empty or `.` (they end a firmware session)"
+        );
     }
     Ok(Inputs {
         sources: inputs,
@@ -267,4 +270,27 @@ pub fn boot_command(
             })?,
     };
     qemu::boot(b, elf, model, timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_the_first_column_of_each_line() {
+        let path = std::env::temp_dir().join(format!("s2s-inputs-{}.tsv", std::process::id()));
+        // Pairs, a source alone, a line with three columns; an empty source and a `.`
+        // source are skipped as an empty or `.` line is (they would end the session).
+        std::fs::write(
+            &path,
+            "phnom\tផ្នម\npenh\nangkor\tអង្ករ\tmore\n\tx\n.\tdot\nsokha\n",
+        )
+        .unwrap();
+        let got = read_inputs(Some(&path));
+        std::fs::remove_file(&path).unwrap();
+        let inputs = got.unwrap();
+        assert_eq!(inputs.sources, ["phnom", "penh", "angkor", "sokha"]);
+        assert_eq!(inputs.lines, [1, 2, 3, 6]);
+        assert_eq!(inputs.unsent, 0);
+    }
 }

@@ -141,42 +141,46 @@ pub fn eval_file(
         write_atomic(path, json.to_string().as_bytes())?;
     }
     if let Some(path) = &opt.plot {
-        let first = &reports[0].1;
-        let chart = Chart {
-            // The file's name, not its path: the picture is the same wherever it is made.
-            title: format!(
-                "token error rate by source length on {}",
-                data.file_name().map_or(data.display().to_string(), |n| n
-                    .to_string_lossy()
-                    .into_owned())
-            ),
-            x_caption: "source length".into(),
-            x_labels: first
-                .buckets
-                .iter()
-                .map(|(b, _)| Report::bucket_name(*b))
-                .collect(),
-            y_caption: "token error rate (%)".into(),
-            series: reports
-                .iter()
-                .map(|(m, r)| Series {
-                    name: m
-                        .file_stem()
-                        .map_or("model".into(), |s| s.to_string_lossy().into()),
-                    values: r
-                        .buckets
-                        .iter()
-                        .map(|(_, c)| (c.sequences > 0).then(|| 100.0 * c.ter()))
-                        .collect(),
-                    dashed: false,
-                })
-                .collect(),
-        };
-        write_chart(&chart, path)?;
+        // The file's name, not its path: the picture is the same wherever it is made.
+        let name = data.file_name().map_or(data.display().to_string(), |n| {
+            n.to_string_lossy().into_owned()
+        });
+        write_chart(&ter_chart(&name, &reports), path)?;
     }
     out.write_all(text.as_bytes())
         .map_err(Error::io(crate::io::STDOUT_NAME))?;
     Ok(failed.len())
+}
+
+/// The chart of `s2s eval --plot`: each model's token error rate (%) by source-length
+/// bucket on the data file named `data`. A bucket no measured source falls in has no
+/// value, so its line has a gap there (no point, not 0 %).
+fn ter_chart(data: &str, reports: &[(&std::path::PathBuf, Report)]) -> Chart {
+    Chart {
+        title: format!("token error rate by source length on {data}"),
+        x_caption: "source length".into(),
+        x_labels: reports.first().map_or(Vec::new(), |(_, r)| {
+            r.buckets
+                .iter()
+                .map(|(b, _)| Report::bucket_name(*b))
+                .collect()
+        }),
+        y_caption: "token error rate (%)".into(),
+        series: reports
+            .iter()
+            .map(|(m, r)| Series {
+                name: m
+                    .file_stem()
+                    .map_or("model".into(), |s| s.to_string_lossy().into()),
+                values: r
+                    .buckets
+                    .iter()
+                    .map(|(_, c)| c.percentages().map(|p| p.0))
+                    .collect(),
+                dashed: false,
+            })
+            .collect(),
+    }
 }
 
 /// Writes one line's error to `errors` (`error: file:line: ...`).
@@ -256,7 +260,7 @@ pub fn check_file(
     let tsv = rows.iter().all(|(_, l)| l.contains('\t'));
     let sources: Vec<String> = rows
         .iter()
-        .map(|(_, l)| l.split('\t').next().unwrap_or("").to_string())
+        .map(|(_, l)| crate::io::source_of(l).to_string())
         .collect();
     let refs: Vec<String> = rows
         .iter()
@@ -292,5 +296,30 @@ pub fn check_file(
             rep.sequence_agreement()
         ))),
         _ => Ok(bad.len() + rep.failed.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chart_leaves_a_gap_for_a_bucket_without_sources() {
+        let mut r = Report::with_buckets(&Report::width_buckets(2, 8));
+        r.add(1, &["a", "b"], &["a", "c"]);
+        r.add(6, &["a"], &["a"]);
+        r.add(7, &["a", "b", "c", "d"], &["x", "b", "c", "d"]);
+        let model = std::path::PathBuf::from("models/m-w8a16.s2s");
+        let chart = ter_chart("d.tsv", &[(&model, r)]);
+        assert_eq!(chart.x_labels, ["1-2", "3-4", "5-6", "7-8"]);
+        assert_eq!(chart.series[0].name, "m-w8a16");
+        // 3-4 has no source: no value, not 0 %; 5-6 has one without error: 0 %.
+        assert_eq!(
+            chart.series[0].values,
+            [Some(50.0), None, Some(0.0), Some(25.0)]
+        );
+        let svg = chart.svg();
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(!svg.contains("<title>m-w8a16 3-4:"));
     }
 }

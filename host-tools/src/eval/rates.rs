@@ -49,6 +49,11 @@ impl Counts {
     pub fn ser(&self) -> f64 {
         self.wrong as f64 / self.sequences.max(1) as f64
     }
+    /// The token and sequence error rates in percent; `None` without any sequence (a
+    /// bucket no source falls in has no rate, rather than 0 %).
+    pub fn percentages(&self) -> Option<(f64, f64)> {
+        (self.sequences > 0).then(|| (100.0 * self.ter(), 100.0 * self.ser()))
+    }
 }
 
 /// Counts overall and per source-length bucket, with the mean attention entropy of the
@@ -138,18 +143,18 @@ impl Report {
             "SER %",
             if h { "   H nats" } else { "" }
         );
+        // A bucket without sequences (or without decoder steps) has `-`, not 0.
         let line = |name: String, c: &Counts, e: (f64, usize)| {
-            let ent = if h {
-                format!(" {:>9.3}", e.0 / e.1.max(1) as f64)
-            } else {
-                String::new()
+            let ent = match (h, e.1) {
+                (false, _) => String::new(),
+                (true, 0) => format!(" {:>9}", "-"),
+                (true, n) => format!(" {:>9.3}", e.0 / n as f64),
             };
-            format!(
-                "{name:<10} {:>6} {:>8.2} {:>8.2}{ent}\n",
-                c.sequences,
-                100.0 * c.ter(),
-                100.0 * c.ser()
-            )
+            let (ter, ser) = match c.percentages() {
+                Some((t, s)) => (format!("{t:.2}"), format!("{s:.2}")),
+                None => ("-".into(), "-".into()),
+            };
+            format!("{name:<10} {:>6} {ter:>8} {ser:>8}{ent}\n", c.sequences)
         };
         s += &line("all".into(), &self.all, self.entropy);
         for ((range, c), e) in self.buckets.iter().zip(&self.bucket_entropy) {
@@ -158,7 +163,8 @@ impl Report {
         s
     }
 
-    /// The report as JSON: counts and rates overall and per bucket.
+    /// The report as JSON: counts and rates overall and per bucket (`null` rates and
+    /// entropy for a bucket without sequences).
     pub fn json(&self) -> serde_json::Value {
         let one = |c: &Counts, e: (f64, usize)| {
             serde_json::json!({
@@ -166,8 +172,8 @@ impl Report {
                 "wrong": c.wrong,
                 "edits": c.edits,
                 "ref_tokens": c.ref_tokens,
-                "ter": 100.0 * c.ter(),
-                "ser": 100.0 * c.ser(),
+                "ter": c.percentages().map(|p| p.0),
+                "ser": c.percentages().map(|p| p.1),
                 "entropy": (e.1 > 0).then(|| e.0 / e.1 as f64),
             })
         };
@@ -238,5 +244,26 @@ mod tests {
         assert_eq!(Report::width_buckets(10, 25), [(1, 10), (11, 20), (21, 25)]);
         assert_eq!(split_tokens("HH AH0  L", " "), ["HH", "AH0", "L"]);
         assert_eq!(split_tokens("សុ", ""), ["ស", "ុ"]);
+    }
+
+    #[test]
+    fn a_bucket_without_sequences_has_no_rate() {
+        let mut r = Report::default();
+        r.add(3, &["a"], &["b"]);
+        r.add_entropy(3, &[0.5]);
+        // 5-8, 9-12 and 13+ are empty: no rate and no entropy, not 0.
+        let text = r.render();
+        let row = |name: &str| -> Vec<String> {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+            line.split_whitespace().map(String::from).collect()
+        };
+        assert_eq!(row("1-4"), ["1-4", "1", "100.00", "100.00", "0.500"]);
+        assert_eq!(row("5-8"), ["5-8", "0", "-", "-", "-"]);
+        let json = r.json();
+        assert_eq!(json["buckets"][0]["ter"], 100.0);
+        for key in ["ter", "ser", "entropy"] {
+            assert!(json["buckets"][1][key].is_null(), "{key}: {json}");
+        }
+        assert_eq!(json["buckets"][1]["count"], 0);
     }
 }

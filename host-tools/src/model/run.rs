@@ -22,11 +22,13 @@ pub struct RunOptions<'a> {
     pub nbest: Option<usize>,
 }
 
-/// Decodes every line of `input` (standard input for `None`) with `model` and writes one
-/// output per line to `out` as it goes, in input order (`source<TAB>output` with
-/// `tsv`, options in [`RunOptions`]); with `attention`, every step's weights and entropy go to that JSON file. With `beam`
-/// every line is beam-searched, and with `nbest` its `nbest` best results are written
-/// as `source<TAB>rank<TAB>output<TAB>score` lines.
+/// Decodes every line of `input` (standard input for `None`) with `model`, its source
+/// being its first tab-separated column ([`crate::io::source_of`]: a `source<TAB>target`
+/// file gives what its sources alone give), and writes one output per line to `out` as
+/// it goes, in input order (`source<TAB>output` with `tsv`, options in [`RunOptions`]);
+/// with `attention`, every step's weights and entropy go to that JSON file. With `beam`
+/// every line is beam-searched, and with `nbest` its `nbest` best results are written as
+/// `source<TAB>rank<TAB>output<TAB>score` lines.
 ///
 /// Every input line gives output, empty and `#` lines included (an empty line gives an
 /// empty output, whatever the model). A line that cannot be decoded gives an empty

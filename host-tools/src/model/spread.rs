@@ -155,9 +155,11 @@ struct InFlight {
     decoded: usize,
 }
 
-/// Decodes the lines of `input` as they come, in batches of at most [`STREAM_BATCH`]
-/// per thread, and hands each to `each` in input order with its result: an empty line
-/// gives an empty output without running the model (for every model alike), a line
+/// Decodes the sources of the lines of `input` (each line's first tab-separated column,
+/// [`crate::io::source_of`]) as they come, in batches of at most [`STREAM_BATCH`] per
+/// thread, and hands each to `each` in input order with its line number, its source and
+/// its result: an empty source gives an empty output without running the model (for
+/// every model alike), a line
 /// that is not text or that the model refuses gives its error, naming `input`'s file
 /// and line. Stops at a reading error (or a line beyond the length bound), after the
 /// lines before it, or at `each`'s error.
@@ -212,7 +214,7 @@ pub fn decode_stream(
                         finish(flying.pop_front().expect("a batch in flight"))?;
                         continue;
                     }
-                    let batch = match input.next_batch(batch_lines) {
+                    let mut batch = match input.next_batch(batch_lines) {
                         Ok(b) if !b.is_empty() => b,
                         end => {
                             for f in flying.drain(..) {
@@ -221,6 +223,11 @@ pub fn decode_stream(
                             return end.map(|_| ());
                         }
                     };
+                    for line in &mut batch {
+                        if let Ok(t) = &mut line.text {
+                            t.truncate(crate::io::source_of(t).len());
+                        }
+                    }
                     let todo: Vec<String> = batch
                         .iter()
                         .filter_map(|l| l.text.as_ref().ok())

@@ -55,6 +55,40 @@ fn tick_step(max: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
+/// The fewest decimals that write every multiple of `step` exactly, `step` being 1, 2,
+/// 2.5 or 5 times a power of ten: 0 for 10, 1 for 0.2, 2 for 0.25, 4 for 0.0001.
+fn decimals(step: f64) -> usize {
+    (0..=15)
+        .find(|&d| {
+            let s = step * 10f64.powi(d);
+            (s - s.round()).abs() <= 1e-6 * s
+        })
+        .unwrap_or(15) as usize
+}
+
+/// The y axis's ticks for values up to `max`: about five round steps from 0 to the
+/// first at or above `max` (up to 1 when `max` is 0: no error at all, or no value),
+/// each labelled with the decimals its step needs, so that neighbouring labels differ
+/// (`0.0001`, `0.0002` for rates near 0; `10`, `20` for large ones). Returns the
+/// values, the labels and the decimals.
+fn y_ticks(max: f64) -> (Vec<(f64, String)>, usize) {
+    let max = if max > 0.0 && max.is_finite() {
+        max
+    } else {
+        1.0
+    };
+    let step = tick_step(max);
+    let steps = (max / step - 1e-9).ceil().max(1.0) as usize;
+    let d = decimals(step);
+    let ticks = (0..=steps)
+        .map(|i| {
+            let v = i as f64 * step;
+            (v, format!("{v:.d$}"))
+        })
+        .collect();
+    (ticks, d)
+}
+
 impl Chart {
     /// The chart as SVG text.
     pub fn svg(&self) -> String {
@@ -66,8 +100,8 @@ impl Chart {
             .iter()
             .flat_map(|s| s.values.iter().flatten())
             .fold(0.0f64, |a, &b| a.max(b));
-        let step = tick_step(max.max(1e-6));
-        let top_value = (max / step).ceil().max(1.0) * step;
+        let (ticks, decimals) = y_ticks(max);
+        let top_value = ticks.last().map_or(1.0, |t| t.0);
         let n = self.x_labels.len().max(1);
         let x = |i: usize| left + pw * (i as f64 + 0.5) / n as f64;
         let y = |v: f64| top + ph * (1.0 - v / top_value);
@@ -99,23 +133,18 @@ impl Chart {
         };
         text(&mut s, 22.0, 32.0, 16.0, "start", INK, &self.title);
         // Grid and y ticks.
-        let mut v = 0.0;
-        while v <= top_value + step / 2.0 {
-            let yy = y(v);
+        for (v, label) in &ticks {
+            let yy = y(*v);
             let _ = writeln!(
                 s,
                 r#"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{}" stroke-width="1"/>"#,
                 left + pw,
                 hex(LIGHT)
             );
-            let label = if step < 1.0 {
-                format!("{v:.1}")
-            } else {
-                format!("{v:.0}")
-            };
-            text(&mut s, left - 8.0, yy + 4.0, 11.0, "end", GREY, &label);
-            v += step;
+            text(&mut s, left - 8.0, yy + 4.0, 11.0, "end", GREY, label);
         }
+        // A point's value, one decimal finer than the axis (two at least).
+        let exact = decimals.max(1) + 1;
         // Axes.
         let _ = writeln!(
             s,
@@ -177,7 +206,7 @@ impl Chart {
                 if let Some(v) = v {
                     let _ = writeln!(
                         s,
-                        r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"><title>{}: {v:.2}</title></circle>"#,
+                        r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"><title>{}: {v:.exact$}</title></circle>"#,
                         x(i),
                         y(*v),
                         xml_escape(&format!("{} {}", series.name, self.x_labels[i]))
@@ -238,5 +267,70 @@ mod tests {
         );
         assert_eq!(tick_step(40.0), 10.0);
         assert_eq!(tick_step(9.0), 2.0);
+    }
+
+    /// A chart of one series with these values.
+    fn one_line(values: Vec<Option<f64>>) -> Chart {
+        Chart {
+            title: "t".into(),
+            x_caption: "x".into(),
+            x_labels: (1..=values.len()).map(|i| i.to_string()).collect(),
+            y_caption: "y".into(),
+            series: vec![Series {
+                name: "m".into(),
+                values,
+                dashed: false,
+            }],
+        }
+    }
+
+    /// The y axis's labels of an SVG chart, bottom up (the right-aligned texts).
+    fn y_labels(svg: &str) -> Vec<String> {
+        svg.lines()
+            .filter(|l| l.starts_with("<text") && l.contains(r#"text-anchor="end""#))
+            .map(|l| l[l.find('>').unwrap() + 1..l.rfind("</text>").unwrap()].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn tick_labels_have_the_decimals_the_rates_need() {
+        // Rates under 0.05 %: every label read "0.0".
+        let labels = y_labels(&one_line(vec![Some(0.0001), Some(0.0004)]).svg());
+        assert_eq!(labels, ["0.0000", "0.0001", "0.0002", "0.0003", "0.0004"]);
+        // A step of 0.25 needs two decimals.
+        let labels = y_labels(&one_line(vec![Some(0.3), Some(1.2)]).svg());
+        assert_eq!(labels, ["0.00", "0.25", "0.50", "0.75", "1.00", "1.25"]);
+        // Large rates keep short labels.
+        let labels = y_labels(&one_line(vec![Some(12.0), Some(38.0)]).svg());
+        assert_eq!(labels, ["0", "10", "20", "30", "40"]);
+        // No error at all: an axis up to 1, not ticks of 2e-7.
+        let labels = y_labels(&one_line(vec![Some(0.0), Some(0.0)]).svg());
+        assert_eq!(labels, ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]);
+        for max in [1e-5, 3e-4, 0.0004, 0.007, 0.05, 0.3, 2.6, 7.0, 99.0, 387.0] {
+            let labels = y_labels(&one_line(vec![Some(max)]).svg());
+            assert!(labels.len() >= 2, "{max}: {labels:?}");
+            for pair in labels.windows(2) {
+                assert_ne!(pair[0], pair[1], "{max}: {labels:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bucket_without_a_value_is_a_gap() {
+        let svg = one_line(vec![None, Some(2.0), None, Some(4.0), Some(1.0), None]).svg();
+        // Points at 2, 4 and 5 only; the line starts again after the gap.
+        assert_eq!(svg.matches("<circle").count(), 3);
+        let path = svg
+            .lines()
+            .find(|l| l.contains(r#"class="series""#))
+            .unwrap();
+        let d = &path[path.find(" d=\"").unwrap() + 4..];
+        let d = &d[..d.find('"').unwrap()];
+        let moves: Vec<char> = d.chars().filter(|c| c.is_ascii_uppercase()).collect();
+        assert_eq!(moves, ['M', 'M', 'L'], "{d}");
+        // The empty buckets are not points at 0 %: nothing is drawn at their x.
+        for title in ["m 1", "m 3", "m 6"] {
+            assert!(!svg.contains(&format!("<title>{title}:")), "{title}");
+        }
     }
 }

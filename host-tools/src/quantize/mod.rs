@@ -33,7 +33,7 @@ pub use planes::Planes;
 pub use row_curve::CurveRequest;
 
 use crate::error::{Error, Place, Result};
-use crate::io::{read_lines, write_atomic};
+use crate::io::{read_lines, source_of, write_atomic};
 use crate::model::dequant::builder_like;
 use crate::model::LoadedModel;
 
@@ -211,7 +211,8 @@ fn quantize_rounded(
 }
 
 /// `s2s quantize`: quantizes the f32 model file `model` with `scheme` (calibrated on the
-/// sources of `calib`, with a progress bar on standard error), weights in `layout`, and
+/// sources of `calib`, each line's first tab-separated column ([`source_of`]), with a
+/// progress bar on standard error), weights in `layout`, and
 /// writes `output` atomically; with `curve`, the report also has the row curve
 /// ([`row_curve`]). Returns the report, ending with what was written.
 pub fn quantize_file(
@@ -231,7 +232,10 @@ pub fn quantize_file(
             ))
         }
         (_, Some(path)) => {
-            let lines = read_lines(Some(path))?;
+            let lines: Vec<String> = read_lines(Some(path))?
+                .iter()
+                .map(|l| source_of(l).to_string())
+                .collect();
             let bar = indicatif::ProgressBar::new(lines.len() as u64).with_style(
                 indicatif::ProgressStyle::with_template(
                     "calibrating {bar:40} {pos}/{len} sequences",
@@ -255,15 +259,12 @@ pub fn quantize_file(
         (Some(_), None) => return Err(Error::usage("--row-curve needs --calib")),
         (Some(req), Some(c)) => {
             // As `s2s check --input` reads it: `#` comments and blank lines skipped,
-            // the source of `source<TAB>reference` lines.
+            // each line's source.
             let (rows, errors) = crate::data::data_rows(req.eval)?;
             if let Some(e) = errors.into_iter().next() {
                 return Err(e);
             }
-            let eval: Vec<String> = rows
-                .into_iter()
-                .map(|(_, t)| t.split('\t').next().unwrap_or("").to_string())
-                .collect();
+            let eval: Vec<String> = rows.iter().map(|(_, t)| source_of(t).to_string()).collect();
             let (one, _) = quantize_rounded(&m, scheme, &Planes::None, layout, Some(c), &layers)?;
             let one = one.to_bytes().map_err(Error::model(output))?.len();
             Some(row_curve::row_curve(&m, c, &layers, &eval, one, &req.budgets)?.render())
