@@ -514,6 +514,25 @@ fn check_compares_only_the_same_model_with_valid_options() {
     assert_one_error(&r, &["empty.txt", "no input lines"]);
 }
 
+/// `s2s quantize MODEL --scheme w8a16 --calib CALIB --planes none -o OUT`.
+fn quantize_one_plane(model: &Path, calib: &Path, out: &Path) -> Output {
+    s2s(
+        &[
+            &"quantize",
+            &model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"--planes",
+            &"none",
+            &"-o",
+            &out,
+        ],
+        "",
+    )
+}
+
 #[test]
 fn quantize_checks_its_target_and_reports_skipped_calibration_lines() {
     let netra = model_file("netra.s2s");
@@ -540,21 +559,7 @@ fn quantize_checks_its_target_and_reports_skipped_calibration_lines() {
     }
     assert_only(&dir, &["calib.txt"]);
     // The long line is skipped and said so, by its line number.
-    let r = s2s(
-        &[
-            &"quantize",
-            &netra,
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            &calib,
-            &"--planes",
-            &"none",
-            &"-o",
-            &out,
-        ],
-        "",
-    );
+    let r = quantize_one_plane(&netra, &calib, &out);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let report = String::from_utf8_lossy(&r.stderr);
     assert!(report.contains("(1 lines skipped: line 2: "), "{report}");
@@ -800,21 +805,7 @@ fn quantize_calibrates_on_the_source_column_of_a_tsv() {
     let dir = scratch_dir("quantize-tsv-calib");
     let (pairs, sources) = pairs_and_sources(&dir, 40);
     let quantize = |calib: &Path, out: &Path| {
-        let r = s2s(
-            &[
-                &"quantize",
-                &netra,
-                &"--scheme",
-                &"w8a16",
-                &"--calib",
-                &calib,
-                &"--planes",
-                &"none",
-                &"-o",
-                &out,
-            ],
-            "",
-        );
+        let r = quantize_one_plane(&netra, calib, out);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         std::fs::read(out).unwrap()
     };
