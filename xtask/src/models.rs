@@ -37,8 +37,14 @@ const LSTM_FIXTURES: [(&str, &str, &str); 3] = [
 ];
 
 impl Ctx {
-    /// `cargo xtask models` (see the module docs).
+    /// `cargo xtask models` (see the module docs), with `s2s` built without training.
     pub(crate) fn models(&self) -> Result {
+        self.models_with(false)
+    }
+
+    /// The models, with `s2s` built with the `train` feature or without it (`cargo xtask
+    /// test` needs it, and so builds `s2s` once).
+    pub(crate) fn models_with(&self, train: bool) -> Result {
         println!("==> models");
         let pkgs = self.pkgs_dir();
         let models = self.models_dir();
@@ -95,7 +101,7 @@ impl Ctx {
         }
 
         // 3. The s2s tool, built once.
-        self.build_s2s(false)?;
+        self.build_s2s(train)?;
         let s2s = self.s2s();
 
         // 4. Held-out words and the calibration words, disjoint (xtask/src/heldout.rs).

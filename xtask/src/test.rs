@@ -46,7 +46,8 @@ impl Ctx {
     pub(crate) fn test(&self) -> Result {
         let mut steps = Steps::default();
         steps.step("setup", || self.setup())?;
-        steps.step("models", || self.models())?;
+        // With training: the tests and the CI training run need it, so s2s is built once.
+        steps.step("models", || self.models_with(true))?;
         steps.step("fmt", || {
             self.run(self.cargo().args(["fmt", "--all", "--", "--check"]))
         })?;
