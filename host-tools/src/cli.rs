@@ -127,6 +127,11 @@ pub enum Cmd {
         /// Print `source<TAB>output` (`source<TAB><TAB>error` for a line that failed).
         #[arg(long)]
         tsv: bool,
+        /// Print each output as its target token ids, space-separated (the end token
+        /// left out), instead of text: to compare with a decode of the model's own
+        /// framework.
+        #[arg(long)]
+        ids: bool,
         /// Write every step's attention weights and entropy to this JSON file (greedy
         /// decoding only).
         #[arg(long)]

@@ -194,6 +194,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             model,
             input,
             tsv,
+            ids,
             attention,
             beam,
             nbest,
@@ -205,6 +206,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             ])?;
             let options = model::run::RunOptions {
                 tsv,
+                ids,
                 attention: attention.as_deref(),
                 beam,
                 nbest,

@@ -813,3 +813,31 @@ fn quantize_calibrates_on_the_source_column_of_a_tsv() {
     let got = quantize(&pairs, &dir.join("from-pairs.s2s"));
     assert!(got == want, "the TSV calibration gave another file");
 }
+
+// ------------------------------------------------------------------ run --ids (issue 31)
+
+/// `s2s run --ids` prints each output's target token ids: the text output is their
+/// tokens joined, line for line (an empty line stays empty), with `--tsv` too.
+#[test]
+fn run_prints_the_output_token_ids_with_ids() {
+    let model = model_file("netra.s2s");
+    let words = "phnom\npenh\n\nangkor\n";
+    let text = s2s_ok(&[&"run", &model], words);
+    let ids = s2s_ok(&[&"run", &model, &"--ids"], words);
+    let m = host_tools::model::LoadedModel::load(&model).unwrap();
+    let (file, vocab) = (m.file(), m.file().tgt_vocab());
+    assert_eq!(ids.lines().count(), 4, "{ids}");
+    for (t, i) in text.lines().zip(ids.lines()) {
+        let tokens: Vec<&str> = i
+            .split_whitespace()
+            .map(|id| vocab.get(id.parse().unwrap()).unwrap())
+            .collect();
+        assert_eq!(tokens.join(file.separator()), t, "ids {i:?}");
+    }
+    assert!(ids.lines().next().unwrap().split(' ').count() > 2, "{ids}");
+    let tsv = s2s_ok(&[&"run", &model, &"--ids", &"--tsv"], words);
+    assert_eq!(
+        tsv.lines().next().unwrap(),
+        format!("phnom\t{}", ids.lines().next().unwrap())
+    );
+}

@@ -14,6 +14,9 @@ use crate::model::{decode_stream, Decoded, Keep, LoadedModel};
 pub struct RunOptions<'a> {
     /// `source<TAB>output` lines.
     pub tsv: bool,
+    /// Outputs as their target token ids (space-separated, the end token left out)
+    /// instead of text: what a reference decode from the model's framework gives.
+    pub ids: bool,
     /// A JSON file for every step's attention weights (greedy decoding).
     pub attention: Option<&'a Path>,
     /// A beam search instead of greedy decoding.
@@ -46,6 +49,7 @@ pub fn run_file(
 ) -> Result<usize> {
     let RunOptions {
         tsv,
+        ids,
         attention,
         beam,
         nbest,
@@ -81,6 +85,15 @@ pub fn run_file(
     let mut json = Vec::new();
     let mut failed = 0;
     let stdout = |e| Error::io(STDOUT_NAME)(e);
+    // An output as text, or with `ids` as its token ids.
+    let shown = |out_ids: &[u16], out_text: &str| -> String {
+        if ids {
+            let v: Vec<String> = out_ids.iter().map(u16::to_string).collect();
+            v.join(" ")
+        } else {
+            out_text.to_string()
+        }
+    };
     let result = decode_stream(&m, &mut lines, keep, |_, line, d| {
         let mut text = String::new();
         match &d {
@@ -88,11 +101,12 @@ pub fn run_file(
                 Some(_) if d.nbest.is_empty() => text += &format!("{line}\t\t\t\n"),
                 Some(n) => {
                     for (rank, r) in d.nbest.iter().take(n).enumerate() {
-                        text += &format!("{line}\t{}\t{}\t{:.6}\n", rank + 1, r.text, r.score);
+                        let o = shown(&r.ids, &r.text);
+                        text += &format!("{line}\t{}\t{o}\t{:.6}\n", rank + 1, r.score);
                     }
                 }
-                None if tsv => text += &format!("{line}\t{}\n", d.text),
-                None => text += &format!("{}\n", d.text),
+                None if tsv => text += &format!("{line}\t{}\n", shown(&d.ids, &d.text)),
+                None => text += &format!("{}\n", shown(&d.ids, &d.text)),
             },
             Err(e) => {
                 failed += 1;
