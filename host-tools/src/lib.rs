@@ -4,7 +4,7 @@
 //! * [`formats`]: reading trained weights (safetensors, npz/npy, Keras 3 `.keras`, HDF5
 //!   `.h5`, ONNX), from the `s2s-weights` crate, and the table `s2s tensors` prints;
 //! * [`import`]: model configurations and the f32 model file they make;
-//! * [`train`] (feature `train`): training a model from string pairs;
+//! * `train` (feature `train`, not a default): training a model from string pairs;
 //! * [`model`]: loading model files and running them through the no_std core;
 //! * [`quantize`]: int8 weights, calibrated activation formats;
 //! * [`eval`] and [`plot`]: reports and pictures;

@@ -123,7 +123,14 @@ impl Ctx {
         steps.step("doc", || {
             self.run(
                 self.cargo()
-                    .args(["doc", "--workspace", "--no-deps"])
+                    // With s2s's training (not a default feature): its docs too.
+                    .args([
+                        "doc",
+                        "--workspace",
+                        "--no-deps",
+                        "--features",
+                        "host-tools/train",
+                    ])
                     .env("RUSTDOCFLAGS", "-D warnings"),
             )
         })?;
