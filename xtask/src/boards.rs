@@ -27,6 +27,22 @@ const PANICKING_HALS: [(&str, &str); 2] = [
     ),
 ];
 
+/// The error of a failed no-panic link of `board`'s firmware, with how to find the panics
+/// (`elf`: the board's build without `no-panic`).
+pub(crate) fn panic_reachable(
+    e: crate::error::Error,
+    board: &Board,
+    elf: &std::path::Path,
+) -> crate::error::Error {
+    format!(
+        "{e}\na panic is reachable from the firmware on {}: build it without \
+         `--features no-panic` and list the places with scripts/firmware/panic_sites.py {}",
+        board.name,
+        elf.display()
+    )
+    .into()
+}
+
 /// The boards whose firmware is a HAL crate of `firmware/boards/`.
 pub(crate) fn hal_boards() -> impl Iterator<Item = &'static Board> {
     s2s_device::BOARDS
@@ -89,15 +105,7 @@ impl Ctx {
                 .args(["--features", "no-panic", "--target-dir"])
                 .arg(dir.join("target/no-panic")),
         )
-        .map_err(|e| {
-            format!(
-                "{e}\na panic is reachable from the firmware on {}: build it without \
-                 `--features no-panic` and list the places with \
-                 scripts/firmware/panic_sites.py {}",
-                board.name,
-                elf.display()
-            )
-        })?;
+        .map_err(|e| panic_reachable(e, board, &elf))?;
         println!("{}: linked with no-panic", board.name);
         Ok(())
     }

@@ -224,22 +224,25 @@ impl Ctx {
                 .arg(format!("no-panic,{features}"))
                 .arg("--target-dir")
                 .arg(firmware.join("target/minimal")),
-            Build::Default => cargo
-                .args(["--features", "no-panic", "--target-dir"])
-                .arg(firmware.join("target")),
-            Build::Profile => cargo
-                .args(["--features", "no-panic,profile", "--target-dir"])
-                .arg(firmware.join("target")),
+            Build::Default | Build::Profile => {
+                let profile = matches!(build, Build::Profile);
+                cargo
+                    .arg("--features")
+                    .arg(if profile {
+                        "no-panic,profile"
+                    } else {
+                        "no-panic"
+                    })
+                    .arg("--target-dir")
+                    .arg(firmware.join("target"))
+            }
         };
-        self.run(&mut cargo).map_err(|e| {
-            format!(
-                "{e}\na panic is reachable from the firmware on {}: build it without \
-                 `--features no-panic` and list the places with \
-                 scripts/firmware/panic_sites.py firmware/target/{}/release/firmware",
-                board.name, board.target
-            )
-            .into()
-        })
+        let elf = firmware
+            .join("target")
+            .join(board.target)
+            .join("release/firmware");
+        self.run(&mut cargo)
+            .map_err(|e| boards::panic_reachable(e, board, &elf))
     }
 
     /// The Rust embed example (`examples/rust`, its own workspace like the firmware):

@@ -32,8 +32,9 @@ fn boards(precision: &str, pad: usize, plan_bytes: impl Fn(usize) -> usize) -> S
                     b.name, c.max_positions
                 ),
                 Some(n) => {
-                    let (need, arena) = (thousands(plan_bytes(n)), thousands(c.arena_bytes));
-                    if plan_bytes(n) <= c.arena_bytes {
+                    let bytes = plan_bytes(n);
+                    let (need, arena) = (thousands(bytes), thousands(c.arena_bytes));
+                    if bytes <= c.arena_bytes {
                         format!("{} {n} ({need} of {arena} bytes)", b.name)
                     } else {
                         format!("{} {n} ({need} bytes: over its {arena}-byte arena)", b.name)
