@@ -280,3 +280,36 @@ fn row_curve_runs_from_one_plane_to_every_residual() {
     assert_one_error(&r, &["--row-budgets 0"]);
     assert!(!dir.join("x.s2s").exists());
 }
+
+/// A residual plane refines the same products: a w8a16 file whose memory projection and
+/// output layer have two planes counts the MACs of its f32 original (`s2s inspect`'s row,
+/// from the same `Net` counts as `s2s qemu`'s instructions per MAC), not twice theirs.
+#[test]
+fn residual_planes_are_not_counted_as_macs() {
+    let netra = model_file("netra.s2s");
+    let dir = scratch_dir("plane-macs");
+    let q = dir.join("netra-planes.s2s");
+    let planes = "memory_proj,output";
+    let r = quantize_with(
+        &netra,
+        "w8a16",
+        &golden("words-calib.txt"),
+        &[&"--planes", &planes],
+        &q,
+    );
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("a residual plane for memory_proj, output"),
+        "{stderr}"
+    );
+    let macs = |model: &Path| {
+        let inspect = s2s_ok(&[&"inspect", &model], "");
+        let row = inspect
+            .lines()
+            .find(|l| l.starts_with("MACs"))
+            .map(str::to_string);
+        row.unwrap_or_else(|| panic!("no MACs row in:\n{inspect}"))
+    };
+    assert_eq!(macs(&q), macs(&netra));
+}

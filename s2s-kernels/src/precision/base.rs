@@ -293,9 +293,11 @@ impl<'a, P: Precision> Linear<'a, P> {
         // Only `with_layout` sets the high bits, from a `Layout`.
         Layout::from_id(self.planes_layout >> 4).unwrap_or_default()
     }
-    /// Multiply-accumulates of one application.
+    /// Multiply-accumulates of one application: the model's `rows × cols`, whatever the
+    /// number of stored planes (a residual plane refines the same products, so a w8a16
+    /// layer counts the MACs of its f32 original).
     pub fn macs(&self) -> usize {
-        self.rows * self.cols * self.planes()
+        self.rows * self.cols
     }
     /// The weights, row-major, as stored (see [`Linear::layout`]).
     pub fn weights(&self) -> &'a [P::Weight] {
