@@ -277,7 +277,8 @@ pub enum Cmd {
         #[arg(long)]
         profile: bool,
         /// The firmware sources (`firmware/` of the s2s repository; default: the
-        /// checkout s2s was built from, or S2S_FIRMWARE_DIR).
+        /// checkout s2s was built from, or S2S_FIRMWARE_DIR). They are built in
+        /// ~/.cache/s2s (or $XDG_CACHE_HOME/s2s, or S2S_CACHE_DIR), not in the checkout.
         #[arg(long)]
         firmware_dir: Option<PathBuf>,
     },

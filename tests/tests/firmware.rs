@@ -454,9 +454,23 @@ fn the_minimal_build_refuses_a_model_needing_a_part_it_leaves_out() {
         .unwrap_or_else(|e| panic!("{e}"));
     let features = device::firmware::minimal_features(&netra.file());
     assert_eq!(features, ["w8a16", "gru", "additive"]);
-    let elf = Firmware::locate(None)
-        .and_then(|f| f.build_minimal(microbit, "firmware", true, &features))
+    let firmware = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
+    let elf = firmware
+        .build_minimal(microbit, "firmware", true, &features)
         .unwrap_or_else(|e| panic!("{e}"));
+    // Built in the cache directory, never in the checkout.
+    let cache = firmware.target_dir(microbit);
+    assert!(elf.starts_with(cache.join("minimal")), "{}", elf.display());
+    assert!(
+        !elf.starts_with(s2s_tests::repo_root()),
+        "{}",
+        elf.display()
+    );
+    let hal = firmware.target_dir(board("nucleo-f411re"));
+    assert_ne!(
+        hal, cache,
+        "a HAL board's crate shares the register boards' build"
+    );
     let run = qemu::run(
         microbit,
         &elf,

@@ -56,8 +56,8 @@ const SUITE_TESTS: [&str; 12] = [
 /// Builds `kernel-suite` for `board` (release): as `Firmware::build` builds the other
 /// binaries, with the `kernel-suite` feature that this one requires.
 fn build_kernel_suite(board: &Board) -> PathBuf {
-    let dir = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}")).dir;
-    let target_dir = dir.join("target");
+    let firmware = Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
+    let (dir, target_dir) = (firmware.crate_dir(board), firmware.target_dir(board));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&dir)

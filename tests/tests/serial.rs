@@ -69,8 +69,7 @@ impl PtyBoard {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_file(&monitor);
-        let qemu_bin = std::env::var_os("QEMU_SYSTEM_ARM").unwrap_or_else(|| qemu::QEMU.into());
-        let child = Command::new(qemu_bin)
+        let child = Command::new(qemu::program())
             .args(["-machine", m.machine, "-cpu", m.cpu])
             .args(s2s_device::qemu::COMMON_ARGS)
             .arg(elf)

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use host_tools::device::qemu;
+
 use crate::ctx::Ctx;
 use crate::error::Result;
 
@@ -60,10 +62,9 @@ impl Ctx {
         }
 
         // QEMU and fonts, from Debian's packages.
-        let qemu = std::env::var("QEMU_SYSTEM_ARM").unwrap_or_else(|_| "qemu-system-arm".into());
         let have = |package: &str, file: &str| {
-            if package == "qemu-system-arm" {
-                find_program(&qemu).is_some()
+            if package == qemu::QEMU {
+                find_program(&qemu::program().to_string_lossy()).is_some()
             } else {
                 Path::new(file).is_file()
             }
@@ -73,22 +74,21 @@ impl Ctx {
             .filter(|(p, f)| !have(p, f))
             .map(|(p, _)| *p)
             .collect();
-        // --no-remove: an install that would remove a package (e.g. a newer
-        // qemu-utils than Debian's qemu-system-arm wants) stops instead.
-        let install = ["install", "-y", "--no-install-recommends", "--no-remove"];
         if missing.is_empty() {
             println!(
                 "debian packages: {} already installed",
                 APT_PACKAGES.map(|(p, _)| p).join(", ")
             );
         } else if is_root() {
-            let apt = |args: &[&str]| {
-                let mut c = Command::new("apt-get");
-                c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-                c
-            };
             self.run(&mut apt(&["update"]))?;
-            self.run(apt(&install).args(&missing))?;
+            let (qemu_missing, others): (Vec<&str>, Vec<&str>) =
+                missing.iter().partition(|p| **p == qemu::QEMU);
+            if !others.is_empty() {
+                self.run(apt(&APT_INSTALL).args(&others))?;
+            }
+            if !qemu_missing.is_empty() && self.run(apt(&APT_INSTALL).arg(qemu::QEMU)).is_err() {
+                self.private_qemu()?;
+            }
             if let Some((p, _)) = APT_PACKAGES.iter().find(|(p, f)| !have(p, f)) {
                 return Err(format!("{p} is still missing after `apt-get install {p}`").into());
             }
@@ -96,7 +96,7 @@ impl Ctx {
             return Err(format!(
                 "{} missing; install with:\n  sudo apt-get update && sudo apt-get {} {}",
                 missing.join(", "),
-                install.join(" "),
+                APT_INSTALL.join(" "),
                 missing.join(" ")
             )
             .into());
@@ -110,6 +110,66 @@ impl Ctx {
         }
         Ok(())
     }
+
+    /// Debian's QEMU where installing it would remove a package (`--no-remove` stopped
+    /// apt: a newer `qemu-utils` breaks Debian 12's `qemu-system-common`): its
+    /// libraries installed, its three packages downloaded and unpacked into
+    /// [`qemu::private_dir`], where `s2s` and the tests find it ([`qemu::program`]).
+    fn private_qemu(&self) -> Result {
+        let dir = qemu::private_dir();
+        let debs = dir.join("debs");
+        println!(
+            "{}: apt would remove a package to install it; unpacking Debian's packages into {} instead",
+            qemu::QEMU,
+            dir.display()
+        );
+        std::fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+        let shown = self.capture(
+            Command::new("apt-cache")
+                .args(["show", "--no-all-versions"])
+                .args(QEMU_DEBS),
+        )?;
+        self.run(apt(&APT_INSTALL).args(library_depends(&shown)))?;
+        self.run(apt(&["download"]).args(QEMU_DEBS).current_dir(&debs))?;
+        let entries = std::fs::read_dir(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+        for deb in entries {
+            let deb = deb.map_err(|e| format!("{}: {e}", debs.display()))?.path();
+            if deb.extension().is_some_and(|e| e == "deb") {
+                self.run(Command::new("dpkg").arg("-x").arg(&deb).arg(&dir))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `apt-get install` that never removes a package (a newer `qemu-utils` than Debian's
+/// QEMU wants, say) and installs only what it names.
+const APT_INSTALL: [&str; 4] = ["install", "-y", "--no-install-recommends", "--no-remove"];
+
+/// Debian's QEMU for Arm in three packages (`qemu-system-arm` needs the other two).
+const QEMU_DEBS: [&str; 3] = ["qemu-system-arm", "qemu-system-common", "qemu-system-data"];
+
+/// `apt-get ARGS`, non-interactive.
+fn apt(args: &[&str]) -> Command {
+    let mut c = Command::new("apt-get");
+    c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    c
+}
+
+/// The packages named by the `Depends:` lines of `apt-cache show`'s output but QEMU's
+/// own (the first of each set of alternatives, without version or architecture).
+fn library_depends(shown: &str) -> Vec<String> {
+    let mut names: Vec<String> = shown
+        .lines()
+        .filter_map(|l| l.strip_prefix("Depends:"))
+        .flat_map(|l| l.split(','))
+        .filter_map(|d| d.split('|').next()?.split_whitespace().next())
+        .map(|n| n.split(':').next().unwrap_or(n).to_string())
+        .filter(|n| !n.starts_with("qemu-"))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The program's path if `name` is on `PATH` (or is a path to a file).
@@ -132,7 +192,21 @@ fn is_root() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::APT_PACKAGES;
+    use super::{library_depends, APT_PACKAGES};
+
+    /// QEMU's libraries from `apt-cache show`, without QEMU's own packages.
+    #[test]
+    fn qemu_libraries_come_from_the_depends_lines() {
+        let shown = "Package: qemu-system-arm\n\
+            Depends: libaio1 (>= 0.3.93), libc6:any (>= 2.34), qemu-system-common (= 1:7.2), \
+            libfdt1 | libfdt-alt\n\
+            Description: Depends: nothing\n\
+            Package: qemu-system-common\nDepends: libc6 (>= 2.34), libslirp0\n";
+        assert_eq!(
+            library_depends(shown),
+            ["libaio1", "libc6", "libfdt1", "libslirp0"]
+        );
+    }
 
     /// The README names every package the set-up may install.
     #[test]

@@ -2,6 +2,7 @@
 //!
 //! `s2s` installed with `cargo install --locked --path host-tools` knows where its checkout was;
 //! elsewhere `--firmware-dir` (or `S2S_FIRMWARE_DIR`) names the `firmware/` directory.
+//! The builds go to a cache directory outside the checkout ([`Firmware::target_dir`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,6 +11,7 @@ use s2s_device::board::Driver;
 use s2s_device::Board;
 use seq2seq::{ModelFile, PrecisionKind};
 
+use super::cache::cache_dir;
 use crate::error::{Error, Result};
 
 /// The environment variable naming the firmware directory.
@@ -89,6 +91,23 @@ impl Firmware {
         }
     }
 
+    /// Where `board`'s firmware crate is built: `<crate>-<hash of its path>` in the cache
+    /// directory ([`cache_dir`]), so that a build never writes into the checkout and two
+    /// checkouts never share one build. The minimal build goes to its `minimal/` folder.
+    pub fn target_dir(&self, board: &Board) -> PathBuf {
+        let dir = self.crate_dir(board);
+        let dir = dir.canonicalize().unwrap_or(dir);
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&dir, &mut hasher);
+        let name = dir
+            .file_name()
+            .map_or("firmware".into(), |n| n.to_string_lossy());
+        cache_dir().join(format!(
+            "{name}-{:016x}",
+            std::hash::Hasher::finish(&hasher)
+        ))
+    }
+
     fn cargo_build(
         &self,
         board: &Board,
@@ -101,12 +120,13 @@ impl Firmware {
         let dir = self.crate_dir(board);
         if dir != self.dir && (minimal || !features.is_empty() || bin != "firmware") {
             return Err(Error::usage(format!(
-                "{} is built by its own crate ({}): only its default `firmware` binary,                  without extra features or a minimal build",
+                "{} is built by its own crate ({}): only its default `firmware` binary, \
+                 without extra features or a minimal build",
                 board.name,
                 dir.display()
             )));
         }
-        let mut target_dir = dir.join("target");
+        let mut target_dir = self.target_dir(board);
         if minimal {
             target_dir.push("minimal");
         }

@@ -7,9 +7,10 @@
 //! UART socket or (`s2s serial`, [`serial`], feature `serial`) a serial port,
 //! [`session`] reads its answers back, [`mod@compare`] checks them against the host (at
 //! the device's number of positions, so capacity errors agree too) and [`report`] sums
-//! them up. [`mod@bench`] runs the kernel benchmark.
+//! them up. [`mod@bench`] runs the kernel benchmark; [`cache`] is where builds go.
 
 pub mod bench;
+pub mod cache;
 pub mod compare;
 pub mod firmware;
 pub mod link;

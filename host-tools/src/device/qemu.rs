@@ -17,6 +17,7 @@
 //! collect the output; [`boot`] puts the UART on the terminal (the firmware's cargo
 //! runner).
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
@@ -33,8 +34,25 @@ use s2s_device::Board;
 use super::link::{self, Limits, Link, Pace};
 use crate::error::{Error, Result};
 
-/// The QEMU binary, unless the `QEMU_SYSTEM_ARM` environment variable names another.
+/// The QEMU binary, unless the `QEMU_SYSTEM_ARM` environment variable names another
+/// (see [`program`]).
 pub const QEMU: &str = "qemu-system-arm";
+
+/// Where `cargo xtask setup` unpacks Debian's QEMU when installing it would remove one
+/// of the machine's packages (a newer `qemu-utils` breaks Debian 12's QEMU 7.2): the
+/// packages' files under `qemu/` of the cache directory.
+pub fn private_dir() -> PathBuf {
+    super::cache::cache_dir().join("qemu")
+}
+
+/// The QEMU program: `QEMU_SYSTEM_ARM` if set, else the private copy if
+/// `cargo xtask setup` made one ([`private_dir`]), else [`QEMU`] on `PATH`.
+pub fn program() -> OsString {
+    let private = private_dir().join("usr/bin").join(QEMU);
+    std::env::var_os("QEMU_SYSTEM_ARM")
+        .or_else(|| private.is_file().then(|| private.into_os_string()))
+        .unwrap_or_else(|| QEMU.into())
+}
 /// How to install QEMU (Debian/Ubuntu).
 pub const QEMU_INSTALL: &str = "apt-get install -y --no-install-recommends qemu-system-arm";
 /// How to install the defmt decoder.
@@ -190,8 +208,7 @@ fn start(board: &Board, elf: &Path, model: Option<&Path>, deadline: Instant) -> 
     std::fs::metadata(elf).map_err(Error::io(elf))?;
     let dir = TempDir::new()?;
     let socket = dir.0.join("uart.sock");
-    let qemu = std::env::var_os("QEMU_SYSTEM_ARM").unwrap_or_else(|| QEMU.into());
-    let mut cmd = Command::new(qemu);
+    let mut cmd = Command::new(program());
     cmd.args(["-machine", m.machine, "-cpu", m.cpu])
         .args(s2s_device::qemu::COMMON_ARGS)
         .arg(elf)
