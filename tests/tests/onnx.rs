@@ -633,3 +633,58 @@ fn the_input_fed_gru_export_beam_3_on_mps2_an386_matches_the_host() {
 fn the_input_fed_gru_export_beam_3_on_lm3s6965evb_matches_the_host() {
     beam_3_on_the_board("lm3s6965evb");
 }
+
+/// `tokens_file`: the published vocabulary file read instead of the typed lists (the
+/// source from `vocab.json`'s `source` list, the target from a one-token-a-line file)
+/// imports to the same bytes; a file with a repeated id is one error line naming it.
+#[test]
+fn tokens_file_imports_to_the_bytes_of_the_typed_vocabulary() {
+    let dir = scratch_dir("onnx-tokens-file");
+    let text = std::fs::read_to_string(GRU.config()).unwrap();
+    let vocab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("vocab.json")).unwrap()).unwrap();
+    let target: Vec<&str> = vocab["target"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    std::fs::write(dir.join("target.txt"), target.join("\n") + "\n").unwrap();
+    let mut sections = 0;
+    let from_files: String = text
+        .lines()
+        .map(|l| {
+            if !l.starts_with("tokens = ") {
+                return format!("{l}\n");
+            }
+            sections += 1;
+            match sections {
+                1 => format!("tokens_file = {:?}\n", fixture("vocab.json")),
+                _ => "tokens_file = \"target.txt\"\n".to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(sections, 2, "the example's two token lists");
+    let config = dir.join("onnx-gru-files.toml");
+    std::fs::write(&config, from_files).unwrap();
+    let out = dir.join("onnx-gru-files.s2s");
+    let r = import_graphs(&config, GRU, &out);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(imported(GRU)).unwrap());
+
+    let ids = dir.join("ids.json");
+    std::fs::write(&ids, r#"{"source": {"<pad>": 0, "<unk>": 1, "a": 1}}"#).unwrap();
+    let bad = std::fs::read_to_string(&config).unwrap().replacen(
+        &format!("{:?}", fixture("vocab.json")),
+        "\"ids.json\"",
+        1,
+    );
+    std::fs::write(&config, bad).unwrap();
+    let r = import_graphs(&config, GRU, &dir.join("bad.s2s"));
+    let line = format!(
+        "error: {}: tokens \"<unk>\" and \"a\" have the same id 1",
+        ids.display()
+    );
+    assert_eq!(assert_one_error(&r, &[]), line);
+    assert!(!dir.join("bad.s2s").exists());
+}

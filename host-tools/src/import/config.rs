@@ -91,6 +91,10 @@ pub struct SourceSection {
     /// it from the data when absent.
     #[serde(default)]
     pub tokens: Vec<String>,
+    /// Or the tokens from a file (relative to the configuration's folder): a JSON list,
+    /// a JSON object of token ids, one with a `source`/`target` member holding either,
+    /// or one token a line ([`crate::import::tokens_file`]).
+    pub tokens_file: Option<PathBuf>,
     /// `chars` or `whitespace`.
     #[serde(default = "chars")]
     pub split: SplitName,
@@ -118,6 +122,10 @@ pub struct TargetSection {
     /// it from the data when absent.
     #[serde(default)]
     pub tokens: Vec<String>,
+    /// Or the tokens from a file (relative to the configuration's folder): a JSON list,
+    /// a JSON object of token ids, one with a `source`/`target` member holding either,
+    /// or one token a line ([`crate::import::tokens_file`]).
+    pub tokens_file: Option<PathBuf>,
     /// First decoder input.
     pub start: String,
     /// Token that ends the output.

@@ -13,6 +13,7 @@ use seq2seq::desc::{
 
 use crate::error::{Error, Place, Result};
 use crate::import::config::{Config, MaskName, OrderingName, ScoreName, SplitName};
+use crate::import::tokens_file::read_tokens;
 use crate::io::{read_text_bounded, MAX_CONFIG_BYTES};
 
 impl Config {
@@ -33,6 +34,29 @@ impl Config {
             Error::invalid(origin.display(), place, e.message())
         })?;
         config.path = origin.to_path_buf();
+        let folder = origin.parent().unwrap_or(Path::new(""));
+        for (section, tokens, file) in [
+            (
+                "source",
+                &mut config.source.tokens,
+                &config.source.tokens_file,
+            ),
+            (
+                "target",
+                &mut config.target.tokens,
+                &config.target.tokens_file,
+            ),
+        ] {
+            let Some(file) = file else { continue };
+            if !tokens.is_empty() {
+                return Err(Error::invalid(
+                    origin.display(),
+                    Place::File,
+                    format!("[{section}] has both `tokens` and `tokens_file`: give one"),
+                ));
+            }
+            *tokens = read_tokens(&folder.join(file), section)?;
+        }
         Ok(config)
     }
 

@@ -4,6 +4,7 @@ pub mod cells;
 pub mod config;
 pub mod decoding;
 pub mod describe;
+pub mod tokens_file;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
