@@ -2,8 +2,8 @@
 
 `s2s verify MODEL.s2s --expect FILE.jsonl` reads one JSON object per line:
 
-    {"source": "kelso", "ids": [21, 13, 30, 22, 6], "probs": [...], "gaps": [...]}
-    {"source": "kelso", "ids": [21, 13, 30, 22, 6], "beam": 3}
+    {"source": "kelso", "ids": [5, 12, 13, 2, 6, 24], "probs": [...], "gaps": [...]}
+    {"source": "kelso", "ids": [5, 12, 13, 2, 6, 24], "beam": 3}
 
 * ids: the output's target token ids in the model's target vocabulary (the order of
   `[target] tokens` in its configuration), WITHOUT the start token and WITHOUT the end

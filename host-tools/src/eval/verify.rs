@@ -4,8 +4,8 @@
 //! are skipped; line numbers count every line):
 //!
 //! ```json
-//! {"source": "kelso", "ids": [21, 13, 30, 22, 6], "probs": [0.91, 0.99, 0.97, 0.88, 0.99, 0.99], "gaps": [0.83, 0.98, 0.95, 0.77, 0.98, 0.99]}
-//! {"source": "kelso", "ids": [21, 13, 30, 22, 6], "beam": 3}
+//! {"source": "kelso", "ids": [5, 12, 13, 2, 6, 24], "probs": [0.979, 0.596, 0.961, 0.725, 0.987, 0.509, 0.906], "gaps": [0.962, 0.259, 0.936, 0.451, 0.978, 0.271, 0.881]}
+//! {"source": "kelso", "ids": [5, 12, 13, 2, 6, 24], "beam": 3}
 //! ```
 //!
 //! * `source` (a string, required): the input as `s2s run` takes it.
