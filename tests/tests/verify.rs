@@ -232,6 +232,19 @@ fn a_malformed_line_is_named_and_the_others_still_judged() {
         stdout.contains("\nagreement     38 of 38 (100.00 %)\n"),
         "{stdout}"
     );
+    // A file that is not there: one line naming it, nothing on standard output.
+    let missing = dir.join("missing.jsonl");
+    let out = verify(&model_file("pytorch-lstm-g2p.s2s"), &missing);
+    assert_one_error(&out, &[&missing.display().to_string()]);
+    assert!(out.stdout.is_empty());
+    // An empty one proves nothing: an error too.
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "\n").unwrap();
+    let out = verify(&model_file("pytorch-lstm-g2p.s2s"), &empty);
+    assert_one_error(
+        &out,
+        &[&empty.display().to_string(), "no reference decodes"],
+    );
 }
 
 #[test]

@@ -297,7 +297,7 @@ fn judge(e: &Expected, d: &Decoded, end: u16, max_steps: usize) -> Verdict {
 
 /// `s2s verify`: decodes every source of the reference file `expect` with `model` and
 /// compares (see the module docs). Malformed lines are reported in the result and the
-/// other lines are still judged; an unreadable file or model is an error.
+/// other lines are still judged; an unreadable or empty file is an error.
 pub fn verify(m: &LoadedModel, expect: &Path) -> Result<VerifyReport> {
     let file = m.file();
     let desc = file.desc();
@@ -329,6 +329,13 @@ pub fn verify(m: &LoadedModel, expect: &Path) -> Result<VerifyReport> {
             Ok(e) => expected.push(e),
             Err(message) => report.malformed.push((l.number, message)),
         }
+    }
+    if expected.is_empty() && report.malformed.is_empty() {
+        return Err(Error::invalid(
+            expect.display(),
+            Place::File,
+            "no reference decodes: one JSON object per line is needed",
+        ));
     }
     // Greedy lines together, then each beam width's, as `s2s run` decodes them.
     let mut widths: Vec<Option<usize>> = expected.iter().map(|e| e.beam).collect();
