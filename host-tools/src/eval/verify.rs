@@ -485,11 +485,12 @@ pub fn verify_file(
         }
     }
     if !listed.is_empty() {
-        text += if all {
-            "\nevery source (first differing step from 0; a gap below 1e-4 is a near tie):\n"
+        let which = if all {
+            "every source (first differing step from 0"
         } else {
-            "\nfirst differences (steps from 0; a gap below 1e-4 is a near tie):\n"
+            "first differences (steps from 0"
         };
+        text += &format!("\n{which}; a gap below {NEAR_TIE:e} is a near tie):\n");
         text += &listed;
     }
     out.write_all(text.as_bytes())
