@@ -241,6 +241,30 @@ pub enum Cmd {
         #[command(flatten)]
         beam: BeamArgs,
     },
+    /// Check a model file against reference decodes from its own framework: agreement
+    /// (N of N) and, for each source that differs, its first differing step with both
+    /// tokens and the top-two gap there (a near tie below 1e-4).
+    ///
+    /// The reference file is JSON Lines, one object per source: `{"source": "...",
+    /// "ids": [..]}` with the output's target token ids without the start and end
+    /// tokens (what `s2s run --ids` prints), optional `"beam": K` (a beam search of
+    /// width K in the model's variant, else greedy), and for greedy lines optional
+    /// `"probs"` (the top-1 probability at each step, the end token's step included
+    /// when the decode ended) and `"gaps"` (the framework's top-two gap at each step,
+    /// which then decides the near tie). `scripts/verify/` writes it from PyTorch,
+    /// Keras or onnxruntime. Exit status 0 only when every source agrees; a malformed
+    /// line is `error: FILE:LINE: FIELD: ...` and the other lines are still judged.
+    Verify {
+        /// Model file (any precision).
+        model: PathBuf,
+        /// The reference decodes (JSON Lines).
+        #[arg(long)]
+        expect: PathBuf,
+        /// List every source, agreeing ones too (with its largest probability
+        /// difference when the line has probs).
+        #[arg(long)]
+        all: bool,
+    },
     /// Draw the attention map of one source (PNG or SVG with -o, else in the terminal).
     Heatmap {
         /// Model file.

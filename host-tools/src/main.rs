@@ -311,6 +311,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
             return Ok(lines_status(failed));
         }
+        Cmd::Verify { model, expect, all } => {
+            let agrees =
+                eval::verify::verify_file(&model, &expect, all, stdout, &mut std::io::stderr())?;
+            return Ok(lines_status(usize::from(!agrees)));
+        }
         Cmd::Heatmap {
             model,
             source,

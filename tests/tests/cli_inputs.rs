@@ -260,6 +260,7 @@ fn a_closed_stdout_ends_quietly_and_a_full_one_fails_in_one_line() {
     let input = dir.join("in.txt");
     std::fs::write(&input, "phnom\npenh\n").unwrap();
     let onnx = s2s_tests::repo_root().join("tests/fixtures/onnx/gru/encoder.onnx");
+    let expect = s2s_tests::repo_root().join("tests/fixtures/verify/netra.jsonl");
     let commands: Vec<Vec<&dyn AsRef<std::ffi::OsStr>>> = vec![
         vec![&"inspect", &netra],
         vec![&"run", &netra, &"--input", &input],
@@ -268,6 +269,7 @@ fn a_closed_stdout_ends_quietly_and_a_full_one_fails_in_one_line() {
         vec![&"check", &netra, &"--reference", &netra, &"--input", &input],
         vec![&"tensors", &onnx],
         vec![&"heatmap", &netra, &"phnom"],
+        vec![&"verify", &netra, &"--expect", &expect],
     ];
     for args in &commands {
         let name = args[0].as_ref().to_string_lossy().into_owned();

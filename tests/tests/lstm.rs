@@ -17,7 +17,7 @@ use s2s_tests::{
 };
 
 /// Largest reference top-two gap at which a differing token is accepted.
-const NEAR_TIE: f64 = 1e-4;
+const NEAR_TIE: f64 = host_tools::model::NEAR_TIE as f64;
 /// Least sequence agreement of a w8a16 fixture with its f32 model (percent).
 const MIN_AGREEMENT: f64 = 99.0;
 /// Largest w8a16 file, as a share of the f32 file.

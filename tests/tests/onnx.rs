@@ -367,7 +367,7 @@ fn onnx_import_mistakes_are_one_error_line_and_write_nothing() {
 // ------------------------------------------------------------ decoding the references
 
 /// Largest reference top-two gap at which a differing token is accepted.
-const NEAR_TIE: f64 = 1e-4;
+const NEAR_TIE: f64 = host_tools::model::NEAR_TIE as f64;
 /// Least sequence agreement of a w8a16 model with its f32 model (percent).
 const MIN_AGREEMENT: f64 = 99.0;
 

@@ -1,9 +1,11 @@
 //! Measuring a model: error rates against references ([`rates`]) and a quantized model
-//! against its float reference ([`check`]).
+//! against its float reference ([`check`]), or a model file against its framework's own
+//! decodes ([`verify`]).
 
 pub mod check;
 pub mod rates;
 pub mod sensitivity;
+pub mod verify;
 
 use std::io::Write;
 use std::path::Path;

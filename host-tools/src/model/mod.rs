@@ -13,7 +13,9 @@ mod load;
 pub mod run;
 mod simd;
 mod spread;
+pub mod tie;
 
 pub use decode::{Decoded, HostRunner, Keep, Ranked, HOST_LANES};
 pub use load::{AnyNet, LoadedModel, HOST_MAX_POSITIONS, MAX_MODEL_BYTES};
 pub use spread::{decode_each, decode_lines, decode_stream, STREAM_BATCH};
+pub use tie::{is_near_tie, top_two, NEAR_TIE};

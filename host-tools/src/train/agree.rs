@@ -7,10 +7,7 @@
 use serde::Serialize;
 
 use super::model::Greedy;
-use crate::model::Decoded;
-
-/// The largest top-two logit gap at which two decoders may pick differently.
-pub const NEAR_TIE: f32 = 1e-4;
+use crate::model::{is_near_tie, Decoded, NEAR_TIE};
 
 /// One sequence the two decoders disagree on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -74,9 +71,7 @@ impl Agreement {
 
     /// Differences that are not at a near tie.
     pub fn far(&self) -> impl Iterator<Item = &Difference> {
-        self.differences
-            .iter()
-            .filter(|d| d.gap.is_nan() || d.gap >= NEAR_TIE)
+        self.differences.iter().filter(|d| !is_near_tie(d.gap))
     }
 
     /// Whether the rule holds: at least `min_percent` equal, every difference at a near

@@ -10,6 +10,7 @@ use super::cell::{matmul_last, Cell, CellKind, State};
 use super::examples::Batch;
 use super::params::Params;
 use crate::data::rng::SplitMix64;
+use crate::model::top_two;
 
 /// A model description with its parameters, in training (dropout, from `rng`) or
 /// evaluation mode.
@@ -359,22 +360,4 @@ impl<'a> Model<'a> {
         }
         Ok(out)
     }
-}
-
-/// The index of the largest value (the first of equals, as the runtime's argmax) and
-/// its lead over the second largest.
-pub fn top_two(row: &[f32]) -> (u32, f32) {
-    let mut best = 0;
-    for (i, &v) in row.iter().enumerate() {
-        if v > row[best] {
-            best = i;
-        }
-    }
-    let second = row
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != best)
-        .map(|(_, &v)| v)
-        .fold(f32::NEG_INFINITY, f32::max);
-    (best as u32, row[best] - second)
 }
