@@ -51,6 +51,12 @@ pub enum Cmd {
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Print, for each layer, the tensor its matrix came from, the stored shape,
+        /// the orientation it got (as stored or transposed) and why: the
+        /// configuration's `transpose`, the ONNX graph's use of the tensor, or the
+        /// default.
+        #[arg(long)]
+        explain: bool,
     },
     /// Train a model from `source<TAB>target` pairs: the configuration of import without
     /// `[weights]` (vocabularies may be left out: they are built from the data).

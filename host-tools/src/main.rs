@@ -141,8 +141,21 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             config,
             weights,
             output,
+            explain,
         } => {
-            let (bytes, tensors) = import::import_file(&config, &weights, &output)?;
+            if explain {
+                host_tools::io::distinct_outputs(&[
+                    ("the --explain lines", Some(std::path::Path::new("-"))),
+                    ("-o", Some(output.as_path())),
+                ])?;
+            }
+            let (bytes, tensors, explained) = import::import_file(&config, &weights, &output)?;
+            if explain {
+                let text: String = explained.iter().map(|e| format!("{e}\n")).collect();
+                stdout
+                    .write_all(text.as_bytes())
+                    .map_err(host_tools::Error::io(STDOUT_NAME))?;
+            }
             eprintln!(
                 "wrote {} ({bytes} bytes, {tensors} tensors)",
                 output.display()

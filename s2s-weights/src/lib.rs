@@ -46,6 +46,7 @@
 mod archive;
 mod convert;
 mod error;
+pub mod graph;
 mod hdf5;
 mod listing;
 mod npy;
@@ -55,6 +56,7 @@ mod safetensors;
 mod tensor;
 
 pub use error::{Error, Place, Result};
+pub use graph::Graph;
 pub use listing::list_tensors;
 pub use read::{
     read_bounded, read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes,

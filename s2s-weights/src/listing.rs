@@ -7,23 +7,11 @@ use std::path::Path;
 
 use crate::archive;
 use crate::error::Result;
+use crate::graph::slot_name;
 use crate::onnx::{self, Origin};
 use crate::read::{model_folder, read_weights_bytes_of, read_weights_in};
 use crate::safetensors::{self, is_safetensors};
 use crate::tensor::Listing;
-
-/// The inputs of the ONNX operators whose weights a configuration maps, by slot.
-fn slot_name(op: &str, slot: usize) -> Option<&'static str> {
-    let names: &[&str] = match op {
-        "GRU" | "LSTM" | "RNN" => &["X", "W", "R", "B", "sequence_lens", "initial_h"],
-        "Gemm" => &["A", "B", "C"],
-        "MatMul" => &["A", "B"],
-        "Gather" => &["data", "indices"],
-        "Conv" => &["X", "W", "B"],
-        _ => return None,
-    };
-    names.get(slot).copied()
-}
 
 /// Every tensor of the weights file at `path`, sorted by name, with a one-line
 /// description of the file. ONNX and safetensors files list every tensor with its

@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 use crate::convert::{decode, ByteOrder, FloatKind};
 use crate::error::{Error, Place, Problem, Result};
+use crate::graph::{Graph, Node};
 use crate::tensor::{Tensor, Weights, MAX_TENSOR_BYTES};
 use external::read_external;
 use graph::parse;
@@ -168,6 +169,7 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
     Ok(Weights {
         tensors: out,
         skipped,
+        graph: Some(graph_nodes(&parsed)),
     })
 }
 
@@ -266,6 +268,38 @@ pub(crate) fn list_onnx(bytes: &[u8], origin: &str) -> Result<(String, Vec<Liste
     }
     listed.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((parsed.summary, listed))
+}
+
+/// The nodes of the main graph and its initializers, for [`Graph`].
+fn graph_nodes(parsed: &graph::Parsed) -> Graph {
+    let nodes = parsed
+        .nodes
+        .iter()
+        .map(|n| Node {
+            name: n.name.clone(),
+            op_type: n.op_type.clone(),
+            inputs: n.input.clone(),
+            outputs: n.output.clone(),
+            ints: n
+                .attribute
+                .iter()
+                .filter(|a| a.r#type == ATTR_INT)
+                .map(|a| (a.name.clone(), a.i))
+                .collect(),
+            int_lists: n
+                .attribute
+                .iter()
+                .filter(|a| a.r#type == ATTR_INTS)
+                .map(|a| (a.name.clone(), a.ints.clone()))
+                .collect(),
+            graph: String::new(),
+        })
+        .collect();
+    let names = parsed.tensors.keys().cloned().collect();
+    Graph {
+        nodes,
+        initializers: BTreeMap::from([(String::new(), names)]),
+    }
 }
 
 /// A node's scalar attributes as `name=value` (lists of at most 8 integers too).

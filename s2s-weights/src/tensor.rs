@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::graph::Graph;
+
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -22,6 +24,8 @@ pub struct Weights {
     pub tensors: Vec<Tensor>,
     /// The tensors that are not floats, `(name, element type)`.
     pub skipped: Vec<(String, String)>,
+    /// An ONNX model's nodes: how it uses its tensors (`None` for the other formats).
+    pub graph: Option<Graph>,
 }
 
 /// The largest tensor read from a weights file, in stored bytes: 1 GiB (twice the

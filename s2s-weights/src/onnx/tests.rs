@@ -3,7 +3,7 @@
 
 use super::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
-    TensorProto, ATTR_INT, EXTERNAL,
+    TensorProto, ATTR_INT, ATTR_INTS, EXTERNAL,
 };
 use super::*;
 use std::path::PathBuf;
@@ -497,4 +497,54 @@ fn external_data_must_be_a_regular_file_and_a_readable_size() {
         "{e}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn graph_uses_follow_identity_and_matrix_transposes_and_values_know_their_sources() {
+    let mut transpose = node("Transpose", "/T", &["w"], &["wt"]);
+    transpose.attribute.push(AttributeProto {
+        name: "perm".into(),
+        ints: vec![1, 0],
+        r#type: ATTR_INTS,
+        ..Default::default()
+    });
+    let bytes = graph_of(
+        &[1.0, 2.0, 3.0, 4.0],
+        vec![
+            node("Identity", "/Identity", &["w"], &["w1"]),
+            node("MatMul", "/MatMul", &["x", "w1"], &["y"]),
+            transpose,
+            node("MatMul", "/MatMul_1", &["wt", "y"], &["z"]),
+            node("Reshape", "/Reshape", &["w", "shape"], &["r"]),
+        ],
+    );
+    let w = read_onnx(&bytes, "g.onnx", None).expect("reads");
+    let g = w.graph.expect("an ONNX model has a graph");
+    let uses = g.uses("w", 2);
+    let got: Vec<(&str, usize, bool, Vec<&str>)> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.node.name.as_str(),
+                u.slot,
+                u.transposed,
+                u.via.iter().map(|n| n.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("/MatMul", 1, false, vec!["/Identity"]),
+            ("/MatMul_1", 0, true, vec!["/T"]),
+            ("/Reshape", 0, false, vec![]),
+        ]
+    );
+    assert_eq!(uses[0].node.slot_label(1), "input 1 (B)");
+    // A Transpose of a tensor that is not a matrix is a use of its own.
+    assert_eq!(g.uses("w", 3)[1].node.name, "/T");
+    let w: std::collections::BTreeSet<String> = ["w".to_string()].into();
+    let x: std::collections::BTreeSet<String> = ["x".to_string()].into();
+    assert!(g.depends_on("z", &w) && g.depends_on("z", &x) && g.depends_on("y", &x));
+    assert!(!g.depends_on("r", &x) && !g.depends_on("x", &w));
 }
