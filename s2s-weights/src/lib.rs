@@ -16,7 +16,9 @@
 //!
 //! [`list_tensors`] lists a file's tensors with their stored element types (and, for
 //! ONNX, the node inputs each feeds); [`read_weights_bytes`] and [`read_bytes_as`] read
-//! bytes already in memory.
+//! bytes already in memory. An ONNX model's [`Weights::graph`] holds its nodes
+//! ([`graph::Graph`]): which node input reads each tensor, through which `Identity` or
+//! `Transpose`, and what a value is computed from.
 //!
 //! Only real floating-point tensors are returned: 16-, 32- and 64-bit IEEE floats (and
 //! bfloat16) are converted to `f32`. Integer, boolean, string and complex data (e.g.
