@@ -103,6 +103,16 @@ pub enum Cmd {
         /// Weights files (safetensors, .npz, .npy, .keras, .h5, .onnx).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// ONNX models only: also how the graph uses the tensors (each weight's uses
+        /// through Identity and Transpose nodes, every Concat's inputs in order, the
+        /// subgraphs of If/Loop/Scan nodes) and the initializers shared by two graphs
+        /// or two of the files given.
+        #[arg(long)]
+        graph: bool,
+        /// Also list a Keras file's optimizer slots (`optimizer_weights/...`,
+        /// `optimizer/...`), left out by default.
+        #[arg(long)]
+        all: bool,
     },
     /// Show a model's architecture, size, RAM and MACs.
     Inspect {

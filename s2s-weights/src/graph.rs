@@ -187,4 +187,32 @@ impl Graph {
         }
         false
     }
+
+    /// The graphs (by path, empty for the main graph) whose nodes read `name`
+    /// directly, in order.
+    pub fn graphs_reading(&self, name: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for n in &self.nodes {
+            if n.inputs.iter().any(|i| i == name) && !out.contains(&n.graph.as_str()) {
+                out.push(&n.graph);
+            }
+        }
+        out
+    }
+
+    /// The initializers read by the nodes of another graph than their own, or of
+    /// several graphs (a `Loop` body reading a weight of the main graph, two `If`
+    /// branches sharing one): `(name, its graph, the graphs reading it)`.
+    pub fn shared(&self) -> Vec<(&str, &str, Vec<&str>)> {
+        let mut out = Vec::new();
+        for (graph, names) in &self.initializers {
+            for name in names {
+                let readers = self.graphs_reading(name);
+                if readers.len() > 1 || readers.iter().any(|r| r != graph) {
+                    out.push((name.as_str(), graph.as_str(), readers));
+                }
+            }
+        }
+        out
+    }
 }

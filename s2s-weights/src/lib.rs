@@ -59,12 +59,15 @@ mod tensor;
 
 pub use error::{Error, Place, Result};
 pub use graph::Graph;
-pub use listing::list_tensors;
+pub use listing::{list_tensors, read_graph};
 pub use read::{
     read_bounded, read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes,
     read_weights_file, Reader,
 };
-pub use tensor::{Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES, MAX_TENSOR_BYTES};
+pub use tensor::{
+    is_optimizer_slot, Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES,
+    MAX_TENSOR_BYTES,
+};
 
 #[cfg(test)]
 mod tests;

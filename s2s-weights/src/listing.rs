@@ -7,11 +7,12 @@ use std::path::Path;
 
 use crate::archive;
 use crate::error::Result;
-use crate::graph::slot_name;
+use crate::graph::{slot_name, Graph};
+use crate::npy;
 use crate::onnx::{self, Origin};
 use crate::read::{model_folder, read_weights_bytes_of, read_weights_in};
 use crate::safetensors::{self, is_safetensors};
-use crate::tensor::Listing;
+use crate::tensor::{is_optimizer_slot, Listing};
 
 /// Every tensor of the weights file at `path`, sorted by name, with a one-line
 /// description of the file. ONNX and safetensors files list every tensor with its
@@ -38,6 +39,8 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
         let listed = tensors
             .into_iter()
             .map(|t| Listing {
+                // HDF5 and `.keras` files: Keras writes its optimizer's slots there.
+                optimizer: !npy::is_npy(&bytes) && is_optimizer_slot(&t.name),
                 name: t.name,
                 shape: t.shape,
                 dtype: "f32".into(),
@@ -58,6 +61,7 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     let listed = listed
         .into_iter()
         .map(|l| Listing {
+            optimizer: false,
             note: match &l.origin {
                 Origin::Initializer => String::new(),
                 Origin::External(location, offset) => {
@@ -94,6 +98,17 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     Ok((summary, listed))
 }
 
+/// How the nodes of the ONNX model at `path` use its tensors, subgraphs included
+/// (`s2s tensors --graph`); `None` for a file that is not an ONNX model.
+pub fn read_graph(path: &Path) -> Result<Option<Graph>> {
+    let bytes = read_weights_bytes_of(path)?;
+    let origin = path.display().to_string();
+    if !(onnx::is_onnx(&bytes) || origin.ends_with(".onnx")) || is_safetensors(&bytes) {
+        return Ok(None);
+    }
+    Ok(Some(onnx::graph_onnx(&bytes, &origin)?))
+}
+
 fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)> {
     let file = safetensors::deserialize(bytes, origin)?;
     let listed: Vec<Listing> = file
@@ -105,6 +120,7 @@ fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)
             dtype: view.dtype().to_string(),
             note: String::new(),
             consumers: Vec::new(),
+            optimizer: false,
         })
         .collect();
     Ok((

@@ -55,4 +55,15 @@ pub struct Listing {
     /// The node inputs it feeds (ONNX only), e.g. `GRU /encoder/rnn/GRU input 1 (W)
     /// [direction=bidirectional hidden_size=64]`.
     pub consumers: Vec<String>,
+    /// A Keras optimizer's slot (a tensor under `optimizer_weights/` in a Keras 2 `.h5`,
+    /// `optimizer/` in a Keras 3 `.keras`): no layer's weight; `s2s tensors` leaves it
+    /// out unless asked.
+    pub optimizer: bool,
+}
+
+/// Whether a tensor of an HDF5 `.h5` or `.keras` file is a Keras optimizer's slot
+/// (moments, iteration counter...): its path starts with `optimizer_weights/` (Keras 2,
+/// tf.keras) or `optimizer/` (Keras 3).
+pub fn is_optimizer_slot(name: &str) -> bool {
+    name.starts_with("optimizer_weights/") || name.starts_with("optimizer/")
 }

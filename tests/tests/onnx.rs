@@ -758,6 +758,101 @@ fn import_explain_says_where_each_orientation_comes_from() {
     );
 }
 
+/// `s2s tensors --graph`: each weight's uses through `Identity` nodes, every `Concat`'s
+/// inputs in order (the attentional layer's `[context; state]` of the GRU export, `[state;
+/// context]` of the LSTM one), `Loop` bodies and the initializers they read from the
+/// main graph, and the tensor names two files share; a file that is not ONNX is one
+/// error line.
+#[test]
+fn tensors_graph_shows_uses_concat_orders_subgraphs_and_shared_tensors() {
+    let out = s2s_ok(
+        &[
+            &"tensors",
+            &"--graph",
+            &fixture("gru/encoder.onnx"),
+            &fixture("gru/decoder.onnx"),
+        ],
+        "",
+    );
+    for want in [
+        "gru/decoder.onnx: graph\n",
+        "\n  onnx::MatMul_530 -> MatMul /decoder/attn/MatMul input 1 (B) through Identity /Identity\n",
+        "\n  Concat /decoder/Concat [axis=1]: 0 /decoder/embedding/Gather_output_0 (Gather /decoder/embedding/Gather), 1 input_feed (graph input)\n",
+        "\n  Concat /decoder/attn/Concat [axis=1]: 0 /decoder/attn/Squeeze_1_output_0 (Squeeze /decoder/attn/Squeeze_1), 1 /decoder/rnn/layers.1/Add_3_output_0 (Add /decoder/rnn/layers.1/Add_3)\n",
+        "\nsubgraphs: none\n",
+        "\ninitializers read by another graph than their own: none\n",
+        "\ntensors in more than one file: none\n",
+        // The listing is still there.
+        "-> Gemm /bridge/0/Gemm input 1 (B) [alpha=1 beta=1 transB=1]",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+    let out = s2s_ok(
+        &[
+            &"tensors",
+            &"--graph",
+            &fixture("lstm/decoder.onnx"),
+            &fixture("gru/decoder.onnx"),
+        ],
+        "",
+    );
+    for want in [
+        "\n  Concat /decoder/attn/Concat [axis=1]: 0 /decoder/rnn/layers.1/Mul_2_output_0 (Mul /decoder/rnn/layers.1/Mul_2), 1 /decoder/attn/Squeeze_1_output_0 (Squeeze /decoder/attn/Squeeze_1)\n",
+        "lstm/decoder.onnx, ",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+    let shared = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  {name}: ")))
+            .unwrap_or_else(|| panic!("{name} not shared in\n{out}"))
+            .to_string()
+    };
+    assert!(shared("decoder.embedding.weight").ends_with("(different values)"));
+    assert!(shared("onnx::MatMul_531").contains("gru/decoder.onnx"));
+
+    // A Loop whose body reads a weight of the main graph.
+    let dir = scratch_dir("onnx-tensors-graph");
+    let body = {
+        let mut g = Pb::new().bytes(
+            1,
+            &onnx_node("MatMul", "/body/MatMul", &["x", "w"], &["y"], &[]),
+        );
+        g = g.bytes(2, b"body").bytes(5, &initializer("b", &[2], 1));
+        g.0
+    };
+    let attr = Pb::new().bytes(1, b"body").bytes(6, &body).int(20, 5).0;
+    let mut lp = Pb(onnx_node("Loop", "/loop", &["n", "c"], &["out"], &[]));
+    lp = lp.bytes(5, &attr);
+    let graph = Pb::new()
+        .bytes(1, &lp.0)
+        .bytes(2, b"main")
+        .bytes(5, &initializer("w", &[2, 2], 2))
+        .0;
+    let model = Pb::new().int(1, 8).bytes(7, &graph).0;
+    let looped = dir.join("loop.onnx");
+    std::fs::write(&looped, model).unwrap();
+    let out = s2s_ok(&[&"tensors", &"--graph", &looped], "");
+    for want in [
+        "\nsubgraphs:\n  Loop /loop body: 1 nodes, 1 initializers\n",
+        "\ninitializers read by another graph than their own:\n  w (of the main graph) read in: Loop /loop body\n",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+
+    // Not an ONNX model.
+    let st = repo_root().join("tests/fixtures/lstm/pytorch-g2p/model.safetensors");
+    let r = s2s(
+        &[&"tensors", &"--graph", &fixture("gru/encoder.onnx"), &st],
+        "",
+    );
+    assert_one_error(
+        &r,
+        &["model.safetensors: not an ONNX model: --graph lists an ONNX model's nodes"],
+    );
+    assert!(r.stdout.is_empty(), "printed before failing");
+}
+
 // ------------------------------------------------------------ decoding the references
 
 /// Largest reference top-two gap at which a differing token is accepted.

@@ -548,3 +548,71 @@ fn graph_uses_follow_identity_and_matrix_transposes_and_values_know_their_source
     assert!(g.depends_on("z", &w) && g.depends_on("z", &x) && g.depends_on("y", &x));
     assert!(!g.depends_on("r", &x) && !g.depends_on("x", &w));
 }
+
+#[test]
+fn graph_listing_reads_subgraphs_and_what_they_share() {
+    let body = GraphProto {
+        name: "body".into(),
+        node: vec![node("MatMul", "/body/MatMul", &["x", "w"], &["y"])],
+        initializer: vec![tensor("b", &[1], 1)],
+    };
+    let mut lp = node("Loop", "/loop", &["n", "c"], &["out"]);
+    lp.attribute.push(AttributeProto {
+        name: "body".into(),
+        g: body.encode_to_vec(),
+        r#type: 5,
+        ..Default::default()
+    });
+    let bytes = graph_of(
+        &[1.0, 2.0],
+        vec![node("Add", "/Add", &["w", "w"], &["s"]), lp],
+    );
+    let g = graph_onnx(&bytes, "loop.onnx").expect("reads");
+    assert_eq!(
+        g.initializers.keys().collect::<Vec<_>>(),
+        ["", "Loop /loop body"]
+    );
+    assert_eq!(
+        g.nodes.last().map(|n| n.graph.as_str()),
+        Some("Loop /loop body")
+    );
+    assert_eq!(g.shared(), [("w", "", vec!["", "Loop /loop body"])]);
+    // The reader does not decode bodies: its graph is the main graph's.
+    let w = read_onnx(&bytes, "loop.onnx", None).expect("reads");
+    assert_eq!(w.graph.expect("graph").nodes.len(), 2);
+
+    // A damaged body is an error naming its node, for the listing only.
+    let mut bad = node("If", "/if", &["c"], &["out"]);
+    bad.attribute.push(AttributeProto {
+        name: "then_branch".into(),
+        g: vec![0x0a, 0x05, 0x01],
+        r#type: 5,
+        ..Default::default()
+    });
+    let bytes = graph_of(&[1.0], vec![bad]);
+    let e = graph_onnx(&bytes, "if.onnx").unwrap_err().to_string();
+    assert!(
+        e.starts_with("if.onnx: node /if: subgraph then_branch: not a valid graph"),
+        "{e}"
+    );
+    assert!(read_onnx(&bytes, "if.onnx", None).is_ok());
+
+    // Bodies nested too deep are refused, not followed.
+    let mut inner = GraphProto::default();
+    for depth in 0..12 {
+        let mut n = node("Loop", &format!("/l{depth}"), &[], &[]);
+        n.attribute.push(AttributeProto {
+            name: "body".into(),
+            g: inner.encode_to_vec(),
+            r#type: 5,
+            ..Default::default()
+        });
+        inner = GraphProto {
+            node: vec![n],
+            ..Default::default()
+        };
+    }
+    let bytes = graph_of(&[1.0], inner.node);
+    let e = graph_onnx(&bytes, "deep.onnx").unwrap_err().to_string();
+    assert!(e.contains("subgraphs nested more than 8 deep"), "{e}");
+}
