@@ -196,7 +196,7 @@ fn decide_use(kind: Kind, u: &Use<'_>, graph: &Graph, sides: &Sides) -> Decision
                 format!("{at}, input {other_slot} {side}"),
             )
         }
-        _ => Decision::Undecided(format!("{at}")),
+        _ => Decision::Undecided(at),
     }
 }
 
@@ -285,4 +285,147 @@ pub fn orient(m: &Matrix<'_>, sides: &Sides) -> Result<Explained, String> {
         transpose,
         why,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use s2s_weights::graph::Node;
+
+    fn node(op: &str, name: &str, inputs: &[&str], ints: &[(&str, i64)]) -> Node {
+        Node {
+            name: name.into(),
+            op_type: op.into(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: vec![format!("{name}_out")],
+            ints: ints.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            int_lists: Default::default(),
+            graph: String::new(),
+        }
+    }
+
+    fn sides() -> Sides {
+        Sides {
+            decoder: ["dec.w".to_string()].into(),
+            encoder: ["enc.w".to_string()].into(),
+        }
+    }
+
+    /// The orientation of tensor `w` (square) of a layer of `role` in `nodes`, or what
+    /// the refusal of `configured` says.
+    fn oriented(
+        role: Role,
+        nodes: Vec<Node>,
+        configured: Option<bool>,
+    ) -> Result<Explained, String> {
+        let graph = Graph {
+            nodes,
+            ..Default::default()
+        };
+        orient(
+            &Matrix {
+                role,
+                layer: "layer",
+                name: "w",
+                spec: "w".into(),
+                file: "m.onnx",
+                graph: Some(&graph),
+                rank: 2,
+                stored: (4, 4),
+                needed: (4, 4),
+                configured,
+            },
+            &sides(),
+        )
+    }
+
+    #[test]
+    fn each_side_of_each_product_orients_a_layer() {
+        let linear = |nodes, t| {
+            let e = oriented(Role::Out, nodes, None).expect("no contradiction");
+            assert!(matches!(e.why, Why::Graph(_)), "{e}");
+            assert_eq!(e.transpose, t, "{e}");
+        };
+        linear(vec![node("MatMul", "m", &["x", "w"], &[])], true);
+        linear(vec![node("MatMul", "m", &["w", "x"], &[])], false);
+        linear(
+            vec![node("Gemm", "g", &["x", "w"], &[("transB", 1)])],
+            false,
+        );
+        linear(vec![node("Gemm", "g", &["x", "w"], &[("transB", 0)])], true);
+        linear(vec![node("Gemm", "g", &["w", "x"], &[("transA", 1)])], true);
+        // Through a Transpose, the other way round.
+        let mut t = node("Transpose", "t", &["w"], &[]);
+        t.outputs = vec!["wt".into()];
+        linear(vec![t, node("MatMul", "m", &["x", "wt"], &[])], false);
+    }
+
+    #[test]
+    fn a_general_matrix_is_oriented_by_what_it_multiplies() {
+        let general = |nodes: Vec<Node>| oriented(Role::AttnGeneral, nodes, None).unwrap();
+        let query = node("Add", "q", &["dec.w", "h"], &[]);
+        let memory = node("Add", "k", &["enc.w", "x"], &[]);
+        // q^T W: as stored; W k: as stored; k W: transposed; W q: transposed.
+        for (nodes, t) in [
+            (
+                vec![query.clone(), node("MatMul", "m", &["q_out", "w"], &[])],
+                false,
+            ),
+            (
+                vec![memory.clone(), node("MatMul", "m", &["w", "k_out"], &[])],
+                false,
+            ),
+            (
+                vec![memory.clone(), node("MatMul", "m", &["k_out", "w"], &[])],
+                true,
+            ),
+            (
+                vec![query.clone(), node("MatMul", "m", &["w", "q_out"], &[])],
+                true,
+            ),
+        ] {
+            let e = general(nodes);
+            assert_eq!(e.transpose, t, "{e}");
+            assert!(matches!(e.why, Why::Graph(_)), "{e}");
+        }
+        // Multiplied with a graph input: the graph does not say.
+        let e = general(vec![node("MatMul", "m", &["x", "w"], &[])]);
+        assert!(
+            matches!(&e.why, Why::Default(Some(w)) if w.contains("computed from neither")),
+            "{e}"
+        );
+        assert!(e.unchecked_square());
+    }
+
+    #[test]
+    fn unknown_or_two_way_uses_decide_nothing_and_a_contradiction_is_refused() {
+        let e = oriented(
+            Role::Out,
+            vec![node("Reshape", "r", &["w", "s"], &[])],
+            None,
+        )
+        .unwrap();
+        assert!(!e.transpose);
+        assert!(
+            e.to_string()
+                .contains("the graph does not decide: input 0 of Reshape node r"),
+            "{e}"
+        );
+        let both = vec![
+            node("MatMul", "m", &["x", "w"], &[]),
+            node("MatMul", "m2", &["w", "x"], &[]),
+        ];
+        let e = oriented(Role::Out, both, Some(true)).unwrap();
+        assert_eq!((e.transpose, e.why), (true, Why::Config));
+        let e = oriented(
+            Role::Out,
+            vec![node("MatMul", "m", &["x", "w"], &[])],
+            Some(false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "transpose = false contradicts the graph of m.onnx: tensor \"w\" (4 x 4 as stored) is input 1 (B) of MatMul node m, so this layer's 4 x 4 matrix is the tensor transposed (write transpose = true)"
+        );
+    }
 }
