@@ -2,6 +2,9 @@
 //! without Python: every tensor's name, shape and element type, and for ONNX the node
 //! inputs each one feeds (operator, node name, input slot and the node's layout
 //! attributes such as `transB` or `direction`). host-tools prints it as a table.
+//! Of a Keras file, the optimizer's slots are marked ([`Listing::optimizer`]) for the
+//! listing to leave out; [`read_graph`] reads an ONNX model's nodes, subgraphs included,
+//! for `s2s tensors --graph`.
 
 use std::path::Path;
 

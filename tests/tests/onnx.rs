@@ -10,6 +10,11 @@
 //! none), quantizes to w8a16 within 99 % sequence agreement of its f32 model, and
 //! runs under QEMU on the mps2-an386 and the lm3s6965evb exactly as on the host (the
 //! fixtures are sized so that their w8a16 files fit the lm3s6965evb's model region).
+//! And the graph decides which way round a matrix is taken: a `transpose` the graph
+//! contradicts is refused (a square general attention matrix, which no shape check
+//! catches), a `MatMul` weight needs none, `s2s import --explain` says why each
+//! matrix has its orientation, and `s2s tensors --graph` shows the uses, concat orders,
+//! subgraphs and shared tensors a configuration writer needs.
 
 use std::path::{Path, PathBuf};
 
