@@ -51,6 +51,12 @@ pub enum Cmd {
         /// Model file to write.
         #[arg(short, long)]
         output: PathBuf,
+        /// Print, for each layer, the tensor its matrix came from, the stored shape,
+        /// the orientation it got (as stored or transposed) and why: the
+        /// configuration's `transpose`, the ONNX graph's use of the tensor, or the
+        /// default.
+        #[arg(long)]
+        explain: bool,
     },
     /// Train a model from `source<TAB>target` pairs: the configuration of import without
     /// `[weights]` (vocabularies may be left out: they are built from the data).
@@ -97,6 +103,16 @@ pub enum Cmd {
         /// Weights files (safetensors, .npz, .npy, .keras, .h5, .onnx).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// ONNX models only: also how the graph uses the tensors (each weight's uses
+        /// through Identity and Transpose nodes, every Concat's inputs in order, the
+        /// subgraphs of If/Loop/Scan nodes) and the initializers shared by two graphs
+        /// or two of the files given.
+        #[arg(long)]
+        graph: bool,
+        /// Also list a Keras file's optimizer slots (`optimizer_weights/...`,
+        /// `optimizer/...`), left out by default.
+        #[arg(long)]
+        all: bool,
     },
     /// Show a model's architecture, size, RAM and MACs.
     Inspect {

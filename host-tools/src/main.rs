@@ -141,8 +141,21 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             config,
             weights,
             output,
+            explain,
         } => {
-            let (bytes, tensors) = import::import_file(&config, &weights, &output)?;
+            if explain {
+                host_tools::io::distinct_outputs(&[
+                    ("the --explain lines", Some(std::path::Path::new("-"))),
+                    ("-o", Some(output.as_path())),
+                ])?;
+            }
+            let (bytes, tensors, explained) = import::import_file(&config, &weights, &output)?;
+            if explain {
+                let text: String = explained.iter().map(|e| format!("{e}\n")).collect();
+                stdout
+                    .write_all(text.as_bytes())
+                    .map_err(host_tools::Error::io(STDOUT_NAME))?;
+            }
             eprintln!(
                 "wrote {} ({bytes} bytes, {tensors} tensors)",
                 output.display()
@@ -172,18 +185,8 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 eprintln!("wrote {}", f.display());
             }
         }
-        Cmd::Tensors { files } => {
-            // Every file is read before anything is printed: a bad one prints nothing.
-            let listings = files
-                .iter()
-                .map(|f| host_tools::formats::list_tensors(f))
-                .collect::<Result<Vec<_>>>()?;
-            for (i, (file, (summary, listed))) in files.iter().zip(&listings).enumerate() {
-                if i > 0 {
-                    writeln!(stdout).map_err(host_tools::Error::io(STDOUT_NAME))?;
-                }
-                host_tools::formats::write_listing(file, summary, listed, stdout)?;
-            }
+        Cmd::Tensors { files, graph, all } => {
+            host_tools::formats::print_tensors(&files, graph, all, stdout)?
         }
         Cmd::Inspect {
             model,

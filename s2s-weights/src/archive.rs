@@ -159,6 +159,7 @@ pub(crate) fn list_npz(bytes: &[u8], origin: &str) -> Result<Option<Vec<Listing>
             dtype: header.descr().to_string(),
             note: String::new(),
             consumers: Vec::new(),
+            optimizer: false,
         });
     }
     Ok((!listed.is_empty()).then_some(listed))

@@ -16,7 +16,9 @@
 //!
 //! [`list_tensors`] lists a file's tensors with their stored element types (and, for
 //! ONNX, the node inputs each feeds); [`read_weights_bytes`] and [`read_bytes_as`] read
-//! bytes already in memory.
+//! bytes already in memory. An ONNX model's [`Weights::graph`] holds its nodes
+//! ([`graph::Graph`]): which node input reads each tensor, through which `Identity` or
+//! `Transpose`, and what a value is computed from.
 //!
 //! Only real floating-point tensors are returned: 16-, 32- and 64-bit IEEE floats (and
 //! bfloat16) are converted to `f32`. Integer, boolean, string and complex data (e.g.
@@ -46,6 +48,7 @@
 mod archive;
 mod convert;
 mod error;
+pub mod graph;
 mod hdf5;
 mod listing;
 mod npy;
@@ -55,12 +58,16 @@ mod safetensors;
 mod tensor;
 
 pub use error::{Error, Place, Result};
-pub use listing::list_tensors;
+pub use graph::Graph;
+pub use listing::{list_tensors, read_graph};
 pub use read::{
     read_bounded, read_bytes_as, read_onnx_bytes, read_weights, read_weights_bytes,
     read_weights_file, Reader,
 };
-pub use tensor::{Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES, MAX_TENSOR_BYTES};
+pub use tensor::{
+    is_optimizer_slot, Listing, Tensor, Weights, KERAS_WEIGHTS_ENTRY, MAX_FILE_BYTES,
+    MAX_TENSOR_BYTES,
+};
 
 #[cfg(test)]
 mod tests;

@@ -2,28 +2,20 @@
 //! without Python: every tensor's name, shape and element type, and for ONNX the node
 //! inputs each one feeds (operator, node name, input slot and the node's layout
 //! attributes such as `transB` or `direction`). host-tools prints it as a table.
+//! Of a Keras file, the optimizer's slots are marked ([`Listing::optimizer`]) for the
+//! listing to leave out; [`read_graph`] reads an ONNX model's nodes, subgraphs included,
+//! for `s2s tensors --graph`.
 
 use std::path::Path;
 
 use crate::archive;
 use crate::error::Result;
+use crate::graph::{slot_name, Graph};
+use crate::npy;
 use crate::onnx::{self, Origin};
 use crate::read::{model_folder, read_weights_bytes_of, read_weights_in};
 use crate::safetensors::{self, is_safetensors};
-use crate::tensor::Listing;
-
-/// The inputs of the ONNX operators whose weights a configuration maps, by slot.
-fn slot_name(op: &str, slot: usize) -> Option<&'static str> {
-    let names: &[&str] = match op {
-        "GRU" | "LSTM" | "RNN" => &["X", "W", "R", "B", "sequence_lens", "initial_h"],
-        "Gemm" => &["A", "B", "C"],
-        "MatMul" => &["A", "B"],
-        "Gather" => &["data", "indices"],
-        "Conv" => &["X", "W", "B"],
-        _ => return None,
-    };
-    names.get(slot).copied()
-}
+use crate::tensor::{is_optimizer_slot, Listing};
 
 /// Every tensor of the weights file at `path`, sorted by name, with a one-line
 /// description of the file. ONNX and safetensors files list every tensor with its
@@ -50,6 +42,8 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
         let listed = tensors
             .into_iter()
             .map(|t| Listing {
+                // HDF5 and `.keras` files: Keras writes its optimizer's slots there.
+                optimizer: !npy::is_npy(&bytes) && is_optimizer_slot(&t.name),
                 name: t.name,
                 shape: t.shape,
                 dtype: "f32".into(),
@@ -70,6 +64,7 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     let listed = listed
         .into_iter()
         .map(|l| Listing {
+            optimizer: false,
             note: match &l.origin {
                 Origin::Initializer => String::new(),
                 Origin::External(location, offset) => {
@@ -106,6 +101,17 @@ pub fn list_tensors(path: &Path) -> Result<(String, Vec<Listing>)> {
     Ok((summary, listed))
 }
 
+/// How the nodes of the ONNX model at `path` use its tensors, subgraphs included
+/// (`s2s tensors --graph`); `None` for a file that is not an ONNX model.
+pub fn read_graph(path: &Path) -> Result<Option<Graph>> {
+    let bytes = read_weights_bytes_of(path)?;
+    let origin = path.display().to_string();
+    if !(onnx::is_onnx(&bytes) || origin.ends_with(".onnx")) || is_safetensors(&bytes) {
+        return Ok(None);
+    }
+    Ok(Some(onnx::graph_onnx(&bytes, &origin)?))
+}
+
 fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)> {
     let file = safetensors::deserialize(bytes, origin)?;
     let listed: Vec<Listing> = file
@@ -117,6 +123,7 @@ fn list_safetensors(bytes: &[u8], origin: &str) -> Result<(String, Vec<Listing>)
             dtype: view.dtype().to_string(),
             note: String::new(),
             consumers: Vec::new(),
+            optimizer: false,
         })
         .collect();
     Ok((

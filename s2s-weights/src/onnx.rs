@@ -4,7 +4,9 @@
 //! The protobuf wire format is decoded by `prost` into the few messages declared in
 //! `proto` (`ModelProto`, `GraphProto`, `NodeProto`, `AttributeProto`, `TensorProto`,
 //! with the field numbers of `onnx.proto`); every other field is skipped unread, so
-//! subgraphs, type information and documentation cost nothing and cannot fail. The
+//! type information and documentation cost nothing and cannot fail. Subgraphs (`If`,
+//! `Loop`, `Scan` bodies) are kept as bytes, decoded only by [`graph_onnx`] for
+//! `s2s tensors --graph`: their weights are not read. The
 //! graph walk (`graph`) collects the tensors below by name; external data is read by
 //! `external`; this file reads the tensors' data and lists them with their consumers.
 //!
@@ -36,10 +38,12 @@ use std::sync::Arc;
 
 use crate::convert::{decode, ByteOrder, FloatKind};
 use crate::error::{Error, Place, Problem, Result};
+use crate::graph::{Graph, Node};
 use crate::tensor::{Tensor, Weights, MAX_TENSOR_BYTES};
 use external::read_external;
 use graph::parse;
 pub(crate) use graph::Origin;
+use prost::Message;
 use proto::{
     dtype_name, kind_of, Kind, NodeProto, TensorProto, ATTR_FLOAT, ATTR_FLOATS, ATTR_INT,
     ATTR_INTS, ATTR_STRING,
@@ -168,6 +172,7 @@ pub(crate) fn read_onnx(bytes: &[u8], origin: &str, folder: Option<&Path>) -> Re
     Ok(Weights {
         tensors: out,
         skipped,
+        graph: Some(graph_nodes(&parsed)),
     })
 }
 
@@ -266,6 +271,114 @@ pub(crate) fn list_onnx(bytes: &[u8], origin: &str) -> Result<(String, Vec<Liste
     }
     listed.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((parsed.summary, listed))
+}
+
+/// How deep subgraphs are read by [`graph_onnx`] (a `Loop` body is depth 1, an `If`
+/// inside it depth 2).
+const MAX_SUBGRAPH_DEPTH: usize = 8;
+
+/// The nodes of the main graph and its initializers, for [`Graph`] (subgraphs are not
+/// read: see [`graph_onnx`]).
+fn graph_nodes(parsed: &graph::Parsed) -> Graph {
+    let mut g = Graph::default();
+    add_nodes(&mut g, "", &parsed.nodes);
+    g.initializers
+        .insert(String::new(), parsed.tensors.keys().cloned().collect());
+    g
+}
+
+/// Adds `nodes` to `g` as the nodes of the graph at `path`.
+fn add_nodes(g: &mut Graph, path: &str, nodes: &[NodeProto]) {
+    g.nodes.extend(nodes.iter().map(|n| {
+        Node {
+            name: n.name.clone(),
+            op_type: n.op_type.clone(),
+            inputs: n.input.clone(),
+            outputs: n.output.clone(),
+            ints: n
+                .attribute
+                .iter()
+                .filter(|a| a.r#type == ATTR_INT)
+                .map(|a| (a.name.clone(), a.i))
+                .collect(),
+            int_lists: n
+                .attribute
+                .iter()
+                .filter(|a| a.r#type == ATTR_INTS)
+                .map(|a| (a.name.clone(), a.ints.clone()))
+                .collect(),
+            graph: path.to_string(),
+        }
+    }));
+}
+
+/// The subgraphs of `nodes` (`If` branches, `Loop` and `Scan` bodies), decoded and
+/// added to `g` with their nodes' subgraphs, at most [`MAX_SUBGRAPH_DEPTH`] deep.
+fn add_subgraphs(
+    g: &mut Graph,
+    path: &str,
+    nodes: &[NodeProto],
+    depth: usize,
+    origin: &str,
+) -> Result<()> {
+    for node in nodes {
+        for a in &node.attribute {
+            let bodies = std::iter::once(&a.g)
+                .filter(|b| !b.is_empty())
+                .chain(&a.graphs);
+            for (i, bytes) in bodies.enumerate() {
+                let place = || Place::Inside(format!("node {}", node.name));
+                if depth >= MAX_SUBGRAPH_DEPTH {
+                    return Err(Error::onnx(
+                        origin,
+                        place(),
+                        format!("subgraphs nested more than {MAX_SUBGRAPH_DEPTH} deep"),
+                    ));
+                }
+                let body = proto::GraphProto::decode(bytes.as_slice()).map_err(|e| {
+                    Error::onnx(
+                        origin,
+                        place(),
+                        format!("subgraph {}: not a valid graph (protobuf): {e}", a.name),
+                    )
+                })?;
+                let name = if a.graphs.is_empty() {
+                    a.name.clone()
+                } else {
+                    format!("{}[{i}]", a.name)
+                };
+                let label = if node.name.is_empty() {
+                    "(unnamed)"
+                } else {
+                    &node.name
+                };
+                let here = format!("{} {label} {name}", node.op_type);
+                let sub = if path.is_empty() {
+                    here
+                } else {
+                    format!("{path} / {here}")
+                };
+                add_nodes(g, &sub, &body.node);
+                g.initializers.insert(
+                    sub.clone(),
+                    body.initializer.iter().map(|t| t.name.clone()).collect(),
+                );
+                add_subgraphs(g, &sub, &body.node, depth + 1, origin)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The nodes of an ONNX model's main graph and of its subgraphs (`If` branches, `Loop`
+/// and `Scan` bodies, at most [`MAX_SUBGRAPH_DEPTH`] deep), with each graph's
+/// initializers: what `s2s tensors --graph` prints. A damaged subgraph is an error
+/// naming its node.
+pub(crate) fn graph_onnx(bytes: &[u8], origin: &str) -> Result<Graph> {
+    let parsed = parse(bytes, origin)?;
+    let mut g = graph_nodes(&parsed);
+    add_subgraphs(&mut g, "", &parsed.nodes, 0, origin)?;
+    Ok(g)
 }
 
 /// A node's scalar attributes as `name=value` (lists of at most 8 integers too).

@@ -109,10 +109,12 @@ pub fn read_weights_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
 }
 
 /// Reads an ONNX model from memory with the ONNX reader whatever its first bytes, and
-/// lists it as `s2s tensors` does (the ONNX fuzz target's entry point): its float
-/// tensors. External data cannot be found from memory and is an error.
+/// lists it as `s2s tensors --graph` does, subgraphs included (the ONNX fuzz target's
+/// entry point): its float tensors. External data cannot be found from memory and is
+/// an error.
 pub fn read_onnx_bytes(bytes: &[u8], origin: &str) -> Result<Vec<Tensor>> {
     onnx::list_onnx(bytes, origin)?;
+    onnx::graph_onnx(bytes, origin)?;
     Ok(onnx::read_onnx(bytes, origin, None)?.tensors)
 }
 

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::graph::Graph;
+
 /// One named float tensor read from a weights file, row-major.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -22,6 +24,8 @@ pub struct Weights {
     pub tensors: Vec<Tensor>,
     /// The tensors that are not floats, `(name, element type)`.
     pub skipped: Vec<(String, String)>,
+    /// An ONNX model's nodes: how it uses its tensors (`None` for the other formats).
+    pub graph: Option<Graph>,
 }
 
 /// The largest tensor read from a weights file, in stored bytes: 1 GiB (twice the
@@ -51,4 +55,15 @@ pub struct Listing {
     /// The node inputs it feeds (ONNX only), e.g. `GRU /encoder/rnn/GRU input 1 (W)
     /// [direction=bidirectional hidden_size=64]`.
     pub consumers: Vec<String>,
+    /// A Keras optimizer's slot (a tensor under `optimizer_weights/` in a Keras 2 `.h5`,
+    /// `optimizer/` in a Keras 3 `.keras`): no layer's weight; `s2s tensors` leaves it
+    /// out unless asked.
+    pub optimizer: bool,
+}
+
+/// Whether a tensor of an HDF5 `.h5` or `.keras` file is a Keras optimizer's slot
+/// (moments, iteration counter...): its path starts with `optimizer_weights/` (Keras 2,
+/// tf.keras) or `optimizer/` (Keras 3).
+pub fn is_optimizer_slot(name: &str) -> bool {
+    name.starts_with("optimizer_weights/") || name.starts_with("optimizer/")
 }

@@ -263,3 +263,23 @@ fn files_are_read_within_their_bound_and_weights_from_regular_files_only() {
     assert_eq!(read_bounded(&file, 1001).unwrap().len(), 1001);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn keras_optimizer_slots_are_told_by_their_path() {
+    use crate::is_optimizer_slot;
+    for slot in [
+        "optimizer_weights/Adam/iterations:0",
+        "optimizer_weights/training/Adam/dense/kernel/m:0",
+        "optimizer/vars/0",
+    ] {
+        assert!(is_optimizer_slot(slot), "{slot}");
+    }
+    for weight in [
+        "model_weights/output/output/kernel:0",
+        "layers/dense/vars/0",
+        "model_weights/optimizer/kernel:0",
+        "optimizer",
+    ] {
+        assert!(!is_optimizer_slot(weight), "{weight}");
+    }
+}

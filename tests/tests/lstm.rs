@@ -284,3 +284,48 @@ fn a_mask_setting_on_a_model_without_a_mask_is_one_error_line() {
         ],
     );
 }
+
+/// `s2s tensors` leaves a Keras file's optimizer slots out and says how many and which
+/// flag lists them (`--all`): netra's published `.keras` (downloaded into
+/// `target/pkgs` by `cargo xtask models`) holds 33 of Adam's; the fixtures were saved
+/// without their optimizer, so nothing is left out there.
+#[test]
+fn tensors_leaves_out_a_keras_optimizers_slots() {
+    let pkgs = s2s_tests::target_dir().join("pkgs");
+    let netra = std::fs::read_dir(&pkgs)
+        .unwrap_or_else(|e| panic!("{}: {e} (run cargo xtask models)", pkgs.display()))
+        .flatten()
+        .map(|e| e.path().join("khmer_transliterator/weights"))
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| d.flatten().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "keras"))
+        .unwrap_or_else(|| {
+            panic!(
+                "netra's .keras not in {} (run cargo xtask models)",
+                pkgs.display()
+            )
+        });
+    let out = s2s_tests::s2s_ok(&[&"tensors", &netra], "");
+    assert!(!out.lines().any(|l| l.starts_with("optimizer/")), "{out}");
+    assert!(
+        out.ends_with(
+            "(33 optimizer slots not listed, such as optimizer/vars/1: --all lists them)\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("\nlayers/gru/cell/vars/0 "), "{out}");
+    let all = s2s_tests::s2s_ok(&[&"tensors", &"--all", &netra], "");
+    assert_eq!(
+        all.lines()
+            .filter(|l| l.starts_with("optimizer/vars/"))
+            .count(),
+        33,
+        "{all}"
+    );
+    assert!(!all.contains("optimizer slots not listed"), "{all}");
+    for f in &FIXTURES[..2] {
+        let out = s2s_tests::s2s_ok(&[&"tensors", &f.weights()], "");
+        assert!(!out.contains("optimizer slots not listed"), "{out}");
+        assert_eq!(out.lines().count(), 2 + 15, "{out}");
+    }
+}

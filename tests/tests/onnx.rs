@@ -10,6 +10,11 @@
 //! none), quantizes to w8a16 within 99 % sequence agreement of its f32 model, and
 //! runs under QEMU on the mps2-an386 and the lm3s6965evb exactly as on the host (the
 //! fixtures are sized so that their w8a16 files fit the lm3s6965evb's model region).
+//! And the graph decides which way round a matrix is taken: a `transpose` the graph
+//! contradicts is refused (a square general attention matrix, which no shape check
+//! catches), a `MatMul` weight needs none, `s2s import --explain` says why each
+//! matrix has its orientation, and `s2s tensors --graph` shows the uses, concat orders,
+//! subgraphs and shared tensors a configuration writer needs.
 
 use std::path::{Path, PathBuf};
 
@@ -362,6 +367,495 @@ fn onnx_import_mistakes_are_one_error_line_and_write_nothing() {
     // And the good one imports.
     let r = run(&good, &[&enc, &dec]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
+// ------------------------------------------------------------ orientation from the graph
+
+/// The protobuf wire format, enough to write a small ONNX model: a field's key and
+/// a varint, or a length-delimited field.
+struct Pb(Vec<u8>);
+
+impl Pb {
+    fn new() -> Self {
+        Pb(Vec::new())
+    }
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    fn int(mut self, field: u64, v: i64) -> Self {
+        self.varint(field << 3);
+        self.varint(v as u64);
+        self
+    }
+    fn bytes(mut self, field: u64, b: &[u8]) -> Self {
+        self.varint((field << 3) | 2);
+        self.varint(b.len() as u64);
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+/// An ONNX float initializer (`TensorProto`), its values `0.01 * (i % 7) - 0.03 * k`.
+fn initializer(name: &str, dims: &[usize], k: usize) -> Vec<u8> {
+    let n: usize = dims.iter().product();
+    let raw: Vec<u8> = (0..n)
+        .flat_map(|i| (0.01 * (i % 7) as f32 - 0.03 * k as f32).to_le_bytes())
+        .collect();
+    let mut t = Pb::new();
+    for &d in dims {
+        t = t.int(1, d as i64);
+    }
+    t.int(2, 1).bytes(8, name.as_bytes()).bytes(9, &raw).0
+}
+
+/// An ONNX node (`NodeProto`) with integer attributes.
+fn onnx_node(
+    op: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    ints: &[(&str, i64)],
+) -> Vec<u8> {
+    let mut n = Pb::new();
+    for i in inputs {
+        n = n.bytes(1, i.as_bytes());
+    }
+    for o in outputs {
+        n = n.bytes(2, o.as_bytes());
+    }
+    n = n.bytes(3, name.as_bytes()).bytes(4, op.as_bytes());
+    for (a, v) in ints {
+        let attr = Pb::new().bytes(1, a.as_bytes()).int(3, *v).int(20, 2).0;
+        n = n.bytes(5, &attr);
+    }
+    n.0
+}
+
+/// A one-graph ONNX model of a small Luong model whose general attention matrix is
+/// square (decoder state D = memory M = 4): a GRU encoder, a decoder cell unrolled
+/// into `Gemm`s, and the attention matrix multiplied with the decoder's state (the
+/// query, as OpenNMT and tests/fixtures/onnx do) or, when `key_side`, with the memory.
+fn square_general_onnx(key_side: bool) -> Vec<u8> {
+    let inits = [
+        initializer("enc.emb", &[3, 2], 1),
+        initializer("enc.W", &[1, 12, 2], 2),
+        initializer("enc.R", &[1, 12, 4], 3),
+        initializer("enc.B", &[1, 24], 4),
+        initializer("dec.emb", &[5, 2], 5),
+        initializer("dec.w_ih", &[12, 2], 6),
+        initializer("dec.b_ih", &[12], 7),
+        initializer("dec.w_hh", &[12, 4], 8),
+        initializer("dec.b_hh", &[12], 9),
+        initializer("att.W", &[4, 4], 10),
+        initializer("out.W", &[5, 8], 11),
+        initializer("out.b", &[5], 12),
+    ];
+    let (att_in, att_out) = if key_side {
+        ("memory", "keys")
+    } else {
+        ("state", "query")
+    };
+    let nodes = [
+        onnx_node("Gather", "/enc/Gather", &["enc.emb", "src"], &["x"], &[]),
+        onnx_node(
+            "GRU",
+            "/enc/GRU",
+            &["x", "enc.W", "enc.R", "enc.B"],
+            &["memory"],
+            &[("hidden_size", 4), ("linear_before_reset", 1)],
+        ),
+        onnx_node("Gather", "/dec/Gather", &["dec.emb", "token"], &["e"], &[]),
+        onnx_node(
+            "Gemm",
+            "/dec/Gemm",
+            &["e", "dec.w_ih", "dec.b_ih"],
+            &["gi"],
+            &[("transB", 1)],
+        ),
+        onnx_node(
+            "Gemm",
+            "/dec/Gemm_1",
+            &["h", "dec.w_hh", "dec.b_hh"],
+            &["gh"],
+            &[("transB", 1)],
+        ),
+        onnx_node("Add", "/dec/Add", &["gi", "gh"], &["state"], &[]),
+        onnx_node(
+            "MatMul",
+            "/attn/MatMul",
+            &[att_in, "att.W"],
+            &[att_out],
+            &[],
+        ),
+        onnx_node(
+            "Concat",
+            "/out/Concat",
+            &["state", "context"],
+            &["cat"],
+            &[("axis", 1)],
+        ),
+        onnx_node(
+            "Gemm",
+            "/out/Gemm",
+            &["cat", "out.W", "out.b"],
+            &["logits"],
+            &[("transB", 1)],
+        ),
+    ];
+    let mut graph = Pb::new();
+    for n in &nodes {
+        graph = graph.bytes(1, n);
+    }
+    graph = graph.bytes(2, b"square");
+    for t in &inits {
+        graph = graph.bytes(5, t);
+    }
+    let opset = Pb::new().bytes(1, b"").int(2, 17).0;
+    Pb::new()
+        .int(1, 8)
+        .bytes(2, b"s2s tests/tests/onnx.rs")
+        .bytes(7, &graph.0)
+        .bytes(8, &opset)
+        .0
+}
+
+/// The configuration of [`square_general_onnx`], with `general` as the attention
+/// matrix's entry.
+fn square_general_config(general: &str) -> String {
+    format!(
+        r#"[model]
+name = "square-general"
+
+[source]
+tokens = ["<pad>", "a", "b"]
+pad = "<pad>"
+
+[target]
+tokens = ["<pad>", "<s>", "</s>", "x", "y"]
+start = "<s>"
+end = "</s>"
+max_steps = 8
+
+[encoder]
+embedding = 2
+hidden = 4
+reset = "after"
+
+[attention]
+ordering = "luong"
+score = "general"
+
+[decoder]
+embedding = 2
+hidden = 4
+reset = "after"
+init = "zeros"
+output = ["state", "context"]
+
+[weights]
+"encoder.embedding" = "enc.emb"
+"encoder.w_ih.l0.fwd" = {{ weight = "enc.W", direction = 0 }}
+"encoder.w_hh.l0.fwd" = {{ weight = "enc.R", direction = 0 }}
+"decoder.embedding" = "dec.emb"
+"decoder.w_ih.l0" = {{ weight = "dec.w_ih", bias = "dec.b_ih" }}
+"decoder.w_hh.l0" = {{ weight = "dec.w_hh", bias = "dec.b_hh" }}
+"attention.general" = {general}
+"output" = {{ weight = "out.W", bias = "out.b" }}
+"#
+    )
+}
+
+/// `s2s import [--explain] --config CONFIG --weights WEIGHTS -o DIR/m.s2s`, the
+/// configuration written into `dir` first.
+fn import_with(dir: &Path, config: &str, weights: &Path, explain: bool) -> std::process::Output {
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let out = dir.join("m.s2s");
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"import"];
+    if explain {
+        args.push(&"--explain");
+    }
+    args.extend([
+        &"--config" as &dyn AsRef<std::ffi::OsStr>,
+        &cfg,
+        &"--weights",
+        &weights,
+        &"-o",
+        &out,
+    ]);
+    s2s(&args, "")
+}
+
+/// A square general attention matrix has the right shape both ways round, so before
+/// the graph was read `transpose = true` imported silently (and decoded garbage). The
+/// graph says the matrix multiplies the decoder's state (the query): it is ours as
+/// stored, and `transpose = true` is one error line naming the tensor, the node, its
+/// input slot and both shapes. Without `transpose` it imports as stored; the matrix
+/// multiplied with the memory instead is ours transposed, and `transpose = false` is
+/// refused there.
+#[test]
+fn a_transposed_square_general_matrix_is_refused_by_the_graph() {
+    let dir = scratch_dir("onnx-square-general");
+    let weights = dir.join("square.onnx");
+    std::fs::write(&weights, square_general_onnx(false)).unwrap();
+    let line = assert_one_error(
+        &import_with(
+            &dir,
+            &square_general_config(r#"{ weight = "att.W", transpose = true }"#),
+            &weights,
+            false,
+        ),
+        &[
+            "c.toml: layer attention.general",
+            "transpose = true contradicts the graph of square.onnx",
+            "tensor \"att.W\" (4 x 4 as stored)",
+            "input 1 (B) of MatMul node /attn/MatMul",
+            "input 0 the query, from the decoder's weights",
+            "this layer's 4 x 4 matrix is the tensor as stored (remove transpose)",
+        ],
+    );
+    eprintln!("{line}");
+    assert_only(&dir, &["c.toml", "square.onnx"]);
+    // Silent or right: the same file, the matrix as stored.
+    let r = import_with(&dir, &square_general_config(r#""att.W""#), &weights, false);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let silent = std::fs::read(dir.join("m.s2s")).unwrap();
+    let r = import_with(
+        &dir,
+        &square_general_config(r#"{ weight = "att.W", transpose = false }"#),
+        &weights,
+        false,
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(silent, std::fs::read(dir.join("m.s2s")).unwrap());
+
+    // Multiplied with the memory, it is ours transposed.
+    std::fs::write(&weights, square_general_onnx(true)).unwrap();
+    assert_one_error(
+        &import_with(
+            &dir,
+            &square_general_config(r#"{ weight = "att.W", transpose = false }"#),
+            &weights,
+            false,
+        ),
+        &[
+            "transpose = false contradicts the graph of square.onnx",
+            "input 1 (B) of MatMul node /attn/MatMul",
+            "input 0 the memory, from the encoder's weights",
+            "the tensor transposed (write transpose = true)",
+        ],
+    );
+    let r = import_with(&dir, &square_general_config(r#""att.W""#), &weights, true);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let explained = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        explained.contains(
+            "attention.general: att.W in square.onnx, 4 x 4, transposed: derived from the graph (input 1 (B) of MatMul node /attn/MatMul, input 0 the memory, from the encoder's weights)"
+        ),
+        "{explained}"
+    );
+    assert_ne!(silent, std::fs::read(dir.join("m.s2s")).unwrap());
+}
+
+/// The GRU export's configuration without `transpose` on its `MatMul` weights imports
+/// to the same bytes as with it: the graph says they are `(in, out)`.
+#[test]
+fn onnx_matmul_weights_without_transpose_import_as_with_it() {
+    let dir = scratch_dir("onnx-derived-transpose");
+    let text = std::fs::read_to_string(GRU.config()).unwrap();
+    let silent = text.replace(", transpose = true", "");
+    assert_eq!(text.matches(", transpose = true").count(), 2);
+    let config = dir.join("silent.toml");
+    std::fs::write(&config, silent).unwrap();
+    let out = dir.join("silent.s2s");
+    let r = import_graphs(&config, GRU, &out);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(imported(GRU)).unwrap(),
+        "imports differ"
+    );
+}
+
+/// `s2s import --explain` prints each layer's tensor, stored shape, orientation and
+/// why: from the configuration and the graph for the ONNX export, from the
+/// configuration or the default for safetensors, where a square matrix gets the
+/// pointer to `s2s verify`.
+#[test]
+fn import_explain_says_where_each_orientation_comes_from() {
+    let dir = scratch_dir("onnx-import-explain");
+    let [enc, dec] = GRU.graphs();
+    let out = dir.join("gru.s2s");
+    let text = s2s_ok(
+        &[
+            &"import",
+            &"--explain",
+            &"--config",
+            &GRU.config(),
+            &"--weights",
+            &enc,
+            &"--weights",
+            &dec,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    for want in [
+        "encoder.w_ih.l0.fwd: onnx::GRU_383[0] in encoder.onnx, 96 x 16, as stored: derived from the graph (input 1 (W) of GRU node /encoder/rnn/GRU)",
+        "bridge.l0: bridge.0.weight in encoder.onnx, 48 x 64, as stored: derived from the graph (input 1 (B) of Gemm node /bridge/0/Gemm)",
+        "decoder.w_ih.l0: onnx::MatMul_512 in decoder.onnx, 80 x 144, transposed: transpose = true in the configuration, as the graph uses it (input 1 (B) of MatMul node",
+        "attention.general: onnx::MatMul_531 in decoder.onnx, 48 x 64, as stored: derived from the graph (input 1 (B) of MatMul node",
+        "input 0 the query, from the decoder's weights)",
+        "output: generator.weight in decoder.onnx, 72 x 48, as stored: derived from the graph (input 1 (B) of Gemm node",
+        "decoder.embedding: decoder.embedding.weight in decoder.onnx, 72 x 32, as stored: derived from the graph (input 0 (data) of Gather node",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
+    assert_eq!(text.lines().count(), 19, "{text}");
+    assert!(!text.contains("s2s verify"), "{text}");
+
+    // safetensors: no graph; the tutorial's attention matrices are square.
+    let weights = dir.join("pytorch-bahdanau.safetensors");
+    s2s_tests::pytorch::write_safetensors(&weights, &s2s_tests::pytorch::state_dict(1, 0.5));
+    let text = s2s_ok(
+        &[
+            &"import",
+            &"--explain",
+            &"--config",
+            &s2s_tests::pytorch::config(),
+            &"--weights",
+            &weights,
+            &"-o",
+            &dir.join("bahdanau.s2s"),
+        ],
+        "",
+    );
+    for want in [
+        "encoder.w_ih.l0.fwd: encoder.gru.weight_ih_l0 in pytorch-bahdanau.safetensors, 36 x 12, as stored: the default (no transpose key)\n",
+        "attention.query: decoder.attention.Wa.weight in pytorch-bahdanau.safetensors, 12 x 12, as stored: the default (no transpose key); square, so its shape cannot show the wrong orientation: check the import with s2s verify MODEL --expect FILE\n",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
+    // Keras: the configuration's transpose.
+    let keras = s2s_tests::repo_root().join("tests/fixtures/lstm/keras3-g2p/model.keras");
+    let text = s2s_ok(
+        &[
+            &"import",
+            &"--explain",
+            &"--config",
+            &s2s_tests::repo_root().join("models/examples/keras3-lstm-g2p.toml"),
+            &"--weights",
+            &keras,
+            &"-o",
+            &dir.join("keras3.s2s"),
+        ],
+        "",
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("output: ")
+            && l.contains("transposed: transpose = true in the configuration")),
+        "{text}"
+    );
+}
+
+/// `s2s tensors --graph`: each weight's uses through `Identity` nodes, every `Concat`'s
+/// inputs in order (the attentional layer's `[context; state]` of the GRU export, `[state;
+/// context]` of the LSTM one), `Loop` bodies and the initializers they read from the
+/// main graph, and the tensor names two files share; a file that is not ONNX is one
+/// error line.
+#[test]
+fn tensors_graph_shows_uses_concat_orders_subgraphs_and_shared_tensors() {
+    let out = s2s_ok(
+        &[
+            &"tensors",
+            &"--graph",
+            &fixture("gru/encoder.onnx"),
+            &fixture("gru/decoder.onnx"),
+        ],
+        "",
+    );
+    for want in [
+        "gru/decoder.onnx: graph\n",
+        "\n  onnx::MatMul_530 -> MatMul /decoder/attn/MatMul input 1 (B) through Identity /Identity\n",
+        "\n  Concat /decoder/Concat [axis=1]: 0 /decoder/embedding/Gather_output_0 (Gather /decoder/embedding/Gather), 1 input_feed (graph input)\n",
+        "\n  Concat /decoder/attn/Concat [axis=1]: 0 /decoder/attn/Squeeze_1_output_0 (Squeeze /decoder/attn/Squeeze_1), 1 /decoder/rnn/layers.1/Add_3_output_0 (Add /decoder/rnn/layers.1/Add_3)\n",
+        "\nsubgraphs: none\n",
+        "\ninitializers read by another graph than their own: none\n",
+        "\ntensors in more than one file: none\n",
+        // The listing is still there.
+        "-> Gemm /bridge/0/Gemm input 1 (B) [alpha=1 beta=1 transB=1]",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+    let out = s2s_ok(
+        &[
+            &"tensors",
+            &"--graph",
+            &fixture("lstm/decoder.onnx"),
+            &fixture("gru/decoder.onnx"),
+        ],
+        "",
+    );
+    for want in [
+        "\n  Concat /decoder/attn/Concat [axis=1]: 0 /decoder/rnn/layers.1/Mul_2_output_0 (Mul /decoder/rnn/layers.1/Mul_2), 1 /decoder/attn/Squeeze_1_output_0 (Squeeze /decoder/attn/Squeeze_1)\n",
+        "lstm/decoder.onnx, ",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+    let shared = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  {name}: ")))
+            .unwrap_or_else(|| panic!("{name} not shared in\n{out}"))
+            .to_string()
+    };
+    assert!(shared("decoder.embedding.weight").ends_with("(different values)"));
+    assert!(shared("onnx::MatMul_531").contains("gru/decoder.onnx"));
+
+    // A Loop whose body reads a weight of the main graph.
+    let dir = scratch_dir("onnx-tensors-graph");
+    let body = {
+        let mut g = Pb::new().bytes(
+            1,
+            &onnx_node("MatMul", "/body/MatMul", &["x", "w"], &["y"], &[]),
+        );
+        g = g.bytes(2, b"body").bytes(5, &initializer("b", &[2], 1));
+        g.0
+    };
+    let attr = Pb::new().bytes(1, b"body").bytes(6, &body).int(20, 5).0;
+    let mut lp = Pb(onnx_node("Loop", "/loop", &["n", "c"], &["out"], &[]));
+    lp = lp.bytes(5, &attr);
+    let graph = Pb::new()
+        .bytes(1, &lp.0)
+        .bytes(2, b"main")
+        .bytes(5, &initializer("w", &[2, 2], 2))
+        .0;
+    let model = Pb::new().int(1, 8).bytes(7, &graph).0;
+    let looped = dir.join("loop.onnx");
+    std::fs::write(&looped, model).unwrap();
+    let out = s2s_ok(&[&"tensors", &"--graph", &looped], "");
+    for want in [
+        "\nsubgraphs:\n  Loop /loop body: 1 nodes, 1 initializers\n",
+        "\ninitializers read by another graph than their own:\n  w (of the main graph) read in: Loop /loop body\n",
+    ] {
+        assert!(out.contains(want), "no {want:?} in\n{out}");
+    }
+
+    // Not an ONNX model.
+    let st = repo_root().join("tests/fixtures/lstm/pytorch-g2p/model.safetensors");
+    let r = s2s(
+        &[&"tensors", &"--graph", &fixture("gru/encoder.onnx"), &st],
+        "",
+    );
+    assert_one_error(
+        &r,
+        &["model.safetensors: not an ONNX model: --graph lists an ONNX model's nodes"],
+    );
+    assert!(r.stdout.is_empty(), "printed before failing");
 }
 
 // ------------------------------------------------------------ decoding the references

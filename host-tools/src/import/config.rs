@@ -247,9 +247,10 @@ pub struct FullMapping {
     pub weight: String,
     /// Bias tensor, same syntax.
     pub bias: Option<String>,
-    /// The stored matrix is `(in, out)` (Keras kernels): transpose it.
+    /// Whether the stored matrix is `(in, out)` (Keras kernels) and is transposed;
+    /// absent: as an ONNX graph uses it (see `orient.rs`), else as stored.
     #[serde(default)]
-    pub transpose: bool,
+    pub transpose: Option<bool>,
     /// Gate order of a recurrent matrix as stored: for a GRU e.g. `zrh` for Keras
     /// (ours is `rzn`; `h` and `n` both name the candidate), for an LSTM e.g. `iofc`
     /// for ONNX (ours is `ifgo`, as PyTorch and Keras store it; `c` names `g`).
@@ -291,7 +292,7 @@ impl Mapping {
             Mapping::Name(w) => FullMapping {
                 weight: w.clone(),
                 bias: None,
-                transpose: false,
+                transpose: None,
                 gates: None,
                 file: None,
                 direction: None,

@@ -4,6 +4,7 @@ pub mod cells;
 pub mod config;
 pub mod decoding;
 pub mod describe;
+pub mod orient;
 pub mod tokens_file;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,15 +12,17 @@ use std::path::{Path, PathBuf};
 
 use s2s_kernels::PrecisionKind;
 use seq2seq::builder::ModelBuilder;
-use seq2seq::desc::LayerSpec;
+use seq2seq::desc::{LayerSpec, Role};
 use seq2seq::format::{DType, Slot, TensorId};
 
 use crate::error::{Error, Place, Result};
 use crate::formats::{read_weights_file, Tensor};
 use crate::import::cells::{cell_name, cell_of, gate_perm, our_gates, reorder_gates};
 use crate::import::config::{tensor_reference, Config, HalfName};
+use crate::import::orient::{orient, Explained, Matrix, Sides, Why};
 use crate::io::write_atomic;
 use crate::model::LoadedModel;
+use s2s_weights::Graph;
 
 /// The name of a layer in `[weights]`.
 pub fn layer_name(s: &LayerSpec) -> String {
@@ -37,6 +40,8 @@ pub struct WeightFile {
     pub tensors: Vec<Tensor>,
     /// Its tensors that are not floats, `(name, element type)`.
     pub skipped: Vec<(String, String)>,
+    /// How an ONNX model's nodes use its tensors (`None` for the other formats).
+    pub graph: Option<Graph>,
 }
 
 impl WeightFile {
@@ -51,6 +56,7 @@ impl WeightFile {
             ),
             tensors: w.tensors,
             skipped: w.skipped,
+            graph: w.graph,
         })
     }
 }
@@ -85,6 +91,8 @@ impl LayerError {
 /// The tensors of every weights file, by file and name.
 struct Sources<'t> {
     files: Vec<(&'t str, BTreeMap<&'t str, &'t Tensor>)>,
+    /// The ONNX graphs, by file label.
+    graphs: BTreeMap<&'t str, &'t Graph>,
     /// The tensors that are not floats, by name: their element type.
     skipped: BTreeMap<&'t str, &'t str>,
 }
@@ -98,6 +106,10 @@ impl<'t> Sources<'t> {
                     let by_name = f.tensors.iter().map(|t| (t.name.as_str(), t)).collect();
                     (f.label.as_str(), by_name)
                 })
+                .collect(),
+            graphs: files
+                .iter()
+                .filter_map(|f| Some((f.label.as_str(), f.graph.as_ref()?)))
                 .collect(),
             skipped: files
                 .iter()
@@ -118,8 +130,9 @@ impl<'t> Sources<'t> {
         }
     }
 
-    /// The tensor `name` of `file`, or of whichever file holds it (exactly one may).
-    fn find(&self, name: &str, file: Option<&str>) -> Result<&'t Tensor, LayerError> {
+    /// The tensor `name` of `file`, or of whichever file holds it (exactly one may),
+    /// with the label of its file.
+    fn find(&self, name: &str, file: Option<&str>) -> Result<(&'t str, &'t Tensor), LayerError> {
         let files: Vec<&(&str, BTreeMap<&str, &Tensor>)> = match file {
             Some(f) => {
                 let chosen: Vec<_> = self.files.iter().filter(|(l, _)| *l == f).collect();
@@ -139,7 +152,7 @@ impl<'t> Sources<'t> {
             .filter_map(|(l, m)| m.get(name).map(|t| (*l, *t)))
             .collect();
         match &found[..] {
-            [(_, t)] => Ok(*t),
+            [(l, t)] => Ok((*l, *t)),
             [] if self.skipped.contains_key(name) => Err(LayerError::new(format!(
                 "tensor {name:?} has dtype {}, expected float (f16, bf16, f32 or f64)",
                 self.skipped[name]
@@ -181,14 +194,15 @@ impl<'t> Sources<'t> {
 
     /// Looks up `spec`, i.e. `name` or `name[i]` (index `i` of the first dimension),
     /// in `file` (or in the one file holding it), then takes index `direction` of the
-    /// first dimension and the `half` of the last one when asked.
+    /// first dimension and the `half` of the last one when asked. Returns the shape and
+    /// the data, and the tensor's file label and stored rank.
     fn resolve(
         &self,
         spec: &str,
         file: Option<&str>,
         direction: Option<usize>,
         half: Option<HalfName>,
-    ) -> Result<(Vec<usize>, &'t [f32]), LayerError> {
+    ) -> Result<Resolved<'t>, LayerError> {
         let (name, index) = match tensor_reference(spec) {
             (n, Some(i)) => (
                 n,
@@ -203,7 +217,8 @@ impl<'t> Sources<'t> {
                 "tensor reference {spec:?}: give the index as [i] or as direction, not both"
             )));
         }
-        let t = self.find(name, file)?;
+        let (label, t) = self.find(name, file)?;
+        let rank = t.shape.len();
         let (mut shape, mut data) = (t.shape.clone(), &t.data[..]);
         if let Some(i) = index.or(direction) {
             let first = *shape.first().unwrap_or(&0);
@@ -234,8 +249,26 @@ impl<'t> Sources<'t> {
                 HalfName::Recurrent => &data[n..],
             };
         }
-        Ok((shape, data))
+        Ok(Resolved {
+            shape,
+            data,
+            file: label,
+            rank,
+        })
     }
+}
+
+/// A tensor reference resolved: the part of the tensor it names.
+#[derive(Debug, PartialEq)]
+struct Resolved<'t> {
+    /// Its shape (after the index and half).
+    shape: Vec<usize>,
+    /// Its values.
+    data: &'t [f32],
+    /// The label of the file holding the tensor.
+    file: &'t str,
+    /// The tensor's number of dimensions as stored.
+    rank: usize,
 }
 
 /// Rows and columns of a stored tensor seen as a matrix (a vector is one row).
@@ -260,8 +293,13 @@ fn transpose(data: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 /// `s2s import`: reads the configuration and the weights files (one, or several whose
 /// tensors the configuration tells apart by name or by `file`), and writes the f32
 /// model file (checked as a reader will read it, written atomically). Returns its size
-/// in bytes and its number of tensors.
-pub fn import_file(config: &Path, weights: &[PathBuf], output: &Path) -> Result<(usize, usize)> {
+/// in bytes, its number of tensors, and the orientation each layer's matrix got and
+/// why (`s2s import --explain`).
+pub fn import_file(
+    config: &Path,
+    weights: &[PathBuf],
+    output: &Path,
+) -> Result<(usize, usize, Vec<Explained>)> {
     let cfg = Config::load(config)?;
     if weights.is_empty() {
         return Err(Error::usage("s2s import needs at least one --weights file"));
@@ -279,11 +317,11 @@ pub fn import_file(config: &Path, weights: &[PathBuf], output: &Path) -> Result<
         }
         files.push(file);
     }
-    let builder = import_files(&cfg, &files)?;
+    let (builder, explained) = import_explained(&cfg, &files)?;
     let bytes = builder.to_bytes().map_err(Error::model(output))?;
     LoadedModel::from_bytes(output, &bytes)?;
     write_atomic(output, &bytes)?;
-    Ok((bytes.len(), builder.tensors.len()))
+    Ok((bytes.len(), builder.tensors.len(), explained))
 }
 
 /// Builds the f32 model file of `cfg` from the tensors of a weights file; errors name
@@ -293,6 +331,7 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
         label: "weights".into(),
         tensors: tensors.to_vec(),
         skipped: Vec::new(),
+        graph: None,
     };
     import_files(cfg, std::slice::from_ref(&file))
 }
@@ -300,6 +339,14 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
 /// [`import`] from several weights files (the configuration's `file` keys name them by
 /// [`WeightFile::label`]).
 pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> {
+    Ok(import_explained(cfg, files)?.0)
+}
+
+/// [`import_files`], with the orientation each layer's matrix got and why.
+pub fn import_explained(
+    cfg: &Config,
+    files: &[WeightFile],
+) -> Result<(ModelBuilder, Vec<Explained>)> {
     let desc = cfg.desc()?;
     import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
         let place = match layer {
@@ -310,13 +357,34 @@ pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> 
     })
 }
 
+/// The tensors `[weights]` maps to the decoder's layers and to the encoder's (and the
+/// memory projection): what a general attention matrix's other operand is computed
+/// from tells the query from the memory ([`orient`]).
+fn sides(cfg: &Config, specs: &[LayerSpec], names: &[String]) -> Sides {
+    let mut sides = Sides {
+        decoder: BTreeSet::new(),
+        encoder: BTreeSet::new(),
+    };
+    for (spec, name) in specs.iter().zip(names) {
+        let side = match spec.role {
+            Role::DecEmb | Role::DecWih | Role::DecWhh => &mut sides.decoder,
+            Role::EncEmb | Role::EncWih | Role::EncWhh | Role::MemoryProj => &mut sides.encoder,
+            _ => continue,
+        };
+        if let Some(m) = cfg.weights.get(name) {
+            side.extend(m.tensor_names());
+        }
+    }
+    sides
+}
+
 /// [`import`] once the description is checked; errors name the layer when they are
 /// about one.
 fn import_desc(
     cfg: &Config,
     desc: seq2seq::ModelDesc,
     files: &[WeightFile],
-) -> Result<ModelBuilder, LayerError> {
+) -> Result<(ModelBuilder, Vec<Explained>), LayerError> {
     let sources = Sources::new(files);
     let specs = desc.layer_specs();
     let names: Vec<String> = specs.iter().map(layer_name).collect();
@@ -328,6 +396,8 @@ fn import_desc(
             )));
         }
     }
+    let sides = sides(cfg, &specs, &names);
+    let mut explains = Vec::new();
     let mut b = ModelBuilder::new(PrecisionKind::F32, desc);
     b.src_vocab = cfg.source.tokens.clone();
     b.tgt_vocab = cfg.target.tokens.clone();
@@ -371,7 +441,12 @@ fn import_desc(
         };
 
         let file = m.file.as_deref();
-        let (shape, data) = sources
+        let Resolved {
+            shape,
+            data,
+            file: label,
+            rank,
+        } = sources
             .resolve(&m.weight, file, m.direction, None)
             .map_err(|e| e.of(name))?;
         let (mut r, mut c) = as_matrix(&shape).ok_or_else(|| {
@@ -380,8 +455,32 @@ fn import_desc(
                 m.weight
             ))
         })?;
+        let explained = orient(
+            &Matrix {
+                role: spec.role,
+                layer: name,
+                name: tensor_reference(&m.weight).0,
+                spec: match m.direction {
+                    Some(d) => format!("{}[{d}]", m.weight),
+                    None => m.weight.clone(),
+                },
+                file: label,
+                // A vector is a row as stored, whatever the graph does with it.
+                graph: sources
+                    .graphs
+                    .get(label)
+                    .copied()
+                    .filter(|_| shape.len() == 2),
+                rank,
+                stored: (r, c),
+                needed: (spec.rows, spec.cols),
+                configured: m.transpose,
+            },
+            &sides,
+        )
+        .map_err(ctx)?;
         let mut w = data.to_vec();
-        if m.transpose {
+        if explained.transpose {
             w = transpose(&w, r, c);
             (r, c) = (c, r);
         }
@@ -389,10 +488,10 @@ fn import_desc(
             return Err(ctx(format!(
                 "tensor {:?} gives a {r}x{c} matrix{}, the configuration needs {}x{}{}",
                 m.weight,
-                if m.transpose {
-                    " after transposing"
-                } else {
-                    ""
+                match (&explained.why, explained.transpose) {
+                    (Why::Graph(_), true) => " after transposing it as the graph uses it",
+                    (_, true) => " after transposing",
+                    (_, false) => "",
                 },
                 spec.rows,
                 spec.cols,
@@ -411,7 +510,11 @@ fn import_desc(
                 return Err(ctx("an embedding has no bias".into()));
             }
             Some(bn) => {
-                let (bshape, bdata) = sources
+                let Resolved {
+                    shape: bshape,
+                    data: bdata,
+                    ..
+                } = sources
                     .resolve(bn, file, m.direction, m.bias_half)
                     .map_err(|e| e.of(name))?;
                 if bdata.len() != spec.rows {
@@ -427,6 +530,7 @@ fn import_desc(
             }
         };
         b.linear_f32((spec.role, spec.layer, spec.dir), r, c, &w, bias.as_deref());
+        explains.push(explained);
     }
     if let Some(t) = b.tensors.iter().find(|t| t.dtype != DType::F32) {
         return Err(LayerError::new(format!(
@@ -434,12 +538,17 @@ fn import_desc(
             t.id
         )));
     }
-    Ok(b)
+    Ok((b, explains))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resolved reference's shape and data.
+    fn sd(r: Resolved<'_>) -> (Vec<usize>, &[f32]) {
+        (r.shape, r.data)
+    }
 
     fn file(label: &str, tensors: &[(&str, &[usize], &[f32])]) -> WeightFile {
         WeightFile {
@@ -453,6 +562,7 @@ mod tests {
                 })
                 .collect(),
             skipped: Vec::new(),
+            graph: None,
         }
     }
 
@@ -468,7 +578,7 @@ mod tests {
         )];
         let s = Sources::new(&files);
         assert_eq!(
-            s.resolve("b[1]", None, None, None).unwrap(),
+            s.resolve("b[1]", None, None, None).map(sd).unwrap(),
             (vec![3], &[4.0, 5.0, 6.0][..])
         );
         assert!(s
@@ -493,13 +603,13 @@ mod tests {
             &[("B", &[2, 4], &b), ("W", &[2, 2, 3], &w)],
         )];
         let s = Sources::new(&files);
-        let half = |d, h| s.resolve("B", None, Some(d), Some(h)).unwrap();
+        let half = |d, h| s.resolve("B", None, Some(d), Some(h)).map(sd).unwrap();
         assert_eq!(half(0, HalfName::Input), (vec![2], &[0.0, 1.0][..]));
         assert_eq!(half(0, HalfName::Recurrent), (vec![2], &[2.0, 3.0][..]));
         assert_eq!(half(1, HalfName::Input), (vec![2], &[4.0, 5.0][..]));
         assert_eq!(half(1, HalfName::Recurrent), (vec![2], &[6.0, 7.0][..]));
         assert_eq!(
-            s.resolve("W", None, Some(1), None).unwrap(),
+            s.resolve("W", None, Some(1), None).map(sd).unwrap(),
             (vec![2, 3], &w[6..])
         );
         let e = s.resolve("W", None, Some(2), None).unwrap_err().to_string();
@@ -533,8 +643,8 @@ mod tests {
             ),
         ];
         let s = Sources::new(&files);
-        assert_eq!(s.resolve("out", None, None, None).unwrap().1, [3.0]);
-        assert_eq!(s.resolve("emb", None, None, None).unwrap().1, [1.0]);
+        assert_eq!(s.resolve("out", None, None, None).map(sd).unwrap().1, [3.0]);
+        assert_eq!(s.resolve("emb", None, None, None).map(sd).unwrap().1, [1.0]);
         let e = s
             .resolve("shared", None, None, None)
             .unwrap_err()
@@ -545,6 +655,7 @@ mod tests {
         );
         assert_eq!(
             s.resolve("shared", Some("decoder.onnx"), None, None)
+                .map(sd)
                 .unwrap()
                 .1,
             [4.0]

@@ -58,7 +58,7 @@ pub(crate) struct NodeProto {
     pub(crate) attribute: Vec<AttributeProto>,
 }
 
-/// `AttributeProto`: the fields read (not subgraphs).
+/// `AttributeProto`: the fields read.
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct AttributeProto {
     #[prost(string, tag = "1")]
@@ -75,6 +75,13 @@ pub(crate) struct AttributeProto {
     pub(crate) floats: Vec<f32>,
     #[prost(int64, repeated, tag = "8")]
     pub(crate) ints: Vec<i64>,
+    /// A subgraph (`If` branches, `Loop` and `Scan` bodies), kept as its bytes:
+    /// decoded only by the graph listing, so that a damaged body costs a read nothing.
+    #[prost(bytes = "vec", tag = "6")]
+    pub(crate) g: Vec<u8>,
+    /// A list of subgraphs, as bytes.
+    #[prost(bytes = "vec", repeated, tag = "11")]
+    pub(crate) graphs: Vec<Vec<u8>>,
     #[prost(int32, tag = "20")]
     pub(crate) r#type: i32,
 }

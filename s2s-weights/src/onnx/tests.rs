@@ -3,7 +3,7 @@
 
 use super::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
-    TensorProto, ATTR_INT, EXTERNAL,
+    TensorProto, ATTR_INT, ATTR_INTS, EXTERNAL,
 };
 use super::*;
 use std::path::PathBuf;
@@ -497,4 +497,122 @@ fn external_data_must_be_a_regular_file_and_a_readable_size() {
         "{e}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn graph_uses_follow_identity_and_matrix_transposes_and_values_know_their_sources() {
+    let mut transpose = node("Transpose", "/T", &["w"], &["wt"]);
+    transpose.attribute.push(AttributeProto {
+        name: "perm".into(),
+        ints: vec![1, 0],
+        r#type: ATTR_INTS,
+        ..Default::default()
+    });
+    let bytes = graph_of(
+        &[1.0, 2.0, 3.0, 4.0],
+        vec![
+            node("Identity", "/Identity", &["w"], &["w1"]),
+            node("MatMul", "/MatMul", &["x", "w1"], &["y"]),
+            transpose,
+            node("MatMul", "/MatMul_1", &["wt", "y"], &["z"]),
+            node("Reshape", "/Reshape", &["w", "shape"], &["r"]),
+        ],
+    );
+    let w = read_onnx(&bytes, "g.onnx", None).expect("reads");
+    let g = w.graph.expect("an ONNX model has a graph");
+    let uses = g.uses("w", 2);
+    let got: Vec<(&str, usize, bool, Vec<&str>)> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.node.name.as_str(),
+                u.slot,
+                u.transposed,
+                u.via.iter().map(|n| n.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("/MatMul", 1, false, vec!["/Identity"]),
+            ("/MatMul_1", 0, true, vec!["/T"]),
+            ("/Reshape", 0, false, vec![]),
+        ]
+    );
+    assert_eq!(uses[0].node.slot_label(1), "input 1 (B)");
+    // A Transpose of a tensor that is not a matrix is a use of its own.
+    assert_eq!(g.uses("w", 3)[1].node.name, "/T");
+    let w: std::collections::BTreeSet<String> = ["w".to_string()].into();
+    let x: std::collections::BTreeSet<String> = ["x".to_string()].into();
+    assert!(g.depends_on("z", &w) && g.depends_on("z", &x) && g.depends_on("y", &x));
+    assert!(!g.depends_on("r", &x) && !g.depends_on("x", &w));
+}
+
+#[test]
+fn graph_listing_reads_subgraphs_and_what_they_share() {
+    let body = GraphProto {
+        name: "body".into(),
+        node: vec![node("MatMul", "/body/MatMul", &["x", "w"], &["y"])],
+        initializer: vec![tensor("b", &[1], 1)],
+    };
+    let mut lp = node("Loop", "/loop", &["n", "c"], &["out"]);
+    lp.attribute.push(AttributeProto {
+        name: "body".into(),
+        g: body.encode_to_vec(),
+        r#type: 5,
+        ..Default::default()
+    });
+    let bytes = graph_of(
+        &[1.0, 2.0],
+        vec![node("Add", "/Add", &["w", "w"], &["s"]), lp],
+    );
+    let g = graph_onnx(&bytes, "loop.onnx").expect("reads");
+    assert_eq!(
+        g.initializers.keys().collect::<Vec<_>>(),
+        ["", "Loop /loop body"]
+    );
+    assert_eq!(
+        g.nodes.last().map(|n| n.graph.as_str()),
+        Some("Loop /loop body")
+    );
+    assert_eq!(g.shared(), [("w", "", vec!["", "Loop /loop body"])]);
+    // The reader does not decode bodies: its graph is the main graph's.
+    let w = read_onnx(&bytes, "loop.onnx", None).expect("reads");
+    assert_eq!(w.graph.expect("graph").nodes.len(), 2);
+
+    // A damaged body is an error naming its node, for the listing only.
+    let mut bad = node("If", "/if", &["c"], &["out"]);
+    bad.attribute.push(AttributeProto {
+        name: "then_branch".into(),
+        g: vec![0x0a, 0x05, 0x01],
+        r#type: 5,
+        ..Default::default()
+    });
+    let bytes = graph_of(&[1.0], vec![bad]);
+    let e = graph_onnx(&bytes, "if.onnx").unwrap_err().to_string();
+    assert!(
+        e.starts_with("if.onnx: node /if: subgraph then_branch: not a valid graph"),
+        "{e}"
+    );
+    assert!(read_onnx(&bytes, "if.onnx", None).is_ok());
+
+    // Bodies nested too deep are refused, not followed.
+    let mut inner = GraphProto::default();
+    for depth in 0..12 {
+        let mut n = node("Loop", &format!("/l{depth}"), &[], &[]);
+        n.attribute.push(AttributeProto {
+            name: "body".into(),
+            g: inner.encode_to_vec(),
+            r#type: 5,
+            ..Default::default()
+        });
+        inner = GraphProto {
+            node: vec![n],
+            ..Default::default()
+        };
+    }
+    let bytes = graph_of(&[1.0], inner.node);
+    let e = graph_onnx(&bytes, "deep.onnx").unwrap_err().to_string();
+    assert!(e.contains("subgraphs nested more than 8 deep"), "{e}");
 }
