@@ -155,3 +155,88 @@ fn widths_the_workspace_lacks_are_refused() {
     );
     assert!(BeamPlan::bytes_per_beam::<W8A16>(&d) > 0);
 }
+
+/// Every ranked result of each line's search alone: `(tokens, score bits, len, ended)`,
+/// or the line's error.
+type Ranked = Result<Vec<(Vec<u16>, i64, usize, bool)>, Error>;
+
+fn ranked_of<P: ModelPrecision, const L: usize>(
+    runner: &Runner<'_, '_, '_, P, L>,
+    lane: usize,
+) -> Vec<(Vec<u16>, i64, usize, bool)> {
+    (0..runner.hypotheses_of(lane))
+        .map(|r| {
+            let h = runner.hypothesis_of(lane, r).unwrap();
+            let mut bits = [0u8; 8];
+            let b = bytemuck::bytes_of(&h.score);
+            bits[..b.len()].copy_from_slice(b);
+            (h.tokens.to_vec(), i64::from_le_bytes(bits), h.len, h.ended)
+        })
+        .collect()
+}
+
+/// Searches side by side over 4 lanes (`Runner::beam_batch`, what the host runs) give
+/// every line exactly the results of its search alone, in every variant, width and
+/// precision, lines the model cannot take keeping their error in their place.
+fn side_by_side<P: ModelPrecision>(file: &ModelFile<'_>, seed: u64) -> usize {
+    let net = Net::<P>::bind(file).unwrap();
+    let d = file.desc();
+    let positions = 16;
+    let one = Plan::new::<P>(d, positions).bytes() + BeamPlan::new::<P>(d, 3).bytes();
+    let mut arena = vec![0u32; one / 4];
+    let mut alone = Runner::with_beam(&net, &mut arena, positions, 3).unwrap();
+    let mut arena4 = vec![0u32; 4 * one / 4];
+    let mut four = Runner::<P, 4>::with_beam_lanes(&net, &mut arena4, positions, 3).unwrap();
+    let mut out = vec![0u16; d.max_steps];
+    let mut searched = 0;
+    for variant in BeamVariant::ALL {
+        for w in 1..=3 {
+            let mut search = Search::of(d, w);
+            search.rule.variant = variant;
+            let want: Vec<Ranked> = LINES
+                .iter()
+                .map(|line| {
+                    alone.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+                    Ok(ranked_of(&alone, 0))
+                })
+                .collect();
+            let mut got: Vec<Ranked> = Vec::new();
+            for chunk in LINES.chunks(4) {
+                let lanes = four.beam_batch(chunk, search, &mut [(); 4]);
+                got.extend(
+                    lanes
+                        .into_iter()
+                        .map(|l| l.map(|lane| ranked_of(&four, lane))),
+                );
+            }
+            assert_eq!(got, want, "seed {seed}, {variant:?}, width {w}");
+            searched += want.iter().filter(|r| r.is_ok()).count();
+        }
+    }
+    searched
+}
+
+#[test]
+fn searches_side_by_side_give_each_line_its_search_alone() {
+    let mut searched = 0;
+    for seed in 0..20 {
+        let mut r = Rng::new(seed);
+        let d = random_desc(&mut r);
+        for kind in PrecisionKind::ALL {
+            let bytes = random_builder(&d, kind, &mut r).to_bytes().unwrap();
+            let words = aligned(&bytes);
+            let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
+            let file = ModelFile::parse(bytes).unwrap();
+            searched += match kind {
+                PrecisionKind::F32 => side_by_side::<F32>(&file, seed),
+                PrecisionKind::W8F32 => side_by_side::<W8F32>(&file, seed),
+                PrecisionKind::W8A16 => side_by_side::<W8A16>(&file, seed),
+            };
+        }
+    }
+    // Most lines are searched (a random model may lack a line's symbols).
+    assert!(
+        searched > 20 * 3 * 9 * LINES.len() / 2,
+        "only {searched} searches"
+    );
+}

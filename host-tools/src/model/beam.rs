@@ -1,11 +1,12 @@
-//! Beam search on the host: the core's search (`seq2seq::beam`), one source at a time,
-//! with every ranked result kept.
+//! Beam search on the host: the core's search (`seq2seq::beam`), sources side by side
+//! over the host runner's lanes, with every ranked result kept.
 
 use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::Precision;
 use seq2seq::vocab::encode_source;
 use seq2seq::{BeamPlan, BeamVariant, Net, Plan, Runner, Search};
 
+use crate::model::decode::HOST_LANES;
 use crate::model::{Decoded, Ranked};
 
 /// A beam search asked for on the command line: the width, and the variant and `alpha`
@@ -34,8 +35,11 @@ impl BeamOptions {
     }
 }
 
-/// Beam-searches each line with `net` (sources of up to `positions` positions); each
-/// result holds the best hypothesis as its output and every ranked one in `nbest`.
+/// Beam-searches each line with `net` (sources of up to `positions` positions),
+/// [`HOST_LANES`] lines side by side ([`Runner::beam_batch`]: each step expands one
+/// live hypothesis of every line in one decoder step over the lanes); each result holds
+/// the best hypothesis as its output and every ranked one in `nbest`, as the line's
+/// search alone gives them.
 pub fn beam_all<P: Precision>(
     net: &Net<'_, P>,
     positions: usize,
@@ -46,47 +50,51 @@ pub fn beam_all<P: Precision>(
     let search = opts.search(d);
     let bytes = Plan::new::<P>(d, positions)
         .bytes()
-        .saturating_add(BeamPlan::new::<P>(d, search.width).bytes());
+        .saturating_add(BeamPlan::new::<P>(d, search.width).bytes())
+        .saturating_mul(HOST_LANES);
     let mut arena = vec![0u32; bytes.div_ceil(4)];
-    let mut runner = match Runner::with_beam(net, &mut arena, positions, search.width) {
+    let runner = Runner::<P, HOST_LANES>::with_beam_lanes(net, &mut arena, positions, search.width);
+    let mut runner = match runner {
         Ok(r) => r,
         Err(e) => return lines.iter().map(|_| Err(e)).collect(),
     };
-    let mut ids = vec![0u16; d.max_steps];
     let mut src = vec![0u16; positions];
-    let text_of = |ids: &[u16]| -> (Vec<String>, String) {
-        let tokens: Vec<String> = ids
-            .iter()
+    let tokens_of = |ids: &[u16]| -> Vec<String> {
+        ids.iter()
             .map(|&i| net.tgt_vocab.get(i).unwrap_or("?").to_string())
-            .collect();
-        let text = tokens.join(net.separator);
-        (tokens, text)
+            .collect()
     };
-    lines
-        .iter()
-        .map(|line| {
-            let n =
-                runner.beam_line::<seq2seq::Error>(line, search, &mut ids, &mut (), |_| Ok(()))?;
-            let mut out = Decoded::default();
-            if let Ok((t, _)) = encode_source(d, &net.src_vocab, line, &mut src) {
-                out.source = src[..t]
-                    .iter()
-                    .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
+    let mut results = Vec::with_capacity(lines.len());
+    for chunk in lines.chunks(HOST_LANES) {
+        let mut obs = [(); HOST_LANES];
+        let lanes = runner.beam_batch(chunk, search, &mut obs);
+        for (line, lane) in chunk.iter().zip(lanes) {
+            results.push(lane.map(|lane| {
+                let mut out = Decoded::default();
+                if let Ok((t, _)) = encode_source(d, &net.src_vocab, line, &mut src) {
+                    out.source = src[..t]
+                        .iter()
+                        .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())
+                        .collect();
+                }
+                out.nbest = (0..runner.hypotheses_of(lane))
+                    .filter_map(|r| runner.hypothesis_of(lane, r))
+                    .map(|h| Ranked {
+                        ids: h.tokens.to_vec(),
+                        text: tokens_of(h.tokens).join(net.separator),
+                        score: h.score.nats(),
+                        len: h.len,
+                        ended: h.ended,
+                    })
                     .collect();
-            }
-            out.ids = ids[..n].to_vec();
-            (out.tokens, out.text) = text_of(&out.ids);
-            out.nbest = (0..runner.hypotheses())
-                .filter_map(|r| runner.hypothesis(r))
-                .map(|h| Ranked {
-                    ids: h.tokens.to_vec(),
-                    text: text_of(h.tokens).1,
-                    score: h.score.nats(),
-                    len: h.len,
-                    ended: h.ended,
-                })
-                .collect();
-            Ok(out)
-        })
-        .collect()
+                if let Some(best) = out.nbest.first() {
+                    out.ids = best.ids.clone();
+                }
+                out.tokens = tokens_of(&out.ids);
+                out.text = out.tokens.join(net.separator);
+                out
+            }));
+        }
+    }
+    results
 }

@@ -20,7 +20,7 @@ pub struct Hypothesis<'r, W> {
 }
 
 /// A search request: its width and rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Search {
     /// Hypotheses kept per step (`K`), at least 1.

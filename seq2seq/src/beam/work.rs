@@ -37,6 +37,31 @@ pub(crate) struct BeamWork<'w, P: Precision> {
     pub(super) n_ranked: usize,
     /// One row of log-probabilities.
     pub(super) lp: &'w mut [P::Wide],
+    /// Where the search is ([`BeamWork::begin`]).
+    at: Progress,
+}
+
+/// How far a search has got: its request, the step, the next hypothesis to expand and
+/// the counters its stopping rules read.
+#[derive(Clone, Copy, Default)]
+struct Progress {
+    search: Search,
+    /// The target's start token (the last token of the empty hypothesis).
+    start: u16,
+    /// The step (from 0).
+    index: usize,
+    /// The current hypotheses before it have been expanded or proposed this step.
+    cursor: usize,
+    /// Hypotheses expanded this step.
+    expanded: usize,
+    /// Candidates kept per step.
+    cap: usize,
+    /// Offers to the finished set so far (their order decides ties).
+    offers: u32,
+    /// Netra: hypotheses finished so far.
+    finished: usize,
+    /// A stopping rule has ended the search.
+    stopped: bool,
 }
 
 /// Splits `n` elements of `T` of `elem` bytes off the front of `rest` (rounded up to
@@ -101,6 +126,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             ranked: take(rest, ranked),
             n_ranked: 0,
             lp: take(rest, lp),
+            at: Progress::default(),
         }
     }
 
@@ -144,13 +170,41 @@ impl<'w, P: Precision> BeamWork<'w, P> {
     }
 
     /// Runs a search of `s` from the initial decoder state in `stepper` (the encoder
-    /// has run). Leaves the results ranked.
+    /// has run), expanding one hypothesis after the other. Leaves the results ranked.
     pub(crate) fn search(
         &mut self,
         d: &ModelDesc,
         s: Search,
         stepper: &mut impl Stepper<P>,
     ) -> Result<(), Error> {
+        let mut going = self.begin(d, s, stepper)?;
+        while going {
+            while let Some((i, y)) = self.next_live()? {
+                // Expand hypothesis i from its saved state.
+                stepper.restore(self.state(i)?)?;
+                let logits = stepper.step(y)?;
+                self.expand(d, i, logits)?;
+                stepper.save(self.expanded_state(i)?)?;
+            }
+            going = self.end_step(d, stepper)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a search of `s` from the initial decoder state in `stepper` (the encoder
+    /// has run): then, step by step, each hypothesis [`BeamWork::next_live`] names is
+    /// expanded from its [`BeamWork::state`] ([`BeamWork::expand`] with its logits,
+    /// the new state saved into [`BeamWork::expanded_state`]) and the step is closed
+    /// by [`BeamWork::end_step`], until it says the search has ended. The hypotheses
+    /// of one search are expanded in order, so that searches running side by side
+    /// (each in its own workspace and lane) give what each gives alone. Returns
+    /// whether there is a step to run.
+    pub(crate) fn begin(
+        &mut self,
+        d: &ModelDesc,
+        s: Search,
+        stepper: &mut impl Stepper<P>,
+    ) -> Result<bool, Error> {
         self.n_ranked = 0;
         let k = s.width;
         if k == 0 || k > self.plan.width.min(MAX_WIDTH) {
@@ -160,135 +214,207 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             });
         }
         self.check()?;
-        let ss = self.plan.state;
         // The start: one live hypothesis, empty, with the initial state.
-        stepper.save(chunk_mut(self.states, 0, ss, STATES)?)?;
+        stepper.save(chunk_mut(self.states, 0, self.plan.state, STATES)?)?;
         put(&mut self.cur, 0, &[], None, P::Wide::default(), false)?;
         self.cur.n = 1;
         self.done.n = 0;
-        let mut offers = 0u32;
-        let mut finished_count = 0usize;
-        let (variant, alpha) = (s.rule.variant, s.rule.alpha);
-        let mut stopped = false;
-        for index in 0..d.max_steps {
-            if variant == BeamVariant::InSlot && self.cur.all_finished() {
-                break;
+        self.at = Progress {
+            search: s,
+            start: d.tgt_start,
+            ..Progress::default()
+        };
+        self.start_step(d)
+    }
+
+    /// The next hypothesis of this step to expand, and the token it was extended by
+    /// (`None` once every live one has been).
+    pub(crate) fn next_live(&self) -> Result<Option<(usize, u16)>, Error> {
+        for i in self.at.cursor..self.cur.n {
+            let hyp = self.cur.get(i)?;
+            if !hyp.finished {
+                return Ok(Some((i, hyp.last(self.at.start))));
             }
-            if self.cur.n == 0 {
-                break;
-            }
-            self.cands.n = 0;
-            let cap = match variant {
-                BeamVariant::FinishedSet => 2 * k,
-                _ => k,
-            };
-            let mut expanded = 0;
-            for i in 0..self.cur.n {
-                let hyp = self.cur.get(i)?;
-                let (base, y) = (hyp.score, hyp.last(d.tgt_start));
-                if hyp.finished {
-                    // In-slot only: the finished slot proposes itself.
-                    self.cands.offer(base, PAD, i, cap);
-                    continue;
+        }
+        Ok(None)
+    }
+
+    /// The saved decoder state of current hypothesis `i`.
+    pub(crate) fn state(&self, i: usize) -> Result<&[P::Act], Error> {
+        Ok(chunk(self.states, i, self.plan.state, STATES)?)
+    }
+
+    /// Where the state after expanding hypothesis `i` is kept.
+    pub(crate) fn expanded_state(&mut self, i: usize) -> Result<&mut [P::Act], Error> {
+        let slot = self.at.search.width + i;
+        Ok(chunk_mut(self.states, slot, self.plan.state, STATES)?)
+    }
+
+    /// Expands hypothesis `i` (the one [`BeamWork::next_live`] named) by the `logits`
+    /// of its step: its candidates are offered, after the self-proposals of the
+    /// finished hypotheses before it.
+    pub(crate) fn expand(
+        &mut self,
+        d: &ModelDesc,
+        i: usize,
+        logits: &[P::Wide],
+    ) -> Result<(), Error> {
+        self.offer_finished(i)?;
+        let Progress { search, cap, .. } = self.at;
+        let base = self.cur.get(i)?.score;
+        P::Wide::log_softmax(logits, self.lp);
+        self.at.expanded += 1;
+        match search.rule.variant {
+            BeamVariant::InSlot | BeamVariant::FinishedSet => {
+                for (v, &lp) in self.lp.iter().enumerate() {
+                    self.cands.offer(base.plus(lp), v as u16, i, cap);
                 }
-                // Expand hypothesis i from its saved state.
-                stepper.restore(chunk(self.states, i, ss, STATES)?)?;
-                let logits = stepper.step(y)?;
-                P::Wide::log_softmax(logits, self.lp);
-                expanded += 1;
-                match variant {
-                    BeamVariant::InSlot | BeamVariant::FinishedSet => {
-                        for (v, &lp) in self.lp.iter().enumerate() {
-                            self.cands.offer(base.plus(lp), v as u16, i, cap);
-                        }
-                    }
-                    BeamVariant::Netra => {
-                        self.netra_expand(d, i, k, &mut offers, &mut finished_count)?;
-                    }
-                }
-                // Keep the expanded state (slot `k + i`).
-                stepper.save(chunk_mut(self.states, k + i, ss, STATES)?)?;
             }
-            stepper.searched(index, expanded);
-            // The next hypotheses from the ranked candidates.
-            self.next.n = 0;
-            for r in 0..self.cands.n {
-                let (tok, parent, score) = self.cands.get(r).ok_or(short(
-                    "beam: candidates",
-                    r + 1,
-                    self.cands.ids.len(),
-                ))?;
-                let from = self.cur.get(parent)?;
-                match variant {
-                    BeamVariant::InSlot => {
-                        let j = self.next.n;
-                        if from.finished {
-                            // Never expanded again: no state to keep.
-                            put(&mut self.next, j, from.tokens, None, score, true)?;
-                        } else {
-                            let ended = tok == d.tgt_end;
-                            put(&mut self.next, j, from.tokens, Some(tok), score, ended)?;
-                            take_state(self.states, k, ss, parent, j)?;
-                        }
-                        self.next.n += 1;
+            BeamVariant::Netra => {
+                let (mut offers, mut finished) = (self.at.offers, self.at.finished);
+                self.netra_expand(d, i, search.width, &mut offers, &mut finished)?;
+                (self.at.offers, self.at.finished) = (offers, finished);
+            }
+        }
+        self.at.cursor = i + 1;
+        Ok(())
+    }
+
+    /// In-slot only: the finished hypotheses from the cursor up to `to` propose
+    /// themselves, unchanged.
+    fn offer_finished(&mut self, to: usize) -> Result<(), Error> {
+        for i in self.at.cursor..to.min(self.cur.n) {
+            let hyp = self.cur.get(i)?;
+            if hyp.finished {
+                self.cands.offer(hyp.score, PAD, i, self.at.cap);
+            }
+        }
+        self.at.cursor = to;
+        Ok(())
+    }
+
+    /// The start of a step: whether there is one (below the step cap, a live
+    /// hypothesis left); else the search ends and its results are ranked.
+    fn start_step(&mut self, d: &ModelDesc) -> Result<bool, Error> {
+        let variant = self.at.search.rule.variant;
+        let over = self.at.index >= d.max_steps
+            || (variant == BeamVariant::InSlot && self.cur.all_finished())
+            || self.cur.n == 0;
+        if self.at.stopped || over {
+            self.finish()?;
+            return Ok(false);
+        }
+        self.cands.n = 0;
+        let k = self.at.search.width;
+        self.at.cap = match variant {
+            BeamVariant::FinishedSet => 2 * k,
+            _ => k,
+        };
+        (self.at.cursor, self.at.expanded) = (0, 0);
+        Ok(true)
+    }
+
+    /// Closes a step once every live hypothesis is expanded: the next hypotheses from
+    /// the ranked candidates, and the variant's stopping rule. Returns whether the
+    /// search goes on (else its results are ranked).
+    pub(crate) fn end_step(
+        &mut self,
+        d: &ModelDesc,
+        stepper: &mut impl Stepper<P>,
+    ) -> Result<bool, Error> {
+        self.offer_finished(self.cur.n)?;
+        stepper.searched(self.at.index, self.at.expanded);
+        let Progress { search, .. } = self.at;
+        let (k, variant, alpha) = (search.width, search.rule.variant, search.rule.alpha);
+        let ss = self.plan.state;
+        let mut offers = self.at.offers;
+        // The next hypotheses from the ranked candidates.
+        self.next.n = 0;
+        for r in 0..self.cands.n {
+            let (tok, parent, score) =
+                self.cands
+                    .get(r)
+                    .ok_or(short("beam: candidates", r + 1, self.cands.ids.len()))?;
+            let from = self.cur.get(parent)?;
+            match variant {
+                BeamVariant::InSlot => {
+                    let j = self.next.n;
+                    if from.finished {
+                        // Never expanded again: no state to keep.
+                        put(&mut self.next, j, from.tokens, None, score, true)?;
+                    } else {
+                        let ended = tok == d.tgt_end;
+                        put(&mut self.next, j, from.tokens, Some(tok), score, ended)?;
+                        take_state(self.states, k, ss, parent, j)?;
                     }
-                    BeamVariant::FinishedSet => {
-                        if tok == d.tgt_end {
-                            if r < k {
-                                let len = from.tokens.len() + 1;
-                                offer_done(
-                                    &mut self.done,
-                                    self.done_order,
-                                    (from.tokens, Some(tok), score, len, true),
-                                    k,
-                                    alpha,
-                                    &mut offers,
-                                )?;
-                            }
-                        } else if self.next.n < k {
-                            let j = self.next.n;
-                            put(&mut self.next, j, from.tokens, Some(tok), score, false)?;
-                            take_state(self.states, k, ss, parent, j)?;
-                            self.next.n += 1;
+                    self.next.n += 1;
+                }
+                BeamVariant::FinishedSet => {
+                    if tok == d.tgt_end {
+                        if r < k {
+                            let len = from.tokens.len() + 1;
+                            offer_done(
+                                &mut self.done,
+                                self.done_order,
+                                (from.tokens, Some(tok), score, len, true),
+                                k,
+                                alpha,
+                                &mut offers,
+                            )?;
                         }
-                        if r >= k && self.next.n == k {
-                            break;
-                        }
-                    }
-                    BeamVariant::Netra => {
+                    } else if self.next.n < k {
                         let j = self.next.n;
                         put(&mut self.next, j, from.tokens, Some(tok), score, false)?;
                         take_state(self.states, k, ss, parent, j)?;
                         self.next.n += 1;
                     }
-                }
-            }
-            core::mem::swap(&mut self.cur, &mut self.next);
-            match variant {
-                BeamVariant::InSlot => {}
-                BeamVariant::FinishedSet => {
-                    if self.done.n == k {
-                        let (_, w_score, w_len) = worst_done(&self.done, self.done_order, alpha)?;
-                        let live_beats = self.cur.scored().any(|(score, len)| {
-                            score.cmp_normalised(len.max(1), w_score, w_len, alpha)
-                                == Ordering::Greater
-                        });
-                        if !live_beats {
-                            stopped = true;
-                            break;
-                        }
-                    }
-                }
-                BeamVariant::Netra => {
-                    if finished_count >= k {
-                        stopped = true;
+                    if r >= k && self.next.n == k {
                         break;
                     }
                 }
+                BeamVariant::Netra => {
+                    let j = self.next.n;
+                    put(&mut self.next, j, from.tokens, Some(tok), score, false)?;
+                    take_state(self.states, k, ss, parent, j)?;
+                    self.next.n += 1;
+                }
             }
         }
+        core::mem::swap(&mut self.cur, &mut self.next);
+        match variant {
+            BeamVariant::InSlot => {}
+            BeamVariant::FinishedSet => {
+                if self.done.n == k {
+                    let (_, w_score, w_len) = worst_done(&self.done, self.done_order, alpha)?;
+                    let live_beats = self.cur.scored().any(|(score, len)| {
+                        score.cmp_normalised(len.max(1), w_score, w_len, alpha) == Ordering::Greater
+                    });
+                    if !live_beats {
+                        self.at.stopped = true;
+                    }
+                }
+            }
+            BeamVariant::Netra => {
+                if self.at.finished >= k {
+                    self.at.stopped = true;
+                }
+            }
+        }
+        self.at.offers = offers;
+        self.at.index += 1;
+        self.start_step(d)
+    }
+
+    /// The end of a search: at the cap, finished-set offers its live hypotheses; the
+    /// results are ranked.
+    fn finish(&mut self) -> Result<(), Error> {
+        let Progress {
+            search, stopped, ..
+        } = self.at;
+        let (k, variant, alpha) = (search.width, search.rule.variant, search.rule.alpha);
         if variant == BeamVariant::FinishedSet && !stopped {
             // At the cap: the live hypotheses are offered, unfinished, in slot order.
+            let mut offers = self.at.offers;
             for i in 0..self.cur.n {
                 let hyp = self.cur.get(i)?;
                 offer_done(
@@ -300,6 +426,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
                     &mut offers,
                 )?;
             }
+            self.at.offers = offers;
             self.cur.n = 0;
         }
         self.rank(variant, alpha)

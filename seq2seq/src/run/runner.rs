@@ -23,8 +23,9 @@ pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
     pub(super) net: &'n Net<'a, P>,
     pub(super) plan: Plan,
     pub(super) lanes: [Lane<'w, P>; L],
-    /// The beam-search workspace ([`Runner::with_beam`]).
-    pub(super) beam: Option<BeamWork<'w, P>>,
+    /// The beam-search workspace of each lane ([`Runner::with_beam`],
+    /// [`Runner::with_beam_lanes`]).
+    pub(super) beams: [Option<BeamWork<'w, P>>; L],
 }
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -73,7 +74,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             net,
             plan,
             lanes,
-            beam: None,
+            beams: core::array::from_fn(|_| None),
         })
     }
 
