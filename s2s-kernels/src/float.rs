@@ -106,10 +106,15 @@ pub fn dot_i8_acc(mut acc: f32, w: &[i8], x: &[f32]) -> f32 {
 /// Index of the first largest element; `None` when there is none (empty, or all NaN).
 /// NaN is never the largest.
 pub fn argmax<T: PartialOrd + Copy>(x: &[T]) -> Option<usize> {
+    argmax_but(x, None)
+}
+
+/// [`argmax`] leaving index `skip` out (a token that cannot be chosen at this step).
+pub fn argmax_but<T: PartialOrd + Copy>(x: &[T], skip: Option<usize>) -> Option<usize> {
     let mut best: Option<(usize, T)> = None;
     for (i, &v) in x.iter().enumerate() {
         let is_nan = v.partial_cmp(&v).is_none();
-        if !is_nan && best.is_none_or(|(_, b)| v > b) {
+        if Some(i) != skip && !is_nan && best.is_none_or(|(_, b)| v > b) {
             best = Some((i, v));
         }
     }

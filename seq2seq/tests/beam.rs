@@ -27,7 +27,9 @@ fn decode_both<P: ModelPrecision>(
     let mut arena = vec![0u32; Plan::new::<P>(d, positions).bytes() / 4];
     let mut greedy = Runner::new(&net, &mut arena, positions)?;
     let mut out = vec![0u16; d.max_steps];
-    let n = greedy.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+    let n =
+        greedy
+            .translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
     let greedy_ids = out[..n].to_vec();
     let k = *widths.iter().max().unwrap();
     let bytes = Plan::new::<P>(d, positions).bytes() + BeamPlan::new::<P>(d, k).bytes();
@@ -38,7 +40,14 @@ fn decode_both<P: ModelPrecision>(
         for &w in widths {
             let mut search = Search::of(d, w);
             search.rule.variant = variant;
-            let n = runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+            let n = runner.beam_line::<Error>(
+                line,
+                &seq2seq::Prefix::NONE,
+                search,
+                &mut out,
+                &mut (),
+                |_| Ok(()),
+            )?;
             let best = runner.hypothesis(0).expect("a best hypothesis");
             assert_eq!(best.tokens, &out[..n], "the best result is the output");
             assert!(runner.hypotheses() >= 1 && runner.hypotheses() <= 2 * w);

@@ -77,7 +77,13 @@ fn a_model_needing_a_part_the_build_leaves_out_is_refused_at_bind_time() {
                 let mut arena = vec![0u32; 1 << 16];
                 let mut runner = Runner::new(&net, &mut arena, 16).unwrap();
                 let mut out = [0u16; 64];
-                let decoded = runner.translate_line::<Error>("abc", &mut out, &mut (), |_| Ok(()));
+                let decoded = runner.translate_line::<Error>(
+                    "abc",
+                    &seq2seq::Prefix::NONE,
+                    &mut out,
+                    &mut (),
+                    |_| Ok(()),
+                );
                 assert!(
                     !matches!(decoded, Err(Error::NotCompiled(_))),
                     "{decoded:?}: {d:?}"

@@ -300,13 +300,19 @@ pub fn import(cfg: &Config, tensors: &[Tensor]) -> Result<ModelBuilder> {
 /// [`WeightFile::label`]).
 pub fn import_files(cfg: &Config, files: &[WeightFile]) -> Result<ModelBuilder> {
     let desc = cfg.desc()?;
-    import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
+    let mut b = import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
         let place = match layer {
             Some(name) => Place::Inside(format!("layer {name}")),
             None => Place::File,
         };
         cfg.error(place, message)
-    })
+    })?;
+    // The prefix slots' names and tokens (the description holds their sizes).
+    for s in decoding::slots(cfg)? {
+        b.slot(&s.name, &s.tokens, s.default)
+            .map_err(|e| cfg.error(Place::File, e.to_string()))?;
+    }
+    Ok(b)
 }
 
 /// [`import`] once the description is checked; errors name the layer when they are

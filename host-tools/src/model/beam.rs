@@ -4,7 +4,7 @@
 use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::Precision;
 use seq2seq::vocab::encode_source;
-use seq2seq::{BeamPlan, BeamVariant, Net, Plan, Runner, Search};
+use seq2seq::{BeamPlan, BeamVariant, Net, Plan, Prefix, Runner, Search};
 
 use crate::model::{Decoded, Ranked};
 
@@ -34,12 +34,14 @@ impl BeamOptions {
     }
 }
 
-/// Beam-searches each line with `net` (sources of up to `positions` positions); each
+/// Beam-searches each line with `net` (sources of up to `positions` positions), line
+/// `i` after `prefixes[i]` (the model's defaults past the end of `prefixes`); each
 /// result holds the best hypothesis as its output and every ranked one in `nbest`.
 pub fn beam_all<P: Precision>(
     net: &Net<'_, P>,
     positions: usize,
     lines: &[&str],
+    prefixes: &[Prefix],
     opts: &BeamOptions,
 ) -> Vec<Result<Decoded, seq2seq::Error>> {
     let d = &net.desc;
@@ -64,11 +66,20 @@ pub fn beam_all<P: Precision>(
     };
     lines
         .iter()
-        .map(|line| {
-            let n =
-                runner.beam_line::<seq2seq::Error>(line, search, &mut ids, &mut (), |_| Ok(()))?;
+        .enumerate()
+        .map(|(i, line)| {
+            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
+            let n = runner.beam_line::<seq2seq::Error>(
+                line,
+                prefix,
+                search,
+                &mut ids,
+                &mut (),
+                |_| Ok(()),
+            )?;
             let mut out = Decoded::default();
-            if let Ok((t, _)) = encode_source(d, &net.src_vocab, line, &mut src) {
+            if let Ok((t, _)) = encode_source(d, &net.src_vocab, &net.slots, prefix, line, &mut src)
+            {
                 out.source = src[..t]
                     .iter()
                     .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())

@@ -178,6 +178,8 @@ impl<'w, P: Precision> BeamWork<'w, P> {
                 break;
             }
             self.cands.n = 0;
+            // Before `min_steps` the end token is not proposed.
+            let banned = (index < d.extras.min_steps).then_some(usize::from(d.tgt_end));
             let cap = match variant {
                 BeamVariant::FinishedSet => 2 * k,
                 _ => k,
@@ -199,11 +201,14 @@ impl<'w, P: Precision> BeamWork<'w, P> {
                 match variant {
                     BeamVariant::InSlot | BeamVariant::FinishedSet => {
                         for (v, &lp) in self.lp.iter().enumerate() {
-                            self.cands.offer(base.plus(lp), v as u16, i, cap);
+                            if Some(v) != banned {
+                                self.cands.offer(base.plus(lp), v as u16, i, cap);
+                            }
                         }
                     }
                     BeamVariant::Netra => {
-                        self.netra_expand(d, i, k, &mut offers, &mut finished_count)?;
+                        let counts = (&mut offers, &mut finished_count);
+                        self.netra_expand(d, i, k, banned, counts)?;
                     }
                 }
                 // Keep the expanded state (slot `k + i`).
@@ -305,16 +310,17 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         self.rank(variant, alpha)
     }
 
-    /// Netra's expansion of hypothesis `i`: its `k` most probable tokens above the
-    /// pruning threshold; finished ones to the finished set, the others to the
-    /// candidates.
+    /// Netra's expansion of hypothesis `i`: its `k` most probable tokens (`banned` left
+    /// out) above the pruning threshold; finished ones to the finished set, the others
+    /// to the candidates. `offers` and `finished_count` count the finished set's offers
+    /// and the finished proposals.
     fn netra_expand(
         &mut self,
         d: &ModelDesc,
         i: usize,
         k: usize,
-        offers: &mut u32,
-        finished_count: &mut usize,
+        banned: Option<usize>,
+        (offers, finished_count): (&mut u32, &mut usize),
     ) -> Result<(), Error> {
         // The parent's own top k, ranked like candidates (the parent is 0 here).
         let hyp = self.cur.get(i)?;
@@ -323,6 +329,9 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         let kk = k.min(MAX_NETRA_TOP);
         let mut n = 0;
         for (v, &lp) in self.lp.iter().enumerate() {
+            if Some(v) == banned {
+                continue;
+            }
             let at = place(&top, n, |(s, t)| better(lp, v as u32, s, u32::from(t)));
             if at < kk {
                 let slots = top.iter_mut().take(kk).skip(at).take(n - at + 1);

@@ -11,7 +11,7 @@ use super::layout::{
 use super::tensor::{DType, Slot, Stored, TensorId};
 use crate::desc::{ModelDesc, RawDesc};
 use crate::features::{Feature, Features};
-use crate::vocab::Vocab;
+use crate::vocab::{Slots, Vocab};
 use crate::Error;
 
 /// A checked tensor table entry.
@@ -43,6 +43,7 @@ pub struct ModelFile<'a> {
     src: Vocab<'a>,
     tgt: Vocab<'a>,
     separator: &'a str,
+    slots: Slots<'a>,
 }
 
 fn read_u32(b: &[u8], at: usize) -> u32 {
@@ -140,7 +141,7 @@ impl<'a> ModelFile<'a> {
         }
         let desc = ModelDesc::from_raw(&bytemuck::pod_read_unaligned(desc_bytes))?;
         let vocab = section("vocabularies", h.vocab[0], h.vocab[1] as usize)?;
-        let (src, tgt, separator) = Vocab::parse_section(vocab, desc.src_vocab, desc.tgt_vocab)?;
+        let (src, tgt, separator, slots) = Vocab::parse_section(vocab, &desc)?;
         let count = h.table[1];
         if count as usize > MAX_TENSORS {
             return Err(Error::TooManyTensors(count));
@@ -160,6 +161,7 @@ impl<'a> ModelFile<'a> {
             src,
             tgt,
             separator,
+            slots,
         };
         file.check_tensors(bias_mask(&h), h.data[0] as usize, data.len())?;
         Ok(file)
@@ -232,6 +234,10 @@ impl<'a> ModelFile<'a> {
     /// String written between output tokens.
     pub fn separator(&self) -> &'a str {
         self.separator
+    }
+    /// The prefix slots' names and tokens.
+    pub fn slots(&self) -> Slots<'a> {
+        self.slots
     }
     /// Number of tensors.
     pub fn tensor_count(&self) -> usize {

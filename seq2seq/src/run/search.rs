@@ -13,7 +13,7 @@ use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
-use crate::vocab::decode_target;
+use crate::vocab::{decode_target, Prefix};
 use crate::Error;
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -54,19 +54,20 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
         self.beam.as_ref().map_or(0, |b| b.plan.width)
     }
 
-    /// Tokenizes `line` and beam-searches it with `search` (see [`crate::beam`]),
+    /// Tokenizes `line` after `prefix` and beam-searches it with `search` (see [`crate::beam`]),
     /// writing the best hypothesis's ids into `out` and its text through `write`, like
     /// [`Runner::translate_line`]. All results stay readable through
     /// [`Runner::hypothesis`] until the next run.
     pub fn beam_line<E: From<Error>>(
         &mut self,
         line: &str,
+        prefix: &Prefix,
         search: Search,
         out: &mut [u16],
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        self.load_line(line)?;
+        self.load_line(line, prefix)?;
         let count = self.run_beam(search, out, obs)?;
         decode_target(
             &self.net.tgt_vocab,

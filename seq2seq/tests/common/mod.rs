@@ -408,12 +408,21 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::new(&net, &mut arena, positions)?;
     let mut out = [0u16; 64];
-    let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+    let n =
+        runner
+            .translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
     // A beam search of the model's own variant, 3 wide, over the same kind of arena.
     let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;
     let search = Search::of(file.desc(), 3);
-    runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+    runner.beam_line::<Error>(
+        line,
+        &seq2seq::Prefix::NONE,
+        search,
+        &mut out,
+        &mut (),
+        |_| Ok(()),
+    )?;
     Ok(n)
 }
