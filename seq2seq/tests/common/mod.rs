@@ -304,8 +304,7 @@ fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
 }
 
 /// The tokens of the random descriptions' prefix slots (special tokens, which no test
-/// line types): slot `i` of size `n` offers
-/// the first `n`.
+/// line types): slot `i` of size `n` offers the first `n`.
 pub const SLOT_TOKENS: [u16; 3] = [1, 2, 0];
 
 /// A builder holding `d` at `precision` with random weights: weights of one or two
