@@ -239,7 +239,8 @@ fn netra_w8a16_profile_phases_add_up_on_mps2_an386() {
     };
     let session = device::run_on_board(&path, &words, &options).unwrap_or_else(|e| panic!("{e}"));
     let host = host_tools::model::LoadedModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let report = device::compare(&host, &session, &words, false, None, &seq2seq::Prefix::NONE).unwrap();
+    let report =
+        device::compare(&host, &session, &words, false, None, &seq2seq::Prefix::NONE).unwrap();
     println!("{}", report.render());
     assert!(
         report.agrees() && report.rejected.is_empty(),
@@ -984,24 +985,51 @@ fn small_onnx_gru_w8a16_on_microbit_matches_the_host() {
 
 /// Issue 31, item 3: a prefix slot's token chosen per request (`s2s qemu --prefix`, the
 /// protocol's `\x01prefix` command) and a minimum output length, on the device as on
-/// the host, greedy and beam, f32 and w8a16. The slot has no default: a firmware that
-/// did not take the prefix would refuse every line.
+/// the host, greedy and beam, f32 and w8a16: the PyTorch tutorial's model (seeded
+/// weights; the synthetic ones here decode every source alike) with a slot of two tags.
+/// Its outputs differ between the tags, so a firmware that did not take the prefix
+/// would disagree with the host on one of them.
 #[test]
 fn a_prefix_slot_and_min_steps_on_mps2_an386_match_the_host() {
+    use s2s_tests::pytorch;
     let dir = scratch_dir("firmware-prefix");
-    let mut d = small_desc();
-    d.extras.min_steps = 2;
-    let words: Vec<String> = ["ab", "ba", "aab", "abba", "b"].map(String::from).to_vec();
-    for precision in [PrecisionKind::F32, PrecisionKind::W8A16] {
-        let name = format!("slots-{}.s2s", precision.name());
-        let path = synthetic_with(&dir, &name, &d, precision, |b| {
-            b.src_vocab[5] = "<C>".into();
-            b.src_vocab[6] = "<D>".into();
-            b.slot("tag", &[5, 6], None).unwrap();
-        });
-        let host = host_tools::model::LoadedModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let weights = dir.join("weights.safetensors");
+    pytorch::write_safetensors(
+        &weights,
+        &pytorch::state_dict(pytorch::SEED, pytorch::SCALE),
+    );
+    let f32_model = pytorch::import_tagged(&dir, "slotted", &weights, |t| {
+        t.replacen(
+            "[source]\n",
+            "[source]\nprefix_slots = [{ name = \"tag\", tokens = [\"<G>\", \"<H>\"], default = \"<G>\" }]\n",
+            1,
+        )
+        .replace("max_steps = 10", "max_steps = 10\nmin_steps = 3")
+    });
+    let w8a16 = dir.join("slotted-w8a16.s2s");
+    let calib = dir.join("calib.txt");
+    std::fs::write(&calib, "abc\nbadcafe\ncab\nfed\ndeadbeef\na\nface\nbead\n").unwrap();
+    s2s_tests::s2s_ok(
+        &[
+            &"quantize",
+            &f32_model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"-o",
+            &w8a16,
+        ],
+        "",
+    );
+    let words: Vec<String> = ["a", "abc", "fed", "badcafe", "cab", "deadbeef"]
+        .map(String::from)
+        .to_vec();
+    for path in [&f32_model, &w8a16] {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let host = host_tools::model::LoadedModel::load(path).unwrap_or_else(|e| panic!("{e}"));
         let mut outputs = Vec::new();
-        for (tag, beam) in [("<C>", None), ("<D>", None), ("<D>", Some(2))] {
+        for (tag, beam) in [("<G>", None), ("<H>", None), ("<H>", Some(2))] {
             let options = QemuOptions {
                 prefix: vec![format!("tag={tag}")],
                 beam,
@@ -1009,7 +1037,7 @@ fn a_prefix_slot_and_min_steps_on_mps2_an386_match_the_host() {
                 ..QemuOptions::new(board("mps2-an386"))
             };
             let what = format!("{name} tag={tag} beam {beam:?}");
-            let session = device::run_on_board(&path, &words, &options)
+            let session = device::run_on_board(path, &words, &options)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let prefix = device::host_prefix(&host, &options.prefix).unwrap();
             let report = device::compare(&host, &session, &words, false, beam, &prefix)
@@ -1025,9 +1053,12 @@ fn a_prefix_slot_and_min_steps_on_mps2_an386_match_the_host() {
                 .iter()
                 .map(|o| o.as_ref().expect("decoded").ids.clone())
                 .collect();
-            assert!(ids.iter().all(|i| i.len() >= 2), "{what}: {ids:?}");
+            assert!(ids.iter().all(|i| i.len() >= 3), "{what}: {ids:?}");
             outputs.push(ids);
         }
-        assert_ne!(outputs[0], outputs[1], "{name}: the tag changes some output");
+        assert_ne!(
+            outputs[0], outputs[1],
+            "{name}: the tag changes some output"
+        );
     }
 }

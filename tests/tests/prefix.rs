@@ -16,28 +16,9 @@ use s2s_tests::{assert_one_error, s2s, s2s_ok, scratch_dir};
 /// Sources of the letters the tags leave (`a` to `f`).
 const SOURCES: [&str; 6] = ["a", "abc", "fed", "badcafe", "cab", "deadbeef"];
 
-/// The example configuration with `<G>`, `<H>` for `g`, `h` and `edit` applied,
-/// imported with the seeded weights into `dir/name.s2s`.
+/// [`pytorch::import_tagged`].
 fn import(dir: &Path, name: &str, weights: &Path, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(pytorch::config()).unwrap();
-    let text = text.replace(r#""g", "h"]"#, r#""<G>", "<H>"]"#);
-    assert!(text.contains("<G>"), "the example's source tokens end with g, h");
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(&config, edit(text)).unwrap();
-    let model = dir.join(format!("{name}.s2s"));
-    s2s_ok(
-        &[
-            &"import",
-            &"--config",
-            &config,
-            &"--weights",
-            &weights,
-            &"-o",
-            &model,
-        ],
-        "",
-    );
-    model
+    pytorch::import_tagged(dir, name, weights, edit)
 }
 
 /// `[source]` with `key = value` added.
@@ -64,8 +45,18 @@ fn a_slot_chosen_per_call_decodes_as_the_same_token_fixed_in_the_model() {
             r#"[{ name = "tag", tokens = ["<G>", "<H>"] }]"#,
         ),
     );
-    let fixed_g = import(&dir, "fixed-g", &weights, source_key("prefix", r#"["<G>"]"#));
-    let fixed_h = import(&dir, "fixed-h", &weights, source_key("prefix", r#"["<H>"]"#));
+    let fixed_g = import(
+        &dir,
+        "fixed-g",
+        &weights,
+        source_key("prefix", r#"["<G>"]"#),
+    );
+    let fixed_h = import(
+        &dir,
+        "fixed-h",
+        &weights,
+        source_key("prefix", r#"["<H>"]"#),
+    );
     let input = lines(&SOURCES);
     let run = |model: &Path, args: &[&str]| {
         let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"run", &model, &"--ids"];
@@ -82,7 +73,10 @@ fn a_slot_chosen_per_call_decodes_as_the_same_token_fixed_in_the_model() {
         a.extend_from_slice(args);
         run(model, &a)
     };
-    assert_eq!(beam(&slotted, &["--prefix", "tag=<H>"]), beam(&fixed_h, &[]));
+    assert_eq!(
+        beam(&slotted, &["--prefix", "tag=<H>"]),
+        beam(&fixed_h, &[])
+    );
 
     // Line by line: column 2 holds the line's fields, a line without it keeps
     // --prefix's choice.
@@ -127,11 +121,19 @@ fn a_slot_chosen_per_call_decodes_as_the_same_token_fixed_in_the_model() {
     // A choice the model refuses: one line naming it and what the model offers.
     assert_one_error(
         &s2s(&[&"run", &slotted, &"--prefix", &"tag=<X>"], "abc\n"),
-        &["--prefix tag=<X>", "not one of the slot's tokens", "<G>, <H>"],
+        &[
+            "--prefix tag=<X>",
+            "not one of the slot's tokens",
+            "<G>, <H>",
+        ],
     );
     assert_one_error(
         &s2s(&[&"run", &slotted, &"--prefix", &"country=<G>"], "abc\n"),
-        &["--prefix country=<G>", "no prefix slot \"country\"", "its slots: tag"],
+        &[
+            "--prefix country=<G>",
+            "no prefix slot \"country\"",
+            "its slots: tag",
+        ],
     );
     assert_one_error(
         &s2s(&[&"run", &fixed_g, &"--prefix", &"tag=<G>"], "abc\n"),
@@ -162,7 +164,12 @@ fn a_slot_with_a_default_and_misused_keys() {
             r#"[{ name = "tag", tokens = ["<G>", "<H>"], default = "<H>" }]"#,
         ),
     );
-    let fixed_h = import(&dir, "fixed-h", &weights, source_key("prefix", r#"["<H>"]"#));
+    let fixed_h = import(
+        &dir,
+        "fixed-h",
+        &weights,
+        source_key("prefix", r#"["<H>"]"#),
+    );
     let input = lines(&SOURCES);
     assert_eq!(
         s2s_ok(&[&"run", &defaulted], &input),
@@ -221,7 +228,10 @@ fn a_slot_with_a_default_and_misused_keys() {
         ],
         "",
     );
-    assert_one_error(&out, &["bad.toml", "target.min_steps = 11 is above max_steps = 10"]);
+    assert_one_error(
+        &out,
+        &["bad.toml", "target.min_steps = 11 is above max_steps = 10"],
+    );
 }
 
 #[test]
@@ -246,7 +256,10 @@ fn min_steps_keeps_the_end_token_away_from_the_first_steps() {
         "some output is shorter than {min}: {before:?}"
     );
     let long = import(&dir, "long", &weights, |t| {
-        t.replace("max_steps = 10", &format!("max_steps = 10\nmin_steps = {min}"))
+        t.replace(
+            "max_steps = 10",
+            &format!("max_steps = 10\nmin_steps = {min}"),
+        )
     });
     for args in [&[][..], &["--beam", "1"], &["--beam", "3"]] {
         let after = counts(&long, args);
