@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn misused_keys_give_one_line_naming_them() {
-        let cases: [(&str, &str, &str, &str); 7] = [
+        let cases: [(&str, &str, &str, &str); 10] = [
             (
                 "gru",
                 "init = \"mean\"",
@@ -275,7 +275,25 @@ mod tests {
                 "gru",
                 "unk = \"<unk>\"",
                 "unk = \"<unk>\"\npad_to = 1\nprefix = [\"a\"]",
-                "source.prefix leaves no room for the source within pad_to = 1",
+                "source.prefix and source.prefix_slots leave no room for the source within pad_to = 1",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\npad_to = 2\nprefix = [\"a\"]\nprefix_slots = [{ name = \"t\", tokens = [\"b\"] }]",
+                "source.prefix and source.prefix_slots leave no room for the source within pad_to = 2",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\nprefix_slots = [{ name = \"a\", tokens = [\"a\"] }, { name = \"b\", tokens = [\"a\"] }, { name = \"c\", tokens = [\"a\"] }, { name = \"d\", tokens = [\"a\"] }, { name = \"e\", tokens = [\"a\"] }]",
+                "source.prefix_slots: at most 4 slots, not 5",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\nprefix_slots = [{ name = \"t\", tokens = [\"a\", \"b c\"] }]",
+                "token \"b c\" has a space",
             ),
         ];
         for (name, from, to, want) in cases {
