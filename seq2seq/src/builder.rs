@@ -4,6 +4,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::num::NonZeroU16;
 
 use s2s_kernels::{Layout, PrecisionKind, Requant, F32, W8A16, W8F32};
 
@@ -75,8 +76,8 @@ impl ModelBuilder {
 
     /// Adds a prefix slot called `name` offering the source tokens `tokens`, with a
     /// default token (one of them) or none: its name and tokens here, its size and
-    /// default in the description. More than [`MAX_SLOTS`](crate::desc::MAX_SLOTS) slots, or a slot of more
-    /// tokens than the description can count, is an error naming the field.
+    /// default in the description. More than [`MAX_SLOTS`](crate::desc::MAX_SLOTS) slots, or a slot of no
+    /// tokens or more than 65,535, is an error naming the field.
     pub fn slot(
         &mut self,
         name: &str,
@@ -93,10 +94,14 @@ impl ModelBuilder {
                 field: "slots",
                 value: at + 1,
             })?;
-        *place = Some(PrefixSlot {
-            size: tokens.len(),
-            default,
-        });
+        let size = u16::try_from(tokens.len())
+            .ok()
+            .and_then(NonZeroU16::new)
+            .ok_or(Error::FieldOverflow {
+                field: "slot_sizes",
+                value: tokens.len(),
+            })?;
+        *place = Some(PrefixSlot { size, default });
         self.slots.push((name.into(), tokens.to_vec()));
         Ok(self)
     }

@@ -5,6 +5,7 @@
 use s2s_kernels::part::Part;
 
 use crate::desc::{ModelDesc, Split, MAX_SLOTS};
+use crate::features::Feature;
 use crate::Error;
 
 /// A vocabulary: token `i` is the `i`-th string. Borrowed from the model file.
@@ -42,14 +43,16 @@ impl<'a> Vocab<'a> {
     /// them, so a device checks a vocabulary of 30,000 words as fast as one of 30. A
     /// slot's tokens are source ids, its default one of them, and its name is not empty
     /// and has no space, `=` or control character (a prefix is written `name=token`).
+    /// A build without the `prefix-slots` feature refuses a model with slots
+    /// ([`Error::NotCompiled`]).
     pub(crate) fn parse_section(
         b: &'a [u8],
         desc: &ModelDesc,
     ) -> Result<(Vocab<'a>, Vocab<'a>, &'a str, Slots<'a>), Error> {
         let (src, tgt) = (desc.src_vocab, desc.tgt_vocab);
-        let mut sizes = [0usize; MAX_SLOTS];
+        let mut sizes = [0u16; MAX_SLOTS];
         for (o, s) in sizes.iter_mut().zip(desc.extras.slots()) {
-            *o = s.size;
+            *o = s.size.get();
         }
         let slots = desc.extras.slots().count();
         let count = u32_at(b, 0).ok_or(Error::VocabIndex)?;
@@ -64,7 +67,7 @@ impl<'a> Vocab<'a> {
         // overflow.
         let index_end = 4 + 8 * count;
         let order_end = index_end + 2 * (src + tgt);
-        let slots_end = order_end + 2 * sizes.iter().sum::<usize>();
+        let slots_end = order_end + 2 * sizes.iter().map(|&n| usize::from(n)).sum::<usize>();
         if slots_end > b.len() {
             return Err(Error::VocabIndex);
         }
@@ -104,6 +107,14 @@ impl<'a> Vocab<'a> {
         src_v.check_tokens("source", src_order)?;
         tgt_v.check_tokens("target", tgt_order)?;
         let sep = all.checked(src + tgt)?;
+        // A build without the part neither reads nor checks slots: their model is
+        // refused here, and the part's code left out.
+        if !cfg!(feature = "prefix-slots") {
+            return match slots {
+                0 => Ok((src_v, tgt_v, sep, Slots::NONE)),
+                _ => Err(Error::NotCompiled(Feature::PrefixSlots)),
+            };
+        }
         let slots = Slots {
             names: split(src + tgt + 1, slots)?,
             ids: b.get(order_end..slots_end).ok_or(Error::VocabIndex)?,
@@ -201,7 +212,7 @@ pub struct Slots<'a> {
     /// Every slot's token ids, `u16` little-endian, slot after slot.
     ids: &'a [u8],
     /// Each slot's number of tokens (0 past the last).
-    sizes: [usize; MAX_SLOTS],
+    sizes: [u16; MAX_SLOTS],
 }
 
 impl<'a> Slots<'a> {
@@ -233,14 +244,14 @@ impl<'a> Slots<'a> {
     }
     /// The source token ids slot `i` offers, in stored order (none past the last slot).
     pub fn tokens(&self, i: usize) -> impl Iterator<Item = u16> + 'a {
-        let from: usize = self.sizes.iter().take(i).sum();
-        let n = self.sizes.get(i).copied().unwrap_or(0);
+        let from: usize = self.sizes.iter().take(i).map(|&n| usize::from(n)).sum();
+        let n = self.sizes.get(i).map_or(0, |&n| usize::from(n));
         let ids = from
             .checked_add(n)
             .and_then(|end| self.ids.get(2 * from..2 * end))
             .unwrap_or(&[]);
         ids.chunks_exact(2)
-            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .filter_map(|p| <[u8; 2]>::try_from(p).ok().map(u16::from_le_bytes))
     }
     /// Whether slot `i` offers source token `id`.
     pub fn offers(&self, i: usize, id: u16) -> bool {
@@ -313,12 +324,16 @@ impl Prefix {
     /// (the `prefix` command of the device protocol, `s2s run --prefix`), each through
     /// [`Prefix::choose`] (a later field for a slot replaces an earlier choice); a field
     /// without `=` is [`Error::PrefixField`]. The empty text changes nothing.
+    #[inline(never)]
     pub fn with_fields(
         mut self,
         slots: &Slots<'_>,
         vocab: &Vocab<'_>,
         text: &str,
     ) -> Result<Prefix, Error> {
+        if !cfg!(feature = "prefix-slots") {
+            return Err(Error::NotCompiled(Feature::PrefixSlots));
+        }
         for field in text.split(' ').filter(|f| !f.is_empty()) {
             let (name, token) = field.split_once('=').ok_or(Error::PrefixField)?;
             self.choose(slots, vocab, name, token)?;
@@ -327,7 +342,9 @@ impl Prefix {
     }
 
     /// The token of each of `desc`'s slots in turn: the chosen one, checked against
-    /// `slots`, or the slot's default.
+    /// `slots`, or the slot's default. Out of line, like [`typed_slot_token`]: their
+    /// temporaries stay off a small device's stack while the model runs.
+    #[inline(never)]
     fn resolve(
         &self,
         desc: &ModelDesc,
@@ -357,18 +374,26 @@ impl Prefix {
 /// of a prefix slot typed as text, which the source's own tokens would not mean: with
 /// [`Split::Chars`] a token of two or more characters anywhere in the line, with
 /// [`Split::Whitespace`] a word that is one.
+#[inline(never)]
 fn typed_slot_token(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,
     slots: &Slots<'_>,
     line: &str,
 ) -> Option<usize> {
+    if !cfg!(feature = "prefix-slots") {
+        return None;
+    }
     let mut first: Option<usize> = None;
     for i in 0..slots.len() {
         for s in slots.tokens(i).filter_map(|id| vocab.get(id)) {
             let at = match desc.split {
+                // Byte windows, not `str::find`: its two-way searcher would cost a
+                // device kilobytes of flash.
                 Split::Chars if s.chars().nth(1).is_some() => line
-                    .find(s)
+                    .as_bytes()
+                    .windows(s.len())
+                    .position(|w| w == s.as_bytes())
                     .map(|byte| line.get(..byte).map_or(0, |h| h.chars().count())),
                 Split::Chars => None,
                 Split::Whitespace => line.split_whitespace().position(|w| w == s),
@@ -403,7 +428,14 @@ pub fn encode_source(
     } else {
         out.len()
     };
-    let chosen = prefix.resolve(desc, slots)?;
+    // A build without the part: no slot code (a model with slots is refused).
+    let chosen = match cfg!(feature = "prefix-slots") {
+        true => prefix.resolve(desc, slots)?,
+        false if desc.extras.slots().next().is_some() => {
+            return Err(Error::NotCompiled(Feature::PrefixSlots));
+        }
+        false => [None; MAX_SLOTS],
+    };
     if let Some(position) = typed_slot_token(desc, vocab, slots, line) {
         return Err(Error::SlotTokenInSource { position });
     }

@@ -50,6 +50,7 @@ fn the_compiled_features_are_the_cargo_features() {
         cfg!(feature = "beam").then_some("beam"),
         // Every target but the Cortex-M0 family reads the v6m layout, feature or not.
         Some("v6m-layout"),
+        cfg!(feature = "prefix-slots").then_some("prefix-slots"),
     ]
     .into_iter()
     .flatten()

@@ -6,6 +6,8 @@
 //! (`source.prefix`), prefix slots (`source.prefix_slots`) and the minimum output length
 //! (`target.min_steps`). See `docs/MODEL_CONFIG.md`.
 
+use std::num::NonZeroU16;
+
 use seq2seq::desc::{Activation, Logits, ModelDesc, Ordering, PrefixSlot, MAX_PREFIX, MAX_SLOTS};
 
 use crate::error::{Place, Result};
@@ -74,8 +76,16 @@ pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result {
         })?);
     }
     for (o, s) in x.slots.iter_mut().zip(slots(cfg)?) {
+        let size = u16::try_from(s.tokens.len()).ok().and_then(NonZeroU16::new);
+        let size = size.ok_or_else(|| {
+            bad(format!(
+                "source.prefix_slots {:?}: {} tokens, 1 to 65535 allowed",
+                s.name,
+                s.tokens.len()
+            ))
+        })?;
         *o = Some(PrefixSlot {
-            size: s.tokens.len(),
+            size,
             default: s.default,
         });
     }

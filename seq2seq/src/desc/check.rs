@@ -229,9 +229,6 @@ impl ModelDesc {
             match s {
                 None => ended = true,
                 Some(_) if ended => return bad("slots: a prefix slot after an empty one"),
-                Some(s) if s.size == 0 || s.size > MAX_SIZE => {
-                    return Err(Error::BadField("slot_sizes"))
-                }
                 Some(s) => {
                     if let Some(id) = s.default.filter(|&t| t as usize >= self.src_vocab) {
                         return Err(Error::TokenOutOfRange {

@@ -1,6 +1,8 @@
 //! The description's types: [`ModelDesc`] and the variant of each part ([`CellKind`],
 //! [`Ordering`], [`ScoreKind`], [`Init`], [`Cells`], [`Extras`], ...), as plain data.
 
+use core::num::NonZeroU16;
+
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, Requant};
 
@@ -128,8 +130,10 @@ pub enum Logits {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PrefixSlot {
-    /// How many tokens the slot offers (at least 1).
-    pub size: usize,
+    /// How many tokens the slot offers (never none: with the niche of `NonZeroU16` an
+    /// `Option<PrefixSlot>` takes 6 bytes, on a device's stack in every copy of the
+    /// description).
+    pub size: NonZeroU16,
     /// The source token id a call that does not choose takes (one of the slot's
     /// tokens), or none: such a call is refused.
     pub default: Option<u16>,

@@ -1,6 +1,8 @@
 //! The stored description, [`RawDesc`]: its record, and [`ModelDesc::from_raw`] /
 //! [`ModelDesc::to_raw`], which compare every code and flag whole.
 
+use core::num::NonZeroU16;
+
 use bytemuck::{Pod, Zeroable};
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::logprob::Alpha;
@@ -243,15 +245,15 @@ impl ModelDesc {
         let mut slots = [None; MAX_SLOTS];
         let mut ended = false;
         for ((o, &size), &default) in slots.iter_mut().zip(&r.slot_sizes).zip(&r.slot_defaults) {
-            *o = match (size, default) {
-                (0, 0) => {
+            *o = match (NonZeroU16::new(size), default) {
+                (None, 0) => {
                     ended = true;
                     None
                 }
-                (0, _) => return Err(Error::BadField("slot_defaults")),
+                (None, _) => return Err(Error::BadField("slot_defaults")),
                 _ if ended => return Err(Error::BadField("slot_sizes")),
-                (size, default) => Some(PrefixSlot {
-                    size: size.into(),
+                (Some(size), default) => Some(PrefixSlot {
+                    size,
                     default: (default != NO_SLOT_TOKEN).then_some(default),
                 }),
             };
@@ -341,15 +343,6 @@ impl ModelDesc {
     /// are checked by [`ModelDesc::from_raw`], which a writer runs on the result.
     pub fn to_raw(&self) -> Result<RawDesc, Error> {
         let out_parts = parts_raw(&self.out_parts);
-        let mut slot_sizes = [0u16; MAX_SLOTS];
-        for (o, s) in slot_sizes.iter_mut().zip(&self.extras.slots) {
-            if let Some(s) = s {
-                *o = u16::try_from(s.size).map_err(|_| Error::FieldOverflow {
-                    field: "slot_sizes",
-                    value: s.size,
-                })?;
-            }
-        }
         let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
         Ok(RawDesc {
             src_vocab: stored("src_vocab", self.src_vocab)?,
@@ -406,7 +399,7 @@ impl ModelDesc {
             src_prefix: self.extras.src_prefix.map(tok),
             extra_fmts: [self.extras.fmt_attentional.frac, 0, 0, 0],
             min_steps: stored("min_steps", self.extras.min_steps)?,
-            slot_sizes,
+            slot_sizes: self.extras.slots.map(|s| s.map_or(0, |s| s.size.get())),
             slot_defaults: self
                 .extras
                 .slots

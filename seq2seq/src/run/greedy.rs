@@ -2,7 +2,7 @@
 //! a time, each lane taking its most probable token, until every lane has ended or
 //! the step cap.
 
-use s2s_kernels::float::argmax_but;
+use s2s_kernels::float::{argmax, argmax_but};
 use s2s_kernels::part::Part as _;
 use s2s_kernels::Precision;
 
@@ -44,8 +44,11 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         {
             let logits = &lane.wide[b::LOGITS][..];
             // Before `min_steps` the end token is not a choice.
-            let banned = (index < d.extras.min_steps).then_some(usize::from(d.tgt_end));
-            let y = argmax_but(logits, banned).unwrap_or(0) as u16;
+            let y = match index < d.extras.min_steps {
+                true => argmax_but(logits, usize::from(d.tgt_end)),
+                false => argmax(logits),
+            }
+            .unwrap_or(0) as u16;
             let weights = match net.attention {
                 Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
                 None => None,

@@ -295,7 +295,7 @@ fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
     for slot in x.slots.iter_mut().take(r.range(0, 2)) {
         let size = r.range(1, SLOT_TOKENS.len());
         *slot = Some(PrefixSlot {
-            size,
+            size: std::num::NonZeroU16::new(size as u16).unwrap(),
             default: Some(SLOT_TOKENS[r.range(0, size - 1)]),
         });
     }
@@ -316,8 +316,10 @@ pub fn random_builder(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> M
     b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
     b.separator = r.pick(&["", " ", "-"]).into();
     for (i, s) in d.extras.slots().enumerate() {
-        b.slots
-            .push((format!("s{i}"), SLOT_TOKENS[..s.size].to_vec()));
+        b.slots.push((
+            format!("s{i}"),
+            SLOT_TOKENS[..s.size.get() as usize].to_vec(),
+        ));
     }
     for s in d.layer_specs() {
         let id = |slot| TensorId::new(s.role, s.layer, s.dir, slot);
