@@ -446,6 +446,9 @@ where
 {
     type Error = LineError;
 
+    // Out of line: a command's temporaries (a prefix being chosen) stay off the stack
+    // while a line decodes.
+    #[inline(never)]
     fn command(&mut self, cmd: Command<'_>, out: &mut dyn Sink) -> Result<(), LineError> {
         match cmd {
             Command::Attention(on) => {
@@ -466,7 +469,7 @@ where
             }
             Command::Prefix(fields) => {
                 let net = self.net;
-                self.prefix = Prefix::NONE.with_fields(&net.slots, &net.src_vocab, fields)?;
+                self.prefix = Prefix::NONE.with_fields(&net.slots(), &net.src_vocab, fields)?;
                 log!(info, "prefix {=str}", fields);
             }
             _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),

@@ -52,8 +52,15 @@ pub struct Net<'a, P: Precision> {
     pub tgt_vocab: Vocab<'a>,
     /// String written between output tokens.
     pub separator: &'a str,
-    /// The prefix slots' names and tokens.
-    pub slots: Slots<'a>,
+    /// The vocabulary section, for [`Net::slots`].
+    vocab: &'a [u8],
+}
+
+impl<'a, P: Precision> Net<'a, P> {
+    /// The prefix slots' names and tokens ([`ModelFile::slots`]).
+    pub fn slots(&self) -> Slots<'a> {
+        Slots::in_section(self.vocab, &self.desc)
+    }
 }
 
 impl<P: Precision> core::fmt::Debug for Net<'_, P> {
@@ -163,7 +170,7 @@ fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>
         src_vocab: file.src_vocab(),
         tgt_vocab: file.tgt_vocab(),
         separator: file.separator(),
-        slots: file.slots(),
+        vocab: file.vocab_section(),
     });
 }
 

@@ -48,7 +48,7 @@ impl<'a> Vocab<'a> {
     pub(crate) fn parse_section(
         b: &'a [u8],
         desc: &ModelDesc,
-    ) -> Result<(Vocab<'a>, Vocab<'a>, &'a str, Slots<'a>), Error> {
+    ) -> Result<(Vocab<'a>, Vocab<'a>, &'a str), Error> {
         let (src, tgt) = (desc.src_vocab, desc.tgt_vocab);
         let mut sizes = [0u16; MAX_SLOTS];
         for (o, s) in sizes.iter_mut().zip(desc.extras.slots()) {
@@ -111,17 +111,12 @@ impl<'a> Vocab<'a> {
         // refused here, and the part's code left out.
         if !cfg!(feature = "prefix-slots") {
             return match slots {
-                0 => Ok((src_v, tgt_v, sep, Slots::NONE)),
+                0 => Ok((src_v, tgt_v, sep)),
                 _ => Err(Error::NotCompiled(Feature::PrefixSlots)),
             };
         }
-        let slots = Slots {
-            names: split(src + tgt + 1, slots)?,
-            ids: b.get(order_end..slots_end).ok_or(Error::VocabIndex)?,
-            sizes,
-        };
-        slots.check(desc)?;
-        Ok((src_v, tgt_v, sep, slots))
+        Slots::in_section(b, desc).check(desc)?;
+        Ok((src_v, tgt_v, sep))
     }
 
     /// `(offset, length)` of string `i`.
@@ -225,6 +220,36 @@ impl<'a> Slots<'a> {
         ids: &[],
         sizes: [0; MAX_SLOTS],
     };
+
+    /// The slots of the vocabulary section `b` of a model described by `desc`, as
+    /// [`Vocab::parse_section`] lays it out and checks it (only views here: a section it
+    /// did not accept gives slots with fewer names or tokens, never a panic). Nothing
+    /// holds them: a parsed file and a bound model keep the section, 8 bytes, and make
+    /// these 32 when asked, off a small device's stack the rest of the time.
+    pub(crate) fn in_section(b: &'a [u8], desc: &ModelDesc) -> Slots<'a> {
+        if !cfg!(feature = "prefix-slots") {
+            return Slots::NONE;
+        }
+        let mut sizes = [0u16; MAX_SLOTS];
+        for (o, s) in sizes.iter_mut().zip(desc.extras.slots()) {
+            *o = s.size.get();
+        }
+        let (named, n) = (
+            desc.src_vocab + desc.tgt_vocab + 1,
+            desc.extras.slots().count(),
+        );
+        let index_end = 4 + 8 * (named + n);
+        let order_end = index_end + 2 * (desc.src_vocab + desc.tgt_vocab);
+        let slots_end = order_end + 2 * sizes.iter().map(|&s| usize::from(s)).sum::<usize>();
+        Slots {
+            names: Vocab {
+                index: b.get(4 + 8 * named..index_end).unwrap_or(&[]),
+                strings: b.get(slots_end..).unwrap_or(&[]),
+            },
+            ids: b.get(order_end..slots_end).unwrap_or(&[]),
+            sizes,
+        }
+    }
 
     /// Number of slots.
     pub fn len(&self) -> usize {

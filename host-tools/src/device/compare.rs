@@ -39,7 +39,7 @@ fn host_side(
                 .zip(&outputs)
                 .map(|(l, o)| {
                     let t = o.as_ref().map_or(0, |d| d.source.len());
-                    let (v, slots) = (&net.src_vocab, &net.slots);
+                    let (v, slots) = (&net.src_vocab, &net.slots());
                     let valid =
                         seq2seq::vocab::encode_source(&net.desc, v, slots, prefix, l, &mut ids)
                             .map_or(t, |(_, valid)| valid);

@@ -78,7 +78,8 @@ pub fn beam_all<P: Precision>(
                 |_| Ok(()),
             )?;
             let mut out = Decoded::default();
-            if let Ok((t, _)) = encode_source(d, &net.src_vocab, &net.slots, prefix, line, &mut src)
+            if let Ok((t, _)) =
+                encode_source(d, &net.src_vocab, &net.slots(), prefix, line, &mut src)
             {
                 out.source = src[..t]
                     .iter()

@@ -200,7 +200,7 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
             for ((((line, prefix), mut out), ids), count) in each {
                 results.push(count.map(|count| {
                     let mut src = vec![0u16; self.positions];
-                    let (v, slots) = (&net.src_vocab, &net.slots);
+                    let (v, slots) = (&net.src_vocab, &net.slots());
                     if let Ok((n, _)) = encode_source(&net.desc, v, slots, prefix, line, &mut src) {
                         out.source = src[..n]
                             .iter()

@@ -136,7 +136,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         let (n, valid) = encode_source(
             &net.desc,
             &net.src_vocab,
-            &net.slots,
+            &net.slots(),
             prefix,
             line,
             lane.src_ids,
@@ -170,7 +170,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             match encode_source(
                 &net.desc,
                 &net.src_vocab,
-                &net.slots,
+                &net.slots(),
                 prefix,
                 line,
                 lane.src_ids,
