@@ -43,8 +43,8 @@ impl<'a> Vocab<'a> {
     /// them, so a device checks a vocabulary of 30,000 words as fast as one of 30. A
     /// slot's tokens are source ids, its default one of them, and its name is not empty
     /// and has no space, `=` or control character (a prefix is written `name=token`).
-    /// A build without the `prefix-slots` feature refuses a model with slots
-    /// ([`Error::NotCompiled`]).
+    /// A build without the `prefix-slots` feature does not check the slots (it binds no
+    /// model that has them: [`Error::NotCompiled`]).
     pub(crate) fn parse_section(
         b: &'a [u8],
         desc: &ModelDesc,
@@ -107,15 +107,12 @@ impl<'a> Vocab<'a> {
         src_v.check_tokens("source", src_order)?;
         tgt_v.check_tokens("target", tgt_order)?;
         let sep = all.checked(src + tgt)?;
-        // A build without the part neither reads nor checks slots: their model is
-        // refused here, and the part's code left out.
-        if !cfg!(feature = "prefix-slots") {
-            return match slots {
-                0 => Ok((src_v, tgt_v, sep)),
-                _ => Err(Error::NotCompiled(Feature::PrefixSlots)),
-            };
+        // A build without the part leaves the slots' checks out with the rest of their
+        // code: it parses such a model's file (its layout is checked above) and refuses
+        // to bind it (`Error::NotCompiled`).
+        if cfg!(feature = "prefix-slots") {
+            Slots::in_section(b, desc).check(desc)?;
         }
-        Slots::in_section(b, desc).check(desc)?;
         Ok((src_v, tgt_v, sep))
     }
 
