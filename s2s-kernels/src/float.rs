@@ -117,7 +117,9 @@ pub fn argmax<T: PartialOrd + Copy>(x: &[T]) -> Option<usize> {
 }
 
 /// [`argmax`] leaving index `skip` out (a token that cannot be chosen at this step):
-/// the first largest element of the others.
+/// the first largest element of the others. Out of line: it serves a model's first
+/// steps only.
+#[inline(never)]
 pub fn argmax_but<T: PartialOrd + Copy>(x: &[T], skip: usize) -> Option<usize> {
     let mut best: Option<(usize, T)> = None;
     for (i, &v) in x.iter().enumerate() {

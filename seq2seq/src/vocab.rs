@@ -186,7 +186,9 @@ impl<'a> Vocab<'a> {
             None
         }
     }
-    /// The id of the token spelled `s` (the first one, if several are).
+    /// The id of the token spelled `s` (the first one, if several are). Out of line:
+    /// one copy for the source's symbols, the prefix slots' names and their tokens.
+    #[inline(never)]
     pub fn find(&self, s: &str) -> Option<u16> {
         (0..self.len())
             .find(|&i| self.checked(i).ok() == Some(s))
@@ -276,11 +278,13 @@ impl<'a> Slots<'a> {
             .filter_map(|p| <[u8; 2]>::try_from(p).ok().map(u16::from_le_bytes))
     }
     /// Whether slot `i` offers source token `id`.
+    #[inline(never)]
     pub fn offers(&self, i: usize, id: u16) -> bool {
         self.tokens(i).any(|t| t == id)
     }
 
     /// The rules of [`Vocab::parse_section`] for the slots of `desc`.
+    #[cold]
     fn check(&self, desc: &ModelDesc) -> Result<(), Error> {
         let bad = |rule| Err(Error::Inconsistent(rule));
         for (i, slot) in desc.extras.slots().enumerate() {
@@ -347,6 +351,7 @@ impl Prefix {
     /// [`Prefix::choose`] (a later field for a slot replaces an earlier choice); a field
     /// without `=` is [`Error::PrefixField`]. The empty text changes nothing.
     #[inline(never)]
+    #[cold]
     pub fn with_fields(
         mut self,
         slots: &Slots<'_>,
@@ -367,6 +372,7 @@ impl Prefix {
     /// `slots`, or the slot's default. Out of line, like [`typed_slot_token`]: their
     /// temporaries stay off a small device's stack while the model runs.
     #[inline(never)]
+    #[cold]
     fn resolve(
         &self,
         desc: &ModelDesc,
@@ -397,6 +403,7 @@ impl Prefix {
 /// [`Split::Chars`] a token of two or more characters anywhere in the line, with
 /// [`Split::Whitespace`] a word that is one.
 #[inline(never)]
+#[cold]
 fn typed_slot_token(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,
@@ -437,6 +444,9 @@ fn typed_slot_token(
 /// model's fixed length. A slot's token typed in the line is refused
 /// ([`Error::SlotTokenInSource`]): it is chosen through `prefix`. Returns the number of
 /// ids written and the valid (unpadded) length.
+///
+/// Out of line: one copy serves every precision a build compiles.
+#[inline(never)]
 pub fn encode_source(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,

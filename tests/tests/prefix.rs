@@ -175,6 +175,12 @@ fn a_slot_with_a_default_and_misused_keys() {
         s2s_ok(&[&"run", &defaulted], &input),
         s2s_ok(&[&"run", &fixed_h], &input)
     );
+    // `s2s inspect` shows the slot, its tokens and its default.
+    let shown = s2s_ok(&[&"inspect", &defaulted], "");
+    assert!(
+        shown.contains(r#"prefix slot tag {"<G>", "<H>"; default "<H>"}"#),
+        "{shown}"
+    );
     // Configurations the importer refuses, each in one line naming the key.
     let config = dir.join("bad.toml");
     let text = std::fs::read_to_string(pytorch::config())
@@ -261,6 +267,11 @@ fn min_steps_keeps_the_end_token_away_from_the_first_steps() {
             &format!("max_steps = 10\nmin_steps = {min}"),
         )
     });
+    let shown = s2s_ok(&[&"inspect", &long], "");
+    assert!(
+        shown.contains("at least 4 tokens, at most 10 steps"),
+        "{shown}"
+    );
     for args in [&[][..], &["--beam", "1"], &["--beam", "3"]] {
         let after = counts(&long, args);
         assert!(after.iter().all(|&n| n >= min), "{args:?}: {after:?}");

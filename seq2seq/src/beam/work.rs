@@ -200,10 +200,14 @@ impl<'w, P: Precision> BeamWork<'w, P> {
                 expanded += 1;
                 match variant {
                     BeamVariant::InSlot | BeamVariant::FinishedSet => {
-                        for (v, &lp) in self.lp.iter().enumerate() {
-                            if Some(v) != banned {
-                                self.cands.offer(base.plus(lp), v as u16, i, cap);
-                            }
+                        // Every token but `banned`: the tokens before it, then after.
+                        let (lp, cands) = (&*self.lp, &mut self.cands);
+                        let (before, after) = unbanned(lp.len(), banned);
+                        for (v, &lp) in lp.iter().enumerate().take(before) {
+                            cands.offer(base.plus(lp), v as u16, i, cap);
+                        }
+                        for (v, &lp) in lp.iter().enumerate().skip(after) {
+                            cands.offer(base.plus(lp), v as u16, i, cap);
                         }
                     }
                     BeamVariant::Netra => {
@@ -328,10 +332,9 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         let mut top = [(P::Wide::default(), 0u16); MAX_NETRA_TOP];
         let kk = k.min(MAX_NETRA_TOP);
         let mut n = 0;
-        for (v, &lp) in self.lp.iter().enumerate() {
-            if Some(v) == banned {
-                continue;
-            }
+        let (before, after) = unbanned(self.lp.len(), banned);
+        let row = self.lp.iter().enumerate();
+        for (v, &lp) in row.clone().take(before).chain(row.skip(after)) {
             let at = place(&top, n, |(s, t)| better(lp, v as u32, s, u32::from(t)));
             if at < kk {
                 let slots = top.iter_mut().take(kk).skip(at).take(n - at + 1);
@@ -359,6 +362,15 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             }
         }
         Ok(())
+    }
+}
+
+/// The tokens of a row of `n` to propose: those before the returned first bound and
+/// those from the second on (`banned` left out; all of them without one).
+fn unbanned(n: usize, banned: Option<usize>) -> (usize, usize) {
+    match banned {
+        Some(b) if b < n => (b, b + 1),
+        _ => (n, n),
     }
 }
 
