@@ -496,10 +496,21 @@ where
         meter.counter.start();
         let decoded = if MAX_BEAM != 0 && self.beam > 1 {
             let search = Search::of(&self.net.desc, self.beam.into());
-            self.runner
-                .beam_line::<Error>(text, &self.prefix, search, &mut self.ids, &mut meter, |_| Ok(()))
+            self.runner.beam_line::<Error>(
+                text,
+                &self.prefix,
+                search,
+                &mut self.ids,
+                &mut meter,
+                |_| Ok(()),
+            )
         } else {
-            greedy(&mut self.runner, (text, &self.prefix), &mut self.ids, &mut meter)
+            greedy(
+                &mut self.runner,
+                (text, &self.prefix),
+                &mut self.ids,
+                &mut meter,
+            )
         };
         let _ = self.busy.set_low();
         let n = decoded?;
@@ -531,8 +542,13 @@ where
         // holds steps x positions weights.
         if self.attention && self.net.attention.is_some() && self.beam == 1 {
             let mut printer = AttPrinter { out, failed: false };
-            self.runner
-                .translate_line::<Error>(text, &self.prefix, &mut self.ids, &mut printer, |_| Ok(()))?;
+            self.runner.translate_line::<Error>(
+                text,
+                &self.prefix,
+                &mut self.ids,
+                &mut printer,
+                |_| Ok(()),
+            )?;
             if printer.failed {
                 return Err(LineError::Output);
             }
