@@ -40,7 +40,7 @@ pub trait LineHandler {
     fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), Self::Error>;
 
     /// Handles a command; by default none is known.
-    fn command(&mut self, cmd: Command, out: &mut dyn Sink) -> Result<(), Self::Error> {
+    fn command(&mut self, cmd: Command<'_>, out: &mut dyn Sink) -> Result<(), Self::Error> {
         let _ = (cmd, out);
         Err(HandlerError(UNKNOWN_COMMAND).into())
     }

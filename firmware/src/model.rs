@@ -34,7 +34,7 @@ use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
-use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search};
+use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Search};
 
 use embedded_hal::digital::OutputPin;
 use embedded_io::{Read, Write};
@@ -353,6 +353,8 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
     attention: bool,
     /// The beam width of the following lines (1: greedy).
     beam: u16,
+    /// The prefix slots' tokens of the following lines (`\x01prefix`).
+    prefix: Prefix,
     counter: C,
     /// High while a line is decoded.
     busy: B,
@@ -369,11 +371,11 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
 #[cfg_attr(target_has_atomic = "32", inline(never))]
 fn greedy<P: Precision, O: Observer<P>>(
     runner: &mut Runner<'_, 'static, '_, P>,
-    text: &str,
+    (text, prefix): (&str, &Prefix),
     ids: &mut [u16],
     observer: &mut O,
 ) -> Result<usize, Error> {
-    runner.translate_line::<Error>(text, ids, observer, |_| Ok(()))
+    runner.translate_line::<Error>(text, prefix, ids, observer, |_| Ok(()))
 }
 
 /// Prints one `ATT` line per decoder step.
@@ -429,6 +431,7 @@ where
             ticks: [0; MAX_STEPS],
             attention: false,
             beam: 1,
+            prefix: Prefix::NONE,
             counter: C::new(),
             busy,
             #[cfg(feature = "profile")]
@@ -443,7 +446,10 @@ where
 {
     type Error = LineError;
 
-    fn command(&mut self, cmd: Command, out: &mut dyn Sink) -> Result<(), LineError> {
+    // Out of line: a command's temporaries (a prefix being chosen) stay off the stack
+    // while a line decodes.
+    #[inline(never)]
+    fn command(&mut self, cmd: Command<'_>, out: &mut dyn Sink) -> Result<(), LineError> {
         match cmd {
             Command::Attention(on) => {
                 self.attention = on;
@@ -460,6 +466,11 @@ where
                 }
                 self.beam = k;
                 log!(info, "beam {=u16}", k);
+            }
+            Command::Prefix(fields) => {
+                let net = self.net;
+                self.prefix = Prefix::NONE.with_fields(&net.slots(), &net.src_vocab, fields)?;
+                log!(info, "prefix {=str}", fields);
             }
             _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),
         }
@@ -485,10 +496,21 @@ where
         meter.counter.start();
         let decoded = if MAX_BEAM != 0 && self.beam > 1 {
             let search = Search::of(&self.net.desc, self.beam.into());
-            self.runner
-                .beam_line::<Error>(text, search, &mut self.ids, &mut meter, |_| Ok(()))
+            self.runner.beam_line::<Error>(
+                text,
+                &self.prefix,
+                search,
+                &mut self.ids,
+                &mut meter,
+                |_| Ok(()),
+            )
         } else {
-            greedy(&mut self.runner, text, &mut self.ids, &mut meter)
+            greedy(
+                &mut self.runner,
+                (text, &self.prefix),
+                &mut self.ids,
+                &mut meter,
+            )
         };
         let _ = self.busy.set_low();
         let n = decoded?;
@@ -520,8 +542,13 @@ where
         // holds steps x positions weights.
         if self.attention && self.net.attention.is_some() && self.beam == 1 {
             let mut printer = AttPrinter { out, failed: false };
-            self.runner
-                .translate_line::<Error>(text, &mut self.ids, &mut printer, |_| Ok(()))?;
+            self.runner.translate_line::<Error>(
+                text,
+                &self.prefix,
+                &mut self.ids,
+                &mut printer,
+                |_| Ok(()),
+            )?;
             if printer.failed {
                 return Err(LineError::Output);
             }

@@ -49,5 +49,5 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>) -> Result<usize, Error> {
         }
     }
     let mut out = [0u16; 64];
-    runner.translate_line::<Error>(&line, &mut out, &mut (), |_| Ok(()))
+    runner.translate_line::<Error>(&line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))
 }

@@ -154,6 +154,8 @@ pub enum Cmd {
         attention: Option<PathBuf>,
         #[command(flatten)]
         beam: BeamArgs,
+        #[command(flatten)]
+        prefix: PrefixCli,
         /// With --beam: print the N best results of each source as
         /// `source<TAB>rank<TAB>output<TAB>score` lines (score: the sum of the natural-log
         /// probabilities of the tokens).
@@ -430,6 +432,30 @@ pub struct BeamArgs {
     pub alpha: Option<f64>,
 }
 
+/// The tokens of a model's prefix slots (`source.prefix_slots` of its configuration).
+#[derive(clap::Args)]
+pub struct PrefixCli {
+    /// Choose TOKEN for the model's prefix slot NAME (repeat for several slots; a slot
+    /// not chosen takes its default).
+    #[arg(long = "prefix", value_name = "NAME=TOKEN")]
+    pub fields: Vec<String>,
+    /// Each line's column N (2 or more; column 1 is the source) holds its own
+    /// NAME=TOKEN fields, separated by spaces, which replace --prefix's for their
+    /// slots (a line without it keeps --prefix's).
+    #[arg(long, value_name = "N")]
+    pub prefix_column: Option<usize>,
+}
+
+impl PrefixCli {
+    /// The library's form.
+    pub fn args(self) -> host_tools::model::PrefixArgs {
+        host_tools::model::PrefixArgs {
+            fields: self.fields,
+            column: self.prefix_column,
+        }
+    }
+}
+
 /// What `s2s qemu` and `s2s serial` run on the device and compare with the host.
 #[derive(clap::Args)]
 pub struct DeviceCheckArgs {
@@ -445,6 +471,10 @@ pub struct DeviceCheckArgs {
     /// variant (the board's `max_beam` is the widest).
     #[arg(long, value_name = "K")]
     pub beam: Option<usize>,
+    /// Choose TOKEN for the model's prefix slot NAME for every input, on the device and
+    /// the host (repeat for several slots; a slot not chosen takes its default).
+    #[arg(long, value_name = "NAME=TOKEN")]
+    pub prefix: Vec<String>,
     /// Exit 0 even if the device rejected inputs (each is still reported with its
     /// reason, e.g. longer than the board's positions).
     #[arg(long)]

@@ -200,9 +200,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             ids,
             attention,
             beam,
+            prefix,
             nbest,
         } => {
             let beam = beam_options(&beam)?;
+            let prefix = prefix.args();
             host_tools::io::distinct_outputs(&[
                 ("the decoded lines", Some(std::path::Path::new("-"))),
                 ("--attention", attention.as_deref()),
@@ -212,6 +214,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 ids,
                 attention: attention.as_deref(),
                 beam,
+                prefix: Some(&prefix),
                 nbest,
             };
             let failed = model::run::run_file(
@@ -345,6 +348,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             let options = QemuOptions {
                 attention: check.attention,
                 beam: device_beam(&check)?,
+                prefix: check.prefix.clone(),
                 timeout: Duration::from_secs(board.timeout),
                 release: !debug,
                 firmware_dir,
@@ -375,6 +379,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 board,
                 attention: check.attention,
                 beam: device_beam(&check)?,
+                prefix: check.prefix.clone(),
                 allow_rejects: check.allow_rejects,
                 timeout: Duration::from_secs(timeout),
             };
@@ -394,6 +399,7 @@ struct SerialArgs {
     board: Option<String>,
     attention: bool,
     beam: Option<usize>,
+    prefix: Vec<String>,
     allow_rejects: bool,
     timeout: Duration,
 }
@@ -411,6 +417,7 @@ fn serial(
         board: a.board.as_deref().map(device::board).transpose()?,
         attention: a.attention,
         beam: a.beam,
+        prefix: a.prefix,
         timeout: a.timeout,
         ..device::serial::SerialOptions::new(a.port)
     };

@@ -80,7 +80,8 @@ enum S2sStatus s2s_workspace_bytes(const struct S2sModel *model, size_t position
 // writes the output text (the output tokens joined by the model's separator) to `out`,
 // NUL-terminated, and its length without the NUL to `*out_len`. The workspace
 // (`workspace_bytes` bytes, 4-byte aligned) is planned for `positions` source positions
-// as in `s2s_workspace_bytes`.
+// as in `s2s_workspace_bytes`. A model's prefix slots take their defaults (the C API
+// does not choose them: a slot without a default refuses every source).
 //
 // # Safety
 //

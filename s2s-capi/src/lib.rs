@@ -205,7 +205,8 @@ pub unsafe extern "C" fn s2s_workspace_bytes(
 /// writes the output text (the output tokens joined by the model's separator) to `out`,
 /// NUL-terminated, and its length without the NUL to `*out_len`. The workspace
 /// (`workspace_bytes` bytes, 4-byte aligned) is planned for `positions` source positions
-/// as in `s2s_workspace_bytes`.
+/// as in `s2s_workspace_bytes`. A model's prefix slots take their defaults (the C API
+/// does not choose them: a slot without a default refuses every source).
 ///
 /// # Safety
 ///
@@ -393,17 +394,23 @@ impl Task for Translate<'_, '_, '_> {
         let mut ids = [0u16; S2S_MAX_STEPS];
         let mut written = 0usize;
         let out = self.out;
-        runner.translate_line::<S2sStatus>(self.line, &mut ids, &mut (), |s| {
-            let end = written
-                .checked_add(s.len())
-                .filter(|&end| end < out.len())
-                .ok_or(S2sStatus::OutputTooSmall)?;
-            out.get_mut(written..end)
-                .ok_or(S2sStatus::OutputTooSmall)?
-                .copy_from_slice(s.as_bytes());
-            written = end;
-            Ok(())
-        })?;
+        runner.translate_line::<S2sStatus>(
+            self.line,
+            &seq2seq::Prefix::NONE,
+            &mut ids,
+            &mut (),
+            |s| {
+                let end = written
+                    .checked_add(s.len())
+                    .filter(|&end| end < out.len())
+                    .ok_or(S2sStatus::OutputTooSmall)?;
+                out.get_mut(written..end)
+                    .ok_or(S2sStatus::OutputTooSmall)?
+                    .copy_from_slice(s.as_bytes());
+                written = end;
+                Ok(())
+            },
+        )?;
         *out.get_mut(written).ok_or(S2sStatus::OutputTooSmall)? = 0;
         Ok(written)
     }

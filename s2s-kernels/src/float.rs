@@ -116,6 +116,21 @@ pub fn argmax<T: PartialOrd + Copy>(x: &[T]) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
+/// [`argmax`] leaving index `skip` out (a token that cannot be chosen at this step):
+/// the first largest element of the others. Out of line: it serves a model's first
+/// steps only.
+#[inline(never)]
+pub fn argmax_but<T: PartialOrd + Copy>(x: &[T], skip: usize) -> Option<usize> {
+    let mut best: Option<(usize, T)> = None;
+    for (i, &v) in x.iter().enumerate() {
+        let is_nan = v.partial_cmp(&v).is_none();
+        if i != skip && !is_nan && best.is_none_or(|(_, b)| v > b) {
+            best = Some((i, v));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
 /// Numerically stable softmax: `out_i = e^(x_i - max) / sum_j e^(x_j - max)`.
 ///
 /// Writes `min(x.len(), out.len())` elements and returns the denominator
@@ -206,6 +221,31 @@ mod tests {
         assert_eq!(argmax(&[f32::NAN, 1.0, 0.5]), Some(1));
         assert_eq!(argmax(&[0.5, f32::NAN, 1.0]), Some(2));
         assert_eq!(argmax(&[-4i32, -2, -2]), Some(1));
+    }
+
+    #[test]
+    fn argmax_but_is_the_first_maximum_of_the_others() {
+        // Every index left out (and one past the end) of rows with ties and NaN, against
+        // the first maximum of the rest.
+        let rows: [&[f32]; 5] = [
+            &[1.0, 3.0, 3.0, 2.0],
+            &[3.0, 1.0, 3.0],
+            &[f32::NAN, 1.0, 0.5],
+            &[2.0],
+            &[],
+        ];
+        for x in rows {
+            for skip in 0..=x.len() + 1 {
+                let want = (0..x.len()).filter(|&i| i != skip && !x[i].is_nan()).fold(
+                    None,
+                    |b: Option<usize>, i| match b {
+                        Some(j) if x[j] >= x[i] => Some(j),
+                        _ => Some(i),
+                    },
+                );
+                assert_eq!(argmax_but(x, skip), want, "{x:?} without {skip:?}");
+            }
+        }
     }
 
     #[test]

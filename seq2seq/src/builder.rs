@@ -4,10 +4,11 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::num::NonZeroU16;
 
 use s2s_kernels::{Layout, PrecisionKind, Requant, F32, W8A16, W8F32};
 
-use crate::desc::ModelDesc;
+use crate::desc::{ModelDesc, PrefixSlot};
 use crate::format::{
     bias_words, crc32, DType, RawHeader, RawTensor, Role, Slot, TensorId, ALIGN, HEADER_LEN, MAGIC,
     VERSION,
@@ -45,6 +46,10 @@ pub struct ModelBuilder {
     pub tgt_vocab: Vec<String>,
     /// Output separator.
     pub separator: String,
+    /// The prefix slots' names and source token ids, in the order of the description's
+    /// slots (`desc.extras.slots`, which holds their sizes and defaults: see
+    /// [`ModelBuilder::slot`]).
+    pub slots: Vec<(String, Vec<u16>)>,
     /// Tensors, in file order.
     pub tensors: Vec<TensorData>,
 }
@@ -64,8 +69,41 @@ impl ModelBuilder {
             src_vocab: Vec::new(),
             tgt_vocab: Vec::new(),
             separator: String::new(),
+            slots: Vec::new(),
             tensors: Vec::new(),
         }
+    }
+
+    /// Adds a prefix slot called `name` offering the source tokens `tokens`, with a
+    /// default token (one of them) or none: its name and tokens here, its size and
+    /// default in the description. More than [`MAX_SLOTS`](crate::desc::MAX_SLOTS) slots, or a slot of no
+    /// tokens or more than 65,535, is an error naming the field.
+    pub fn slot(
+        &mut self,
+        name: &str,
+        tokens: &[u16],
+        default: Option<u16>,
+    ) -> Result<&mut Self, Error> {
+        let at = self.slots.len();
+        let place = self
+            .desc
+            .extras
+            .slots
+            .get_mut(at)
+            .ok_or(Error::FieldOverflow {
+                field: "slots",
+                value: at + 1,
+            })?;
+        let size = u16::try_from(tokens.len())
+            .ok()
+            .and_then(NonZeroU16::new)
+            .ok_or(Error::FieldOverflow {
+                field: "slot_sizes",
+                value: tokens.len(),
+            })?;
+        *place = Some(PrefixSlot { size, default });
+        self.slots.push((name.into(), tokens.to_vec()));
+        Ok(self)
     }
 
     /// Adds (or replaces) a tensor.
@@ -180,6 +218,7 @@ impl ModelBuilder {
             .chain(&self.tgt_vocab)
             .map(String::as_str)
             .chain([self.separator.as_str()])
+            .chain(self.slots.iter().map(|(name, _)| name.as_str()))
             .collect();
         let mut vocab = Vec::new();
         vocab.extend_from_slice(&u32_of("vocabulary size", strings.len())?.to_le_bytes());
@@ -202,6 +241,12 @@ impl ModelBuilder {
                     .cmp(tokens[b as usize].as_bytes())
             });
             for id in ids {
+                vocab.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+        // Each slot's token ids, in the order of the description's slots.
+        for (_, tokens) in &self.slots {
+            for id in tokens {
                 vocab.extend_from_slice(&id.to_le_bytes());
             }
         }

@@ -210,6 +210,26 @@ pub enum Error {
         /// The symbol (its first character for words).
         ch: char,
     },
+    /// A prefix names a slot the model does not have.
+    NoSuchSlot,
+    /// A prefix chooses a token that is not one of its slot's (or chooses one for a
+    /// slot past the model's last).
+    NotInSlot {
+        /// The slot, counting from 0.
+        slot: usize,
+    },
+    /// A prefix slot without a default was given no token.
+    NoPrefixToken {
+        /// The slot, counting from 0.
+        slot: usize,
+    },
+    /// A prefix field is not `name=token`.
+    PrefixField,
+    /// A prefix slot's token is typed in the source text (it is chosen as a prefix).
+    SlotTokenInSource {
+        /// Where, counting from 1 (in characters or words).
+        position: usize,
+    },
     /// A beam search wider than the workspace holds (or zero wide).
     BeamTooWide {
         /// The width asked for.
@@ -284,6 +304,11 @@ impl Error {
             Error::InputTooLong { .. } => "input too long",
             Error::EmptyInput => "empty input",
             Error::UnknownSymbol { .. } => "symbol not in the source vocabulary",
+            Error::NoSuchSlot => "no prefix slot of that name",
+            Error::NotInSlot { .. } => "token not one of its prefix slot's",
+            Error::NoPrefixToken { .. } => "prefix slot without a token",
+            Error::PrefixField => "prefix field not name=token",
+            Error::SlotTokenInSource { .. } => "prefix slot token typed in the source",
             Error::BeamTooWide { .. } => "beam width over the workspace's capacity",
             Error::OutputTooSmall { .. } => "output buffer shorter than the most steps",
             Error::Rnn(_) => "recurrent layer shape error",
@@ -391,7 +416,18 @@ impl Describe for Error {
             Error::OutputTooSmall { needed, available } => say!(out;
                 "output buffer holds ", available, " tokens, the model may produce ", needed
             ),
-            Error::EmptyInput => out.put(self.as_str()),
+            Error::NotInSlot { slot } => say!(out;
+                "the token is not one of those of prefix slot ", slot + 1
+            ),
+            Error::NoPrefixToken { slot } => say!(out;
+                "prefix slot ", slot + 1, " has no default: choose its token"
+            ),
+            Error::PrefixField => out.put("a prefix is name=token fields separated by spaces"),
+            Error::SlotTokenInSource { position } => say!(out;
+                "a prefix slot's token is typed in the source at position ", position,
+                ": choose it as the prefix instead"
+            ),
+            Error::EmptyInput | Error::NoSuchSlot => out.put(self.as_str()),
             // Without `error-text` (a smaller device build), the rest, a bad model file
             // or a shape the binding would have caught, is its fixed text and subject.
             _ if !cfg!(feature = "error-text") => match self.subject() {

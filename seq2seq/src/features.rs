@@ -30,6 +30,9 @@ s2s_kernels::named_enum! {
         /// The Cortex-M0 kernel of the `v6m` weight layout
         /// ([`Layout::V6m`](s2s_kernels::Layout::V6m)); other targets read it without.
         V6mLayout = 6 => "v6m-layout",
+        /// Prefix slots: source tokens chosen per call
+        /// ([`Prefix`](crate::vocab::Prefix)).
+        PrefixSlots = 7 => "prefix-slots",
     }
 }
 
@@ -44,6 +47,7 @@ impl Feature {
             Feature::Bridge => cfg!(feature = "bridge"),
             Feature::Beam => cfg!(feature = "beam"),
             Feature::V6mLayout => Layout::V6m.compiled(),
+            Feature::PrefixSlots => cfg!(feature = "prefix-slots"),
         }
     }
 }

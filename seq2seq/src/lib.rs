@@ -23,7 +23,7 @@
 //! runs any model within its capacities.
 //!
 //! ```no_run
-//! use seq2seq::{ModelFile, Net, Runner};
+//! use seq2seq::{ModelFile, Net, Prefix, Runner};
 //! use s2s_kernels::W8A16;
 //!
 //! # fn main() -> Result<(), seq2seq::Error> {
@@ -33,7 +33,8 @@
 //! let mut arena = [0u32; 4096]; // at least Plan::new::<W8A16>(file.desc(), 32).bytes()
 //! let mut runner = Runner::new(&net, &mut arena, 32)?;
 //! let mut out = [0u16; 64];
-//! runner.translate_line::<seq2seq::Error>("hello", &mut out, &mut (), |s| {
+//! // The model's own prefix (see `Prefix::parse` to choose a prefix slot's token).
+//! runner.translate_line::<seq2seq::Error>("hello", &Prefix::NONE, &mut out, &mut (), |s| {
 //!     // write s to the UART
 //!     Ok(())
 //! })?;
@@ -67,4 +68,4 @@ pub use net::{ModelPrecision, Net};
 pub use plan::Plan;
 pub use run::{Observer, Probe, Runner, Step, Values};
 pub use s2s_kernels::{Precision, PrecisionKind};
-pub use vocab::Vocab;
+pub use vocab::{Prefix, Slots, Vocab};

@@ -15,7 +15,7 @@ use s2s_kernels::{Fmt, Linear, Precision};
 use crate::desc::ScoreKind;
 use crate::desc::{CellKind, Init, ModelDesc, Ordering, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, TensorId};
-use crate::vocab::Vocab;
+use crate::vocab::{Slots, Vocab};
 use crate::Error;
 
 pub use crate::format::ModelPrecision;
@@ -52,6 +52,15 @@ pub struct Net<'a, P: Precision> {
     pub tgt_vocab: Vocab<'a>,
     /// String written between output tokens.
     pub separator: &'a str,
+    /// The vocabulary section, for [`Net::slots`].
+    vocab: &'a [u8],
+}
+
+impl<'a, P: Precision> Net<'a, P> {
+    /// The prefix slots' names and tokens ([`ModelFile::slots`]).
+    pub fn slots(&self) -> Slots<'a> {
+        Slots::in_section(self.vocab, &self.desc)
+    }
 }
 
 impl<P: Precision> core::fmt::Debug for Net<'_, P> {
@@ -161,6 +170,7 @@ fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>
         src_vocab: file.src_vocab(),
         tgt_vocab: file.tgt_vocab(),
         separator: file.separator(),
+        vocab: file.vocab_section(),
     });
 }
 

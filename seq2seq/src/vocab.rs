@@ -1,9 +1,11 @@
-//! Vocabularies: token strings stored in the model file, and the conversion of a source
-//! line into token ids and of output ids back into text.
+//! Vocabularies: token strings stored in the model file, the prefix slots stored with
+//! them ([`Slots`]) and the tokens a call chooses from them ([`Prefix`]), and the
+//! conversion of a source line into token ids and of output ids back into text.
 
 use s2s_kernels::part::Part;
 
-use crate::desc::{ModelDesc, Split};
+use crate::desc::{ModelDesc, Split, MAX_SLOTS};
+use crate::features::Feature;
 use crate::Error;
 
 /// A vocabulary: token `i` is the `i`-th string. Borrowed from the model file.
@@ -21,43 +23,57 @@ fn u32_at(b: &[u8], i: usize) -> Option<usize> {
 }
 
 impl<'a> Vocab<'a> {
-    /// Parses the vocabulary section (see [`crate::format`]):
+    /// Parses the vocabulary section (see [`crate::format`]) of a model described by
+    /// `desc`:
     ///
     /// ```text
-    /// count                       u32: source tokens + target tokens + 1
+    /// count                       u32: source tokens + target tokens + 1 + prefix slots
     /// (offset, length) x count    u32 pairs into the strings below
     /// source order                u16 x source tokens: the ids sorted by their bytes
     /// target order                u16 x target tokens: likewise
-    /// strings                     UTF-8: source tokens, target tokens, separator
+    /// slot tokens                 u16 x the slots' sizes: each slot's source ids in turn
+    /// strings                     UTF-8: source tokens, target tokens, separator, the
+    ///                             slots' names
     /// ```
     ///
     /// The strings follow one another with nothing left over. Every token must be
     /// non-empty and distinct from the others of its vocabulary (the separator may be
     /// empty): the stored orders make that one comparison per token, since strings in
     /// strictly increasing order are distinct and `n` distinct ids below `n` are all of
-    /// them, so a device checks a vocabulary of 30,000 words as fast as one of 30.
+    /// them, so a device checks a vocabulary of 30,000 words as fast as one of 30. A
+    /// slot's tokens are source ids, its default one of them, and its name is not empty
+    /// and has no space, `=` or control character (a prefix is written `name=token`).
+    /// A build without the `prefix-slots` feature does not check the slots (it binds no
+    /// model that has them: [`Error::NotCompiled`]).
     pub(crate) fn parse_section(
         b: &'a [u8],
-        src: usize,
-        tgt: usize,
+        desc: &ModelDesc,
     ) -> Result<(Vocab<'a>, Vocab<'a>, &'a str), Error> {
+        let (src, tgt) = (desc.src_vocab, desc.tgt_vocab);
+        let mut sizes = [0u16; MAX_SLOTS];
+        for (o, s) in sizes.iter_mut().zip(desc.extras.slots()) {
+            *o = s.size.get();
+        }
+        let slots = desc.extras.slots().count();
         let count = u32_at(b, 0).ok_or(Error::VocabIndex)?;
-        let expected = src + tgt + 1;
+        let expected = src + tgt + 1 + slots;
         if count != expected {
             return Err(Error::VocabCount {
                 found: count as u32,
                 expected,
             });
         }
-        // `count` is at most 2 * 65535 + 1: no overflow.
+        // `count` is at most 2 * 65535 + 5 and the slots hold at most 4 * 65535 ids: no
+        // overflow.
         let index_end = 4 + 8 * count;
         let order_end = index_end + 2 * (src + tgt);
-        if order_end > b.len() {
+        let slots_end = order_end + 2 * sizes.iter().map(|&n| usize::from(n)).sum::<usize>();
+        if slots_end > b.len() {
             return Err(Error::VocabIndex);
         }
         let all = Vocab {
             index: b.get(4..index_end).ok_or(Error::VocabIndex)?,
-            strings: b.get(order_end..).ok_or(Error::VocabIndex)?,
+            strings: b.get(slots_end..).ok_or(Error::VocabIndex)?,
         };
         let mut next = 0;
         for i in 0..count {
@@ -91,6 +107,12 @@ impl<'a> Vocab<'a> {
         src_v.check_tokens("source", src_order)?;
         tgt_v.check_tokens("target", tgt_order)?;
         let sep = all.checked(src + tgt)?;
+        // A build without the part leaves the slots' checks out with the rest of their
+        // code: it parses such a model's file (its layout is checked above) and refuses
+        // to bind it (`Error::NotCompiled`).
+        if cfg!(feature = "prefix-slots") {
+            Slots::in_section(b, desc).check(desc)?;
+        }
         Ok((src_v, tgt_v, sep))
     }
 
@@ -164,7 +186,9 @@ impl<'a> Vocab<'a> {
             None
         }
     }
-    /// The id of the token spelled `s` (the first one, if several are).
+    /// The id of the token spelled `s` (the first one, if several are). Out of line:
+    /// one copy for the source's symbols, the prefix slots' names and their tokens.
+    #[inline(never)]
     pub fn find(&self, s: &str) -> Option<u16> {
         (0..self.len())
             .find(|&i| self.checked(i).ok() == Some(s))
@@ -172,14 +196,262 @@ impl<'a> Vocab<'a> {
     }
 }
 
+/// A model's prefix slots: each one's name and the source tokens it offers (their ids),
+/// borrowed from the model file; the sizes and defaults are the description's
+/// ([`crate::desc::PrefixSlot`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Slots<'a> {
+    /// The slots' names.
+    names: Vocab<'a>,
+    /// Every slot's token ids, `u16` little-endian, slot after slot.
+    ids: &'a [u8],
+    /// Each slot's number of tokens (0 past the last).
+    sizes: [u16; MAX_SLOTS],
+}
+
+impl<'a> Slots<'a> {
+    /// No slot.
+    pub const NONE: Slots<'static> = Slots {
+        names: Vocab {
+            index: &[],
+            strings: &[],
+        },
+        ids: &[],
+        sizes: [0; MAX_SLOTS],
+    };
+
+    /// The slots of the vocabulary section `b` of a model described by `desc`, as
+    /// [`Vocab::parse_section`] lays it out and checks it (only views here: a section it
+    /// did not accept gives slots with fewer names or tokens, never a panic). Nothing
+    /// holds them: a parsed file and a bound model keep the section, 8 bytes, and make
+    /// these 32 when asked, off a small device's stack the rest of the time.
+    pub(crate) fn in_section(b: &'a [u8], desc: &ModelDesc) -> Slots<'a> {
+        if !cfg!(feature = "prefix-slots") {
+            return Slots::NONE;
+        }
+        let mut sizes = [0u16; MAX_SLOTS];
+        for (o, s) in sizes.iter_mut().zip(desc.extras.slots()) {
+            *o = s.size.get();
+        }
+        let (named, n) = (
+            desc.src_vocab + desc.tgt_vocab + 1,
+            desc.extras.slots().count(),
+        );
+        let index_end = 4 + 8 * (named + n);
+        let order_end = index_end + 2 * (desc.src_vocab + desc.tgt_vocab);
+        let slots_end = order_end + 2 * sizes.iter().map(|&s| usize::from(s)).sum::<usize>();
+        Slots {
+            names: Vocab {
+                index: b.get(4 + 8 * named..index_end).unwrap_or(&[]),
+                strings: b.get(slots_end..).unwrap_or(&[]),
+            },
+            ids: b.get(order_end..slots_end).unwrap_or(&[]),
+            sizes,
+        }
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+    /// True when the model has no slot.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The name of slot `i`.
+    pub fn name(&self, i: usize) -> Option<&'a str> {
+        u16::try_from(i).ok().and_then(|i| self.names.get(i))
+    }
+    /// The slot named `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.names.find(name).map(usize::from)
+    }
+    /// The source token ids slot `i` offers, in stored order (none past the last slot).
+    pub fn tokens(&self, i: usize) -> impl Iterator<Item = u16> + 'a {
+        let from: usize = self.sizes.iter().take(i).map(|&n| usize::from(n)).sum();
+        let n = self.sizes.get(i).map_or(0, |&n| usize::from(n));
+        let ids = from
+            .checked_add(n)
+            .and_then(|end| self.ids.get(2 * from..2 * end))
+            .unwrap_or(&[]);
+        ids.chunks_exact(2)
+            .filter_map(|p| <[u8; 2]>::try_from(p).ok().map(u16::from_le_bytes))
+    }
+    /// Whether slot `i` offers source token `id`.
+    #[inline(never)]
+    pub fn offers(&self, i: usize, id: u16) -> bool {
+        self.tokens(i).any(|t| t == id)
+    }
+
+    /// The rules of [`Vocab::parse_section`] for the slots of `desc`.
+    #[cold]
+    fn check(&self, desc: &ModelDesc) -> Result<(), Error> {
+        let bad = |rule| Err(Error::Inconsistent(rule));
+        for (i, slot) in desc.extras.slots().enumerate() {
+            let name = self.name(i).unwrap_or("");
+            if name.is_empty() || name.chars().any(|c| c == ' ' || c == '=' || c.is_control()) {
+                return bad("slots: a name empty or with a space, `=` or control character");
+            }
+            if self.names.find(name) != u16::try_from(i).ok() {
+                return bad("slots: two slots of one name");
+            }
+            if let Some(id) = self.tokens(i).find(|&t| t as usize >= desc.src_vocab) {
+                return Err(Error::TokenOutOfRange {
+                    what: "slot token",
+                    id: id.into(),
+                    vocab: desc.src_vocab,
+                });
+            }
+            if slot.default.is_some_and(|d| !self.offers(i, d)) {
+                return bad("slots: a default that is not one of the slot's tokens");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The tokens one call chooses for a model's prefix slots: source token ids by slot,
+/// `None` for a slot's default. [`Prefix::NONE`] chooses nothing (every slot takes its
+/// default). Built by [`Prefix::choose`] or [`Prefix::with_fields`] from names; checked
+/// against the model's slots again when a source is encoded ([`encode_source`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Prefix {
+    /// The token chosen for each slot, `None`: its default.
+    pub ids: [Option<u16>; MAX_SLOTS],
+}
+
+impl Prefix {
+    /// Nothing chosen: every slot takes its default.
+    pub const NONE: Prefix = Prefix {
+        ids: [None; MAX_SLOTS],
+    };
+
+    /// Chooses the source token spelled `token` for the slot called `name`: an error
+    /// when the model has no such slot ([`Error::NoSuchSlot`]) or the token is not one of
+    /// the slot's ([`Error::NotInSlot`]).
+    pub fn choose(
+        &mut self,
+        slots: &Slots<'_>,
+        vocab: &Vocab<'_>,
+        name: &str,
+        token: &str,
+    ) -> Result<(), Error> {
+        let slot = slots.find(name).ok_or(Error::NoSuchSlot)?;
+        let id = vocab
+            .find(token)
+            .filter(|&id| slots.offers(slot, id))
+            .ok_or(Error::NotInSlot { slot })?;
+        *self.ids.get_mut(slot).ok_or(Error::NoSuchSlot)? = Some(id);
+        Ok(())
+    }
+
+    /// This prefix with the choices of `text`, `name=token` fields separated by spaces
+    /// (the `prefix` command of the device protocol, `s2s run --prefix`), each through
+    /// [`Prefix::choose`] (a later field for a slot replaces an earlier choice); a field
+    /// without `=` is [`Error::PrefixField`]. The empty text changes nothing.
+    #[inline(never)]
+    #[cold]
+    pub fn with_fields(
+        mut self,
+        slots: &Slots<'_>,
+        vocab: &Vocab<'_>,
+        text: &str,
+    ) -> Result<Prefix, Error> {
+        if !cfg!(feature = "prefix-slots") {
+            return Err(Error::NotCompiled(Feature::PrefixSlots));
+        }
+        for field in text.split(' ').filter(|f| !f.is_empty()) {
+            let (name, token) = field.split_once('=').ok_or(Error::PrefixField)?;
+            self.choose(slots, vocab, name, token)?;
+        }
+        Ok(self)
+    }
+
+    /// The token of each of `desc`'s slots in turn: the chosen one, checked against
+    /// `slots`, or the slot's default. Out of line, like [`typed_slot_token`]: their
+    /// temporaries stay off a small device's stack while the model runs.
+    #[inline(never)]
+    #[cold]
+    fn resolve(
+        &self,
+        desc: &ModelDesc,
+        slots: &Slots<'_>,
+    ) -> Result<[Option<u16>; MAX_SLOTS], Error> {
+        let n = desc.extras.slots().count();
+        if let Some(slot) = self.ids.iter().skip(n).position(Option::is_some) {
+            return Err(Error::NotInSlot { slot: n + slot });
+        }
+        let mut out = [None; MAX_SLOTS];
+        for (slot, (o, (s, chosen))) in out
+            .iter_mut()
+            .zip(desc.extras.slots().zip(self.ids))
+            .enumerate()
+        {
+            let id = chosen.or(s.default).ok_or(Error::NoPrefixToken { slot })?;
+            if !slots.offers(slot, id) {
+                return Err(Error::NotInSlot { slot });
+            }
+            *o = Some(id);
+        }
+        Ok(out)
+    }
+}
+
+/// The first place (counting from 1, in characters or words) where `line` holds a token
+/// of a prefix slot typed as text, which the source's own tokens would not mean: with
+/// [`Split::Chars`] a token of two or more characters anywhere in the line, with
+/// [`Split::Whitespace`] a word that is one.
+#[inline(never)]
+#[cold]
+fn typed_slot_token(
+    desc: &ModelDesc,
+    vocab: &Vocab<'_>,
+    slots: &Slots<'_>,
+    line: &str,
+) -> Option<usize> {
+    if !cfg!(feature = "prefix-slots") {
+        return None;
+    }
+    let mut first: Option<usize> = None;
+    for i in 0..slots.len() {
+        for s in slots.tokens(i).filter_map(|id| vocab.get(id)) {
+            let at = match desc.split {
+                // Byte windows, not `str::find`: its two-way searcher would cost a
+                // device kilobytes of flash.
+                Split::Chars if s.chars().nth(1).is_some() => line
+                    .as_bytes()
+                    .windows(s.len())
+                    .position(|w| w == s.as_bytes())
+                    .map(|byte| line.get(..byte).map_or(0, |h| h.chars().count())),
+                Split::Chars => None,
+                Split::Whitespace => line.split_whitespace().position(|w| w == s),
+            };
+            if let Some(at) = at {
+                first = Some(first.map_or(at, |f| f.min(at)));
+            }
+        }
+    }
+    first.map(|at| at + 1)
+}
+
 /// Converts a source line into token ids as the model expects them: the model's fixed
-/// prefix tokens first (a language or domain tag), then optional ASCII lowercasing, split into characters or white-space separated words, unknown tokens
-/// mapped to the unknown id (or an error naming the character and its position when
-/// the model has none), the end-of-source token appended, and padding to the model's
-/// fixed length. Returns the number of ids written and the valid (unpadded) length.
+/// prefix tokens first (a language or domain tag), then one token per prefix slot
+/// (`prefix`'s choice or the slot's default, see [`Prefix`]), then the line: optional
+/// ASCII lowercasing, split into characters or white-space separated words, unknown
+/// tokens mapped to the unknown id (or an error naming the character and its position
+/// when the model has none), the end-of-source token appended, and padding to the
+/// model's fixed length. A slot's token typed in the line is refused
+/// ([`Error::SlotTokenInSource`]): it is chosen through `prefix`. Returns the number of
+/// ids written and the valid (unpadded) length.
+///
+/// Out of line: one copy serves every precision a build compiles.
+#[inline(never)]
 pub fn encode_source(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,
+    slots: &Slots<'_>,
+    prefix: &Prefix,
     line: &str,
     out: &mut [u16],
 ) -> Result<(usize, usize), Error> {
@@ -188,6 +460,17 @@ pub fn encode_source(
     } else {
         out.len()
     };
+    // A build without the part: no slot code (a model with slots is refused).
+    let chosen = match cfg!(feature = "prefix-slots") {
+        true => prefix.resolve(desc, slots)?,
+        false if desc.extras.slots().next().is_some() => {
+            return Err(Error::NotCompiled(Feature::PrefixSlots));
+        }
+        false => [None; MAX_SLOTS],
+    };
+    if let Some(position) = typed_slot_token(desc, vocab, slots, line) {
+        return Err(Error::SlotTokenInSource { position });
+    }
     let mut n = 0;
     let mut push = |id: u16, n: &mut usize, len: usize| -> Result<(), Error> {
         // `max` is at most the buffer's length: past it is too long.
@@ -200,9 +483,9 @@ pub fn encode_source(
             _ => Err(Error::InputTooLong { len, max }),
         }
     };
-    let prefix = desc.extras.prefix().count();
+    let prefix = desc.extras.prefix_len();
     let words = prefix + count_tokens(desc.split, line) + desc.src_eos.is_some() as usize;
-    for id in desc.extras.prefix() {
+    for id in desc.extras.prefix().chain(chosen.into_iter().flatten()) {
         push(id, &mut n, words)?;
     }
     let lookup = |tok: &str, position: usize, ch: char| -> Result<u16, Error> {

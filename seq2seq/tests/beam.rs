@@ -8,7 +8,9 @@ use common::{random_builder, random_desc, Rng};
 use s2s_kernels::logprob::Score;
 use s2s_kernels::{PrecisionKind, F32, W8A16, W8F32};
 use seq2seq::builder::aligned;
-use seq2seq::{BeamPlan, BeamVariant, Error, ModelFile, ModelPrecision, Net, Plan, Runner, Search};
+use seq2seq::{
+    BeamPlan, BeamVariant, Error, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Search,
+};
 
 const LINES: [&str; 5] = ["a", "abc", "dcba", "b b", "cadcab"];
 
@@ -27,7 +29,9 @@ fn decode_both<P: ModelPrecision>(
     let mut arena = vec![0u32; Plan::new::<P>(d, positions).bytes() / 4];
     let mut greedy = Runner::new(&net, &mut arena, positions)?;
     let mut out = vec![0u16; d.max_steps];
-    let n = greedy.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+    let n =
+        greedy
+            .translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
     let greedy_ids = out[..n].to_vec();
     let k = *widths.iter().max().unwrap();
     let bytes = Plan::new::<P>(d, positions).bytes() + BeamPlan::new::<P>(d, k).bytes();
@@ -38,7 +42,14 @@ fn decode_both<P: ModelPrecision>(
         for &w in widths {
             let mut search = Search::of(d, w);
             search.rule.variant = variant;
-            let n = runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+            let n = runner.beam_line::<Error>(
+                line,
+                &seq2seq::Prefix::NONE,
+                search,
+                &mut out,
+                &mut (),
+                |_| Ok(()),
+            )?;
             let best = runner.hypothesis(0).expect("a best hypothesis");
             assert_eq!(best.tokens, &out[..n], "the best result is the output");
             assert!(runner.hypotheses() >= 1 && runner.hypotheses() <= 2 * w);
@@ -196,13 +207,20 @@ fn side_by_side<P: ModelPrecision>(file: &ModelFile<'_>, seed: u64) -> usize {
             let want: Vec<Ranked> = LINES
                 .iter()
                 .map(|line| {
-                    alone.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+                    alone.beam_line::<Error>(
+                        line,
+                        &Prefix::NONE,
+                        search,
+                        &mut out,
+                        &mut (),
+                        |_| Ok(()),
+                    )?;
                     Ok(ranked_of(&alone, 0))
                 })
                 .collect();
             let mut got: Vec<Ranked> = Vec::new();
             for chunk in LINES.chunks(4) {
-                let lanes = four.beam_batch(chunk, search, &mut [(); 4]);
+                let lanes = four.beam_batch(chunk, &[], search, &mut [(); 4]);
                 got.extend(
                     lanes
                         .into_iter()

@@ -50,6 +50,7 @@ fn the_compiled_features_are_the_cargo_features() {
         cfg!(feature = "beam").then_some("beam"),
         // Every target but the Cortex-M0 family reads the v6m layout, feature or not.
         Some("v6m-layout"),
+        cfg!(feature = "prefix-slots").then_some("prefix-slots"),
     ]
     .into_iter()
     .flatten()
@@ -77,7 +78,13 @@ fn a_model_needing_a_part_the_build_leaves_out_is_refused_at_bind_time() {
                 let mut arena = vec![0u32; 1 << 16];
                 let mut runner = Runner::new(&net, &mut arena, 16).unwrap();
                 let mut out = [0u16; 64];
-                let decoded = runner.translate_line::<Error>("abc", &mut out, &mut (), |_| Ok(()));
+                let decoded = runner.translate_line::<Error>(
+                    "abc",
+                    &seq2seq::Prefix::NONE,
+                    &mut out,
+                    &mut (),
+                    |_| Ok(()),
+                );
                 assert!(
                     !matches!(decoded, Err(Error::NotCompiled(_))),
                     "{decoded:?}: {d:?}"

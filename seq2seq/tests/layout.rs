@@ -23,12 +23,25 @@ fn decode(bytes: &[u8], line: &str) -> (Layout, Result<Vec<u16>, Error>) {
         let mut out = [0u16; 64];
         let mut tokens = Vec::new();
         let mut runner = Runner::new(&net, &mut arena, positions)?;
-        let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+        let n = runner.translate_line::<Error>(
+            line,
+            &seq2seq::Prefix::NONE,
+            &mut out,
+            &mut (),
+            |_| Ok(()),
+        )?;
         tokens.extend_from_slice(&out[..n]);
         tokens.push(u16::MAX);
         let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;
         let search = Search::of(file.desc(), 3);
-        let n = runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+        let n = runner.beam_line::<Error>(
+            line,
+            &seq2seq::Prefix::NONE,
+            search,
+            &mut out,
+            &mut (),
+            |_| Ok(()),
+        )?;
         tokens.extend_from_slice(&out[..n]);
         Ok(tokens)
     };

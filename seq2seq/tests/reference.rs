@@ -483,10 +483,11 @@ fn run_line(bytes: &[u64], line: &str) -> Result<RunOutput, Error> {
     let mut out = vec![0u16; file.desc().max_steps];
     let mut text = String::new();
     let mut obs = Logits::default();
-    let n = runner.translate_line::<Error>(line, &mut out, &mut obs, |s| {
-        text.push_str(s);
-        Ok(())
-    })?;
+    let n =
+        runner.translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut obs, |s| {
+            text.push_str(s);
+            Ok(())
+        })?;
     Ok((out[..n].to_vec(), text, obs.0))
 }
 
@@ -686,7 +687,14 @@ fn beam_scores_are_the_reference_along_every_hypothesis() {
                 let mut search = Search::of(&d, width);
                 search.rule.variant = variant;
                 runner
-                    .beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))
+                    .beam_line::<Error>(
+                        line,
+                        &seq2seq::Prefix::NONE,
+                        search,
+                        &mut out,
+                        &mut (),
+                        |_| Ok(()),
+                    )
                     .unwrap();
                 for rank in 0..runner.hypotheses() {
                     let h = runner.hypothesis(rank).unwrap();
@@ -1077,7 +1085,7 @@ fn batched_lanes_equal_single_runs() {
             let mut store = vec![vec![0u16; d.max_steps]; chunk.len()];
             let mut outs: Vec<&mut [u16]> = store.iter_mut().map(|v| &mut v[..]).collect();
             let mut obs: Vec<Logits> = chunk.iter().map(|_| Logits::default()).collect();
-            let results = runner.translate_batch(chunk, &mut outs, &mut obs);
+            let results = runner.translate_batch(chunk, &[], &mut outs, &mut obs);
             for (i, r) in results.iter().enumerate() {
                 let k = lines.iter().position(|l| l == &chunk[i]).unwrap();
                 match (&single[k], r) {
@@ -1223,7 +1231,13 @@ fn check_finder(model: &[u64], src: &str) {
     let mut out = [0u16; 12];
     let mut peaks = Peaks::default();
     runner
-        .translate_line::<Error>(src, &mut out, &mut peaks, |_| Ok(()))
+        .translate_line::<Error>(
+            src,
+            &seq2seq::Prefix::NONE,
+            &mut out,
+            &mut peaks,
+            |_| Ok(()),
+        )
         .unwrap();
     let at = |ch| src.find(ch).unwrap();
     assert_eq!(&peaks.0[..2], &[at('c'), at('a')], "{src}");

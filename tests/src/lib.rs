@@ -501,6 +501,39 @@ pub mod pytorch {
     /// See [`SEED`].
     pub const SCALE: f32 = 1.6;
 
+    /// The example configuration with its source tokens `g`, `h` spelled `<G>`, `<H>`
+    /// (the ids, and so the weights, are the same: control tags for prefix slots) and
+    /// `edit` applied, imported with the weights at `weights` into `dir/name.s2s`.
+    pub fn import_tagged(
+        dir: &Path,
+        name: &str,
+        weights: &Path,
+        edit: impl Fn(String) -> String,
+    ) -> PathBuf {
+        let text = std::fs::read_to_string(config()).expect("the example configuration");
+        let text = text.replace(r#""g", "h"]"#, r#""<G>", "<H>"]"#);
+        assert!(
+            text.contains("<G>"),
+            "the example's source tokens end with g, h"
+        );
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, edit(text)).expect("writing the configuration");
+        let model = dir.join(format!("{name}.s2s"));
+        super::s2s_ok(
+            &[
+                &"import",
+                &"--config",
+                &path,
+                &"--weights",
+                &weights,
+                &"-o",
+                &model,
+            ],
+            "",
+        );
+        model
+    }
+
     /// Writes the example's weights (`SEED`, `SCALE`) into `dir/pytorch-bahdanau.safetensors`
     /// and imports them with `s2s import` into `dir/pytorch-bahdanau.s2s`; returns both paths.
     pub fn build_model(dir: &Path) -> (PathBuf, PathBuf) {

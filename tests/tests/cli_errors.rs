@@ -351,23 +351,26 @@ fn crc_valid_inconsistent_model_files() {
 #[test]
 fn model_file_of_another_version() {
     let dir = scratch_dir("version");
-    let model = consistent_crc(&dir, "netra.s2s", "v1.s2s", |b| {
-        b[4..6].copy_from_slice(&1u16.to_le_bytes())
-    });
-    let path = model.display().to_string();
-    let v = seq2seq::format::VERSION.to_string();
-    for cmd in ["inspect", "run"] {
-        assert_one_error(
-            &s2s(&[&cmd, &model], "abc\n"),
-            &[
-                &path,
-                "version 1",
-                &format!("version {v}"),
-                "s2s import",
-                "s2s quantize",
-                "s2s train",
-            ],
-        );
+    let v = seq2seq::format::VERSION;
+    // The first version, the one before this (no prefix slots), and a newer one.
+    for old in [1u16, v - 1, v + 1] {
+        let model = consistent_crc(&dir, "netra.s2s", &format!("v{old}.s2s"), |b| {
+            b[4..6].copy_from_slice(&old.to_le_bytes())
+        });
+        let path = model.display().to_string();
+        for cmd in ["inspect", "run"] {
+            assert_one_error(
+                &s2s(&[&cmd, &model], "abc\n"),
+                &[
+                    &path,
+                    &format!("version {old}"),
+                    &format!("version {v}"),
+                    "s2s import",
+                    "s2s quantize",
+                    "s2s train",
+                ],
+            );
+        }
     }
 }
 

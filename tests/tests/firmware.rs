@@ -239,7 +239,8 @@ fn netra_w8a16_profile_phases_add_up_on_mps2_an386() {
     };
     let session = device::run_on_board(&path, &words, &options).unwrap_or_else(|e| panic!("{e}"));
     let host = host_tools::model::LoadedModel::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let report = device::compare(&host, &session, &words, false, None).unwrap();
+    let report =
+        device::compare(&host, &session, &words, false, None, &seq2seq::Prefix::NONE).unwrap();
     println!("{}", report.render());
     assert!(
         report.agrees() && report.rejected.is_empty(),
@@ -405,8 +406,12 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
 /// came, the `MODEL` line's CRC and the wait for the host's acknowledgement of `STATS`:
 /// 168 more; 61,316 since the cells check their layers without building them through a
 /// `Result`, 36 less; 61,312 since a board's positions are `Capacities::positions_for`,
-/// 4 less.)
-const MICROBIT_MINIMAL_FLASH: usize = 61_312;
+/// 4 less; 63,236 since model-file format 7 (issue 31): the description's prefix slots
+/// and minimum output length read and checked, the end token banned in greedy
+/// decoding's first steps, the protocol's `prefix` command, 1,924 more (the slots' own
+/// code, feature `prefix-slots`, is left out of a minimal build for a model without
+/// them).)
+const MICROBIT_MINIMAL_FLASH: usize = 63_236;
 /// The micro:bit's stack peak serving netra w8a16 (default build) when the minimal
 /// build came: the minimal build uses no more.
 const MICROBIT_NETRA_STACK_PEAK: usize = 6_216;
@@ -566,6 +571,17 @@ fn small_desc() -> ModelDesc {
 /// A model file for `d` at `precision` (f32 or w8a16) with pseudo-random weights,
 /// written to `dir/name`.
 fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) -> PathBuf {
+    synthetic_with(dir, name, d, precision, |_| {})
+}
+
+/// [`synthetic`] with `edit` applied to the builder before it writes the file.
+fn synthetic_with(
+    dir: &Path,
+    name: &str,
+    d: &ModelDesc,
+    precision: PrecisionKind,
+    edit: impl FnOnce(&mut ModelBuilder),
+) -> PathBuf {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
         seed ^= seed << 13;
@@ -614,6 +630,7 @@ fn synthetic(dir: &Path, name: &str, d: &ModelDesc, precision: PrecisionKind) ->
             }
         }
     }
+    edit(&mut b);
     let bytes = b.to_bytes().expect("a valid model");
     let path = dir.join(name);
     // The host accepts it: whatever the firmware says is about the board, not the file.
@@ -982,4 +999,84 @@ fn small_onnx_gru_w8a16_beam_3_on_lm3s6965evb_matches_the_host() {
 #[test]
 fn small_onnx_gru_w8a16_on_microbit_matches_the_host() {
     small_onnx_on("microbit", false);
+}
+
+/// Issue 31, item 3: a prefix slot's token chosen per request (`s2s qemu --prefix`, the
+/// protocol's `\x01prefix` command) and a minimum output length, on the device as on
+/// the host, greedy and beam, f32 and w8a16: the PyTorch tutorial's model (seeded
+/// weights; the synthetic ones here decode every source alike) with a slot of two tags.
+/// Its outputs differ between the tags, so a firmware that did not take the prefix
+/// would disagree with the host on one of them.
+#[test]
+fn a_prefix_slot_and_min_steps_on_mps2_an386_match_the_host() {
+    use s2s_tests::pytorch;
+    let dir = scratch_dir("firmware-prefix");
+    let weights = dir.join("weights.safetensors");
+    pytorch::write_safetensors(
+        &weights,
+        &pytorch::state_dict(pytorch::SEED, pytorch::SCALE),
+    );
+    let f32_model = pytorch::import_tagged(&dir, "slotted", &weights, |t| {
+        t.replacen(
+            "[source]\n",
+            "[source]\nprefix_slots = [{ name = \"tag\", tokens = [\"<G>\", \"<H>\"], default = \"<G>\" }]\n",
+            1,
+        )
+        .replace("max_steps = 10", "max_steps = 10\nmin_steps = 3")
+    });
+    let w8a16 = dir.join("slotted-w8a16.s2s");
+    let calib = dir.join("calib.txt");
+    std::fs::write(&calib, "abc\nbadcafe\ncab\nfed\ndeadbeef\na\nface\nbead\n").unwrap();
+    s2s_tests::s2s_ok(
+        &[
+            &"quantize",
+            &f32_model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"-o",
+            &w8a16,
+        ],
+        "",
+    );
+    let words: Vec<String> = ["a", "abc", "fed", "badcafe", "cab", "deadbeef"]
+        .map(String::from)
+        .to_vec();
+    for path in [&f32_model, &w8a16] {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let host = host_tools::model::LoadedModel::load(path).unwrap_or_else(|e| panic!("{e}"));
+        let mut outputs = Vec::new();
+        for (tag, beam) in [("<G>", None), ("<H>", None), ("<H>", Some(2))] {
+            let options = QemuOptions {
+                prefix: vec![format!("tag={tag}")],
+                beam,
+                timeout: SHORT_TIMEOUT,
+                ..QemuOptions::new(board("mps2-an386"))
+            };
+            let what = format!("{name} tag={tag} beam {beam:?}");
+            let session = device::run_on_board(path, &words, &options)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let prefix = device::host_prefix(&host, &options.prefix).unwrap();
+            let report = device::compare(&host, &session, &words, false, beam, &prefix)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            println!("{what}\n{}", report.render());
+            assert!(
+                report.agrees() && report.rejected.is_empty(),
+                "{what}:\n{}",
+                report.render()
+            );
+            let ids: Vec<Vec<u16>> = session
+                .outputs
+                .iter()
+                .map(|o| o.as_ref().expect("decoded").ids.clone())
+                .collect();
+            assert!(ids.iter().all(|i| i.len() >= 3), "{what}: {ids:?}");
+            outputs.push(ids);
+        }
+        assert_ne!(
+            outputs[0], outputs[1],
+            "{name}: the tag changes some output"
+        );
+    }
 }

@@ -50,7 +50,7 @@ fn decode(arena: &mut [u32]) -> Result<(), Error> {
     let mut runner = Runner::new(net, arena, POSITIONS)?;
     let mut ids = [0u16; MAX_STEPS];
     print!("{INPUT}\t");
-    runner.translate_line::<Error>(INPUT, &mut ids, &mut (), |text| {
+    runner.translate_line::<Error>(INPUT, &seq2seq::Prefix::NONE, &mut ids, &mut (), |text| {
         print!("{text}");
         Ok(())
     })?;

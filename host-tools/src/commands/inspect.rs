@@ -84,6 +84,25 @@ fn init_name(i: Init) -> &'static str {
     }
 }
 
+/// The source row's prefix slots: `, prefix slots NAME {TOKEN, ...; default TOKEN}`.
+fn prefix_slots(file: &seq2seq::ModelFile<'_>, sv: &seq2seq::Vocab<'_>) -> String {
+    let slots = file.slots();
+    file.desc()
+        .extras
+        .slots()
+        .enumerate()
+        .map(|(i, s)| {
+            let tokens: Vec<String> = slots.tokens(i).map(|id| token(sv, Some(id))).collect();
+            let default = match s.default {
+                Some(id) => format!("; default {}", token(sv, Some(id))),
+                None => String::new(),
+            };
+            let name = slots.name(i).unwrap_or("?");
+            format!(", prefix slot {name} {{{}{default}}}", tokens.join(", "))
+        })
+        .collect()
+}
+
 fn token(v: &seq2seq::Vocab<'_>, id: Option<u16>) -> String {
     id.map_or("none".into(), |i| format!("{:?}", v.get(i).unwrap_or("?")))
 }
@@ -276,15 +295,19 @@ pub fn render(m: &LoadedModel, positions: Option<usize>, tensors: bool) -> Resul
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-        },
+        } + &prefix_slots(&file, &sv),
     );
     row(
         "target",
         format!(
-            "{} tokens, start {}, end {}, at most {} steps, joined by {:?}",
+            "{} tokens, start {}, end {}, {}at most {} steps, joined by {:?}",
             d.tgt_vocab,
             token(&tv, Some(d.tgt_start)),
             token(&tv, Some(d.tgt_end)),
+            match d.extras.min_steps {
+                0 => String::new(),
+                n => format!("at least {n} tokens, "),
+            },
             d.max_steps,
             file.separator()
         ),

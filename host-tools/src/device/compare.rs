@@ -6,6 +6,7 @@ use super::report::{Mismatch, QemuReport, Rejected, Spread};
 use super::session::DeviceSession;
 use crate::error::{Error, Result};
 use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
+use seq2seq::Prefix;
 
 /// The host's side: decodings at the device's number of positions, and the MACs.
 struct HostSide {
@@ -16,12 +17,17 @@ struct HostSide {
     macs_per_step: Vec<usize>,
 }
 
-fn host_side(m: &LoadedModel, inputs: &[String], positions: usize, keep: Keep) -> Result<HostSide> {
+fn host_side(
+    m: &LoadedModel,
+    (inputs, prefix): (&[String], &Prefix),
+    positions: usize,
+    keep: Keep,
+) -> Result<HostSide> {
     m.with_net(|any| {
         Ok(crate::dispatch!(any, |net: P| {
             let mut r = HostRunner::<P>::new(&net, positions);
             let outputs: Vec<Result<Decoded, seq2seq::Error>> =
-                inputs.iter().map(|l| r.decode(l, keep)).collect();
+                inputs.iter().map(|l| r.decode(l, prefix, keep)).collect();
             let macs_per_step = outputs
                 .iter()
                 .map(|o| o.as_ref().map_or(0, |d| net.macs_per_step(d.source.len())))
@@ -33,8 +39,9 @@ fn host_side(m: &LoadedModel, inputs: &[String], positions: usize, keep: Keep) -
                 .zip(&outputs)
                 .map(|(l, o)| {
                     let t = o.as_ref().map_or(0, |d| d.source.len());
+                    let (v, slots) = (&net.src_vocab, &net.slots());
                     let valid =
-                        seq2seq::vocab::encode_source(&net.desc, &net.src_vocab, l, &mut ids)
+                        seq2seq::vocab::encode_source(&net.desc, v, slots, prefix, l, &mut ids)
                             .map_or(t, |(_, valid)| valid);
                     (net.encoder_steps(t, valid), net.encoder_macs(t, valid))
                 })
@@ -56,6 +63,7 @@ pub fn compare(
     inputs: &[String],
     attention: bool,
     beam: Option<usize>,
+    prefix: &Prefix,
 ) -> Result<QemuReport> {
     let file = host.file();
     let precision = file.precision().name();
@@ -86,7 +94,7 @@ pub fn compare(
         }),
         ..Keep::default()
     };
-    let h = host_side(host, inputs, session.model.positions, keep)?;
+    let h = host_side(host, (inputs, prefix), session.model.positions, keep)?;
     let mut mismatches = Vec::new();
     let mut rejected = Vec::new();
     let (mut attention_rows, mut positions) = (0, 0);

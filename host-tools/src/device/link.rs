@@ -185,7 +185,9 @@ fn owned(r: Reply<'_>) -> Reply<'static> {
         Reply::Txt(_) => Reply::Txt(""),
         Reply::Cnt(c) => Reply::Cnt(s2s_device::protocol::Cnt { tok: "", ..c }),
         Reply::Att(a) => Reply::Att(s2s_device::protocol::Att { words: "", ..a }),
-        Reply::Ok(c) => Reply::Ok(c),
+        Reply::Ok(Command::Prefix(_)) => Reply::Ok(Command::Prefix("")),
+        Reply::Ok(Command::Attention(on)) => Reply::Ok(Command::Attention(on)),
+        Reply::Ok(Command::Beam(k)) => Reply::Ok(Command::Beam(k)),
         Reply::Err(_) => Reply::Err(""),
         Reply::Done(d) => Reply::Done(d),
         Reply::Stats(s) => Reply::Stats(s),
@@ -296,6 +298,7 @@ fn answers(
                 beam = k;
                 true
             }
+            Some(Reply::Ok(Command::Prefix(_))) => true,
             Some(Reply::Err(_)) => true,
             Some(Reply::Out(_)) => source_answer(talk, &what, attention && attends && beam == 1)?,
             _ => false,

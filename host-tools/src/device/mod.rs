@@ -54,6 +54,9 @@ pub struct QemuOptions {
     pub attention: bool,
     /// Beam-search every input this wide, in the model's own variant (`None`: greedy).
     pub beam: Option<usize>,
+    /// The tokens of the model's prefix slots for every input, `NAME=TOKEN` fields
+    /// (none: the slots' defaults).
+    pub prefix: Vec<String>,
     /// When QEMU is killed.
     pub timeout: Duration,
     /// A release build of the firmware (debug builds fit only the mps2 boards).
@@ -75,6 +78,7 @@ impl QemuOptions {
             board,
             attention: false,
             beam: None,
+            prefix: Vec::new(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             release: true,
             firmware_dir: None,
@@ -99,7 +103,18 @@ pub fn board(name: &str) -> Result<&'static Board> {
 pub fn qemu_check(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<QemuReport> {
     let session = run_on_board(model, inputs, o)?;
     let host = LoadedModel::load(model)?;
-    compare(&host, &session, inputs, o.attention, o.beam)
+    let prefix = host_prefix(&host, &o.prefix)?;
+    compare(&host, &session, inputs, o.attention, o.beam, &prefix)
+}
+
+/// The prefix `fields` (`--prefix`) choose for `model`: a usage error when one does
+/// not fit it.
+pub fn host_prefix(model: &LoadedModel, fields: &[String]) -> Result<seq2seq::Prefix> {
+    let args = crate::model::PrefixArgs {
+        fields: fields.to_vec(),
+        column: None,
+    };
+    args.base(&model.file(), &model.path)
 }
 
 /// Checks what a run sends: every input can be sent, `--attention` goes without
@@ -124,12 +139,20 @@ fn check_run(inputs: &[String], attention: bool, beam: Option<usize>) -> Result<
     }
 }
 
-/// The lines a run sends: the attention and beam commands it needs, then `inputs`.
-fn requests(inputs: &[String], attention: bool, beam: Option<u16>) -> Vec<String> {
-    let mut sent = Vec::with_capacity(inputs.len() + 2);
+/// The lines a run sends: the attention, beam and prefix commands it needs (the prefix
+/// `NAME=TOKEN` fields), then `inputs`.
+fn requests(
+    inputs: &[String],
+    attention: bool,
+    beam: Option<u16>,
+    prefix: &[String],
+) -> Vec<String> {
+    let mut sent = Vec::with_capacity(inputs.len() + 3);
+    let fields = prefix.join(" ");
     let commands = [
         attention.then_some(Command::Attention(true)),
         beam.map(Command::Beam),
+        (!prefix.is_empty()).then_some(Command::Prefix(&fields)),
     ];
     for cmd in commands.into_iter().flatten() {
         let mut line = String::new();
@@ -148,6 +171,9 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     // A file the host refuses still goes to the board: its refusal is the firmware's
     // to show (`ERR model: ...`).
     let host = LoadedModel::load(model);
+    if let Ok(m) = &host {
+        host_prefix(m, &o.prefix)?;
+    }
     let attends = host.as_ref().is_ok_and(|m| m.file().desc().has_attention());
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
     let elf = if o.minimal {
@@ -160,7 +186,7 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         let features: &[&str] = if o.profile { &["profile"] } else { &[] };
         firmware.build_with(o.board, "firmware", o.release, features)?
     };
-    let sent = requests(inputs, o.attention, beam);
+    let sent = requests(inputs, o.attention, beam, &o.prefix);
     let pace = Pace::Answers { attends };
     let run = qemu::run_paced(o.board, &elf, Some(model), &sent, pace, o.timeout)?;
     parse_session(&run, o.board, inputs.len(), o.attention, beam).map_err(|e| match e {

@@ -39,6 +39,9 @@ pub struct SerialOptions {
     pub attention: bool,
     /// Beam-search every input this wide, in the model's own variant (`None`: greedy).
     pub beam: Option<usize>,
+    /// The tokens of the model's prefix slots for every input, `NAME=TOKEN` fields
+    /// (none: the slots' defaults).
+    pub prefix: Vec<String>,
     /// How long to wait for each line, `READY` included.
     pub timeout: Duration,
 }
@@ -52,6 +55,7 @@ impl SerialOptions {
             board: None,
             attention: false,
             beam: None,
+            prefix: Vec::new(),
             timeout: Duration::from_secs(SERIAL_TIMEOUT_SECS),
         }
     }
@@ -132,7 +136,7 @@ pub fn serial_check(model: &Path, inputs: &[String], o: &SerialOptions) -> Resul
         name: o.port.clone(),
         write_timeout: o.timeout,
     };
-    let sent = requests(inputs, o.attention, beam);
+    let sent = requests(inputs, o.attention, beam, &o.prefix);
     let pace = Pace::Answers {
         attends: host.file().desc().has_attention(),
     };
@@ -164,7 +168,8 @@ pub fn serial_check(model: &Path, inputs: &[String], o: &SerialOptions) -> Resul
         o.attention,
         beam,
     )?;
-    compare(&host, &session, inputs, o.attention, o.beam)
+    let prefix = super::host_prefix(&host, &o.prefix)?;
+    compare(&host, &session, inputs, o.attention, o.beam, &prefix)
 }
 
 /// The board the `READY` line names (which must be `want`, if given).

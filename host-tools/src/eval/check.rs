@@ -223,8 +223,8 @@ pub fn check(
         probes: greedy,
         beam,
     };
-    let q = decode_each(quant, sources, keep)?;
-    let r = decode_each(reference, sources, keep)?;
+    let q = decode_each(quant, sources, &[], keep)?;
+    let r = decode_each(reference, sources, &[], keep)?;
     let mut rep = CheckReport::default();
     // The lines both models decoded: (index, quantized, reference).
     let mut both = Vec::new();

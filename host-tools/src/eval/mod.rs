@@ -84,7 +84,7 @@ pub fn eval_file(
             beam: opt.beam,
             ..Keep::default()
         };
-        let decoded = decode_each(&m, &sources, keep)?;
+        let decoded = decode_each(&m, &sources, &[], keep)?;
         let sep = m.file().separator().to_string();
         let lens: Vec<usize> = sources.iter().map(|s| source_len(desc.split, s)).collect();
         let mut measured = 0;

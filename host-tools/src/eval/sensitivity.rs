@@ -46,7 +46,7 @@ pub(crate) fn reference_outputs(
     reference: &LoadedModel,
     sources: &[String],
 ) -> Result<(Vec<String>, Vec<Vec<u16>>)> {
-    Ok(decode_each(reference, sources, Keep::default())?
+    Ok(decode_each(reference, sources, &[], Keep::default())?
         .into_iter()
         .zip(sources)
         .filter_map(|(d, src)| Some((src.clone(), d.ok()?.ids)))
@@ -60,7 +60,7 @@ pub(crate) fn agreement_by_length(
     lines: &[String],
     want: &[Vec<u16>],
 ) -> Result<(Agreement, Vec<Agreement>)> {
-    let got = decode_each(m, lines, Keep::default())?;
+    let got = decode_each(m, lines, &[], Keep::default())?;
     let mut all = Agreement::default();
     let mut by = vec![Agreement::default(); BUCKETS.len()];
     for ((g, w), src) in got.iter().zip(want).zip(lines) {

@@ -356,7 +356,7 @@ pub fn verify(m: &LoadedModel, expect: &Path) -> Result<VerifyReport> {
             }),
             ..Keep::default()
         };
-        for (&i, d) in group.iter().zip(decode_each(m, &sources, keep)?) {
+        for (&i, d) in group.iter().zip(decode_each(m, &sources, &[], keep)?) {
             let e = &expected[i];
             verdicts[i] = Some(match d {
                 Ok(d) => judge(e, &d, end, max_steps),

@@ -112,6 +112,22 @@ pub struct SourceSection {
     /// Tokens put before every source (a language or domain tag), at most 4.
     #[serde(default)]
     pub prefix: Vec<String>,
+    /// Prefix slots: one token of each, chosen per call, after `prefix` (at most 4).
+    #[serde(default)]
+    pub prefix_slots: Vec<PrefixSlotConfig>,
+}
+
+/// One of `source.prefix_slots`: a source token chosen per call (`s2s run --prefix
+/// NAME=TOKEN`, the device's `prefix` command) among `tokens`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixSlotConfig {
+    /// The slot's name (no space, `=` or control character).
+    pub name: String,
+    /// The source tokens it offers.
+    pub tokens: Vec<String>,
+    /// The token of a call that does not choose (absent: such a call is refused).
+    pub default: Option<String>,
 }
 
 /// `[target]`.
@@ -135,6 +151,9 @@ pub struct TargetSection {
     pub separator: String,
     /// Most decoder steps.
     pub max_steps: usize,
+    /// Fewest output tokens: the end token cannot be chosen before this step.
+    #[serde(default)]
+    pub min_steps: usize,
 }
 
 /// `[encoder]`.

@@ -2,10 +2,13 @@
 //! them: bridges from the mean of the encoder outputs and bridges shared by every
 //! decoder layer (`decoder.init`, `decoder.bridge`), input feeding and the attentional
 //! layer's activation (`attention.input_feeding`, `attention.attentional_activation`),
-//! what the logits feed (`decoder.logits`) and fixed source prefix tokens
-//! (`source.prefix`). See `docs/MODEL_CONFIG.md`.
+//! what the logits feed (`decoder.logits`), fixed source prefix tokens
+//! (`source.prefix`), prefix slots (`source.prefix_slots`) and the minimum output length
+//! (`target.min_steps`). See `docs/MODEL_CONFIG.md`.
 
-use seq2seq::desc::{Activation, Logits, ModelDesc, Ordering, MAX_PREFIX};
+use std::num::NonZeroU16;
+
+use seq2seq::desc::{Activation, Logits, ModelDesc, Ordering, PrefixSlot, MAX_PREFIX, MAX_SLOTS};
 
 use crate::error::{Place, Result};
 use crate::import::config::{ActivationName, BridgeName, Config, LogitsName};
@@ -72,12 +75,120 @@ pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result {
             ))
         })?);
     }
-    if let Some(n) = cfg.source.pad_to.filter(|&n| n <= prefix.len()) {
+    for (o, s) in x.slots.iter_mut().zip(slots(cfg)?) {
+        let size = u16::try_from(s.tokens.len()).ok().and_then(NonZeroU16::new);
+        let size = size.ok_or_else(|| {
+            bad(format!(
+                "source.prefix_slots {:?}: {} tokens, 1 to 65535 allowed",
+                s.name,
+                s.tokens.len()
+            ))
+        })?;
+        *o = Some(PrefixSlot {
+            size,
+            default: s.default,
+        });
+    }
+    let before = prefix.len() + cfg.source.prefix_slots.len();
+    if let Some(n) = cfg.source.pad_to.filter(|&n| n <= before) {
         return Err(bad(format!(
-            "source.prefix leaves no room for the source within pad_to = {n}"
+            "source.prefix and source.prefix_slots leave no room for the source within pad_to = {n}"
         )));
     }
+    if cfg.target.min_steps > cfg.target.max_steps {
+        return Err(bad(format!(
+            "target.min_steps = {} is above max_steps = {}",
+            cfg.target.min_steps, cfg.target.max_steps
+        )));
+    }
+    x.min_steps = cfg.target.min_steps;
     Ok(())
+}
+
+/// A prefix slot as the model file stores it: its name, its tokens' ids, its default's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotIds {
+    /// The name.
+    pub name: String,
+    /// The source ids of its tokens.
+    pub tokens: Vec<u16>,
+    /// The source id of its default token.
+    pub default: Option<u16>,
+}
+
+/// `source.prefix_slots` as ids of the source vocabulary; each misuse is one line
+/// naming the slot and the key.
+pub fn slots(cfg: &Config) -> Result<Vec<SlotIds>> {
+    let bad = |message: String| cfg.error(Place::File, message);
+    let all = &cfg.source.prefix_slots;
+    if all.len() > MAX_SLOTS {
+        return Err(bad(format!(
+            "source.prefix_slots: at most {MAX_SLOTS} slots, not {}",
+            all.len()
+        )));
+    }
+    let id = |slot: &str, token: &str| -> Result<u16> {
+        let at = cfg.source.tokens.iter().position(|t| t == token);
+        let at = at.ok_or_else(|| {
+            bad(format!(
+                "source.prefix_slots {slot:?}: token {token:?} is not in the vocabulary"
+            ))
+        })?;
+        u16::try_from(at).map_err(|_| {
+            bad(format!(
+                "source.prefix_slots {slot:?}: token {token:?} has id {at}, above 65535"
+            ))
+        })
+    };
+    let mut out: Vec<SlotIds> = Vec::with_capacity(all.len());
+    for s in all {
+        let name = &s.name;
+        if name.is_empty() || name.chars().any(|c| c == ' ' || c == '=' || c.is_control()) {
+            return Err(bad(format!(
+                "source.prefix_slots: name {name:?} is empty or has a space, `=` or control character"
+            )));
+        }
+        if out.iter().any(|o| &o.name == name) {
+            return Err(bad(format!(
+                "source.prefix_slots: two slots are called {name:?}"
+            )));
+        }
+        if s.tokens.is_empty() {
+            return Err(bad(format!(
+                "source.prefix_slots {name:?}: no tokens (a slot offers at least one)"
+            )));
+        }
+        if let Some(t) = s.tokens.iter().find(|t| t.contains(' ')) {
+            return Err(bad(format!(
+                "source.prefix_slots {name:?}: token {t:?} has a space (a prefix is NAME=TOKEN fields separated by spaces)"
+            )));
+        }
+        let mut tokens = Vec::with_capacity(s.tokens.len());
+        for t in &s.tokens {
+            let i = id(name, t)?;
+            if tokens.contains(&i) {
+                return Err(bad(format!(
+                    "source.prefix_slots {name:?}: token {t:?} is listed twice"
+                )));
+            }
+            tokens.push(i);
+        }
+        let default = match &s.default {
+            Some(t) if !s.tokens.contains(t) => {
+                return Err(bad(format!(
+                    "source.prefix_slots {name:?}: default {t:?} is not one of its tokens"
+                )))
+            }
+            Some(t) => Some(id(name, t)?),
+            None => None,
+        };
+        out.push(SlotIds {
+            name: name.clone(),
+            tokens,
+            default,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -133,7 +244,7 @@ mod tests {
 
     #[test]
     fn misused_keys_give_one_line_naming_them() {
-        let cases: [(&str, &str, &str, &str); 7] = [
+        let cases: [(&str, &str, &str, &str); 10] = [
             (
                 "gru",
                 "init = \"mean\"",
@@ -174,7 +285,25 @@ mod tests {
                 "gru",
                 "unk = \"<unk>\"",
                 "unk = \"<unk>\"\npad_to = 1\nprefix = [\"a\"]",
-                "source.prefix leaves no room for the source within pad_to = 1",
+                "source.prefix and source.prefix_slots leave no room for the source within pad_to = 1",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\npad_to = 2\nprefix = [\"a\"]\nprefix_slots = [{ name = \"t\", tokens = [\"b\"] }]",
+                "source.prefix and source.prefix_slots leave no room for the source within pad_to = 2",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\nprefix_slots = [{ name = \"a\", tokens = [\"a\"] }, { name = \"b\", tokens = [\"a\"] }, { name = \"c\", tokens = [\"a\"] }, { name = \"d\", tokens = [\"a\"] }, { name = \"e\", tokens = [\"a\"] }]",
+                "source.prefix_slots: at most 4 slots, not 5",
+            ),
+            (
+                "gru",
+                "unk = \"<unk>\"",
+                "unk = \"<unk>\"\nprefix_slots = [{ name = \"t\", tokens = [\"a\", \"b c\"] }]",
+                "token \"b c\" has a space",
             ),
         ];
         for (name, from, to, want) in cases {

@@ -348,13 +348,19 @@ pub fn import_explained(
     files: &[WeightFile],
 ) -> Result<(ModelBuilder, Vec<Explained>)> {
     let desc = cfg.desc()?;
-    import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
+    let mut b = import_desc(cfg, desc, files).map_err(|LayerError { layer, message }| {
         let place = match layer {
             Some(name) => Place::Inside(format!("layer {name}")),
             None => Place::File,
         };
         cfg.error(place, message)
-    })
+    })?;
+    // The prefix slots' names and tokens (the description holds their sizes).
+    for s in decoding::slots(cfg)? {
+        b.0.slot(&s.name, &s.tokens, s.default)
+            .map_err(|e| cfg.error(Place::File, e.to_string()))?;
+    }
+    Ok(b)
 }
 
 /// The tensors `[weights]` maps to the decoder's layers and to the encoder's (and the

@@ -4,7 +4,7 @@
 use s2s_kernels::logprob::{Alpha, Score};
 use s2s_kernels::Precision;
 use seq2seq::vocab::encode_source;
-use seq2seq::{BeamPlan, BeamVariant, Net, Plan, Runner, Search};
+use seq2seq::{BeamPlan, BeamVariant, Net, Plan, Prefix, Runner, Search};
 
 use crate::model::decode::HOST_LANES;
 use crate::model::{Decoded, Ranked};
@@ -35,7 +35,8 @@ impl BeamOptions {
     }
 }
 
-/// Beam-searches each line with `net` (sources of up to `positions` positions),
+/// Beam-searches each line with `net` (sources of up to `positions` positions), line
+/// `i` after `prefixes[i]` (the model's defaults past the end of `prefixes`),
 /// [`HOST_LANES`] lines side by side ([`Runner::beam_batch`]: each step expands one
 /// live hypothesis of every line in one decoder step over the lanes); each result holds
 /// the best hypothesis as its output and every ranked one in `nbest`, as the line's
@@ -44,6 +45,7 @@ pub fn beam_all<P: Precision>(
     net: &Net<'_, P>,
     positions: usize,
     lines: &[&str],
+    prefixes: &[Prefix],
     opts: &BeamOptions,
 ) -> Vec<Result<Decoded, seq2seq::Error>> {
     let d = &net.desc;
@@ -65,13 +67,18 @@ pub fn beam_all<P: Precision>(
             .collect()
     };
     let mut results = Vec::with_capacity(lines.len());
-    for chunk in lines.chunks(HOST_LANES) {
+    let slots = net.slots();
+    for (c, chunk) in lines.chunks(HOST_LANES).enumerate() {
+        let at = (c * HOST_LANES).min(prefixes.len());
+        let chunk_prefixes = &prefixes[at..prefixes.len().min(at + HOST_LANES)];
         let mut obs = [(); HOST_LANES];
-        let lanes = runner.beam_batch(chunk, search, &mut obs);
-        for (line, lane) in chunk.iter().zip(lanes) {
+        let lanes = runner.beam_batch(chunk, chunk_prefixes, search, &mut obs);
+        for (j, (line, lane)) in chunk.iter().zip(lanes).enumerate() {
+            let prefix = chunk_prefixes.get(j).unwrap_or(&Prefix::NONE);
             results.push(lane.map(|lane| {
                 let mut out = Decoded::default();
-                if let Ok((t, _)) = encode_source(d, &net.src_vocab, line, &mut src) {
+                let source = encode_source(d, &net.src_vocab, &slots, prefix, line, &mut src);
+                if let Ok((t, _)) = source {
                     out.source = src[..t]
                         .iter()
                         .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use s2s_kernels::Precision;
 use seq2seq::run::{Observer, Probe, Step, Values};
 use seq2seq::vocab::encode_source;
-use seq2seq::{Net, Plan, Runner};
+use seq2seq::{Net, Plan, Prefix, Runner};
 
 use crate::error::Result;
 use crate::model::beam;
@@ -141,20 +141,29 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
         }
     }
 
-    /// Decodes one source line.
-    pub fn decode(&mut self, line: &str, keep: Keep) -> Result<Decoded, seq2seq::Error> {
-        self.decode_all(&[line], keep).remove(0)
+    /// Decodes one source line after `prefix`.
+    pub fn decode(
+        &mut self,
+        line: &str,
+        prefix: &Prefix,
+        keep: Keep,
+    ) -> Result<Decoded, seq2seq::Error> {
+        self.decode_all(&[line], std::slice::from_ref(prefix), keep)
+            .remove(0)
     }
 
-    /// Decodes source lines, [`HOST_LANES`] at a time.
+    /// Decodes source lines, [`HOST_LANES`] at a time: line `i` after `prefixes[i]` (the
+    /// model's defaults past the end of `prefixes`).
     pub fn decode_all(
         &mut self,
         lines: &[&str],
+        prefixes: &[Prefix],
         keep: Keep,
     ) -> Vec<Result<Decoded, seq2seq::Error>> {
         let net = self.net;
+        let prefix_of = |i: usize| prefixes.get(i).copied().unwrap_or_default();
         if let Some(b) = &keep.beam {
-            return beam::beam_all(net, self.positions, lines, b);
+            return beam::beam_all(net, self.positions, lines, prefixes, b);
         }
         let runner = Runner::<P, HOST_LANES>::with_lanes(net, &mut self.arena, self.positions);
         let mut runner = match runner {
@@ -166,8 +175,12 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
         let mut order: Vec<usize> = (0..lines.len()).collect();
         order.sort_by_key(|&i| lines[i].chars().count());
         let sorted: Vec<&str> = order.iter().map(|&i| lines[i]).collect();
+        let sorted_prefixes: Vec<Prefix> = order.iter().map(|&i| prefix_of(i)).collect();
         let mut results = Vec::with_capacity(lines.len());
-        for chunk in sorted.chunks(HOST_LANES) {
+        for (chunk, prefixes) in sorted
+            .chunks(HOST_LANES)
+            .zip(sorted_prefixes.chunks(HOST_LANES))
+        {
             let mut decoded: Vec<Decoded> = chunk.iter().map(|_| Decoded::default()).collect();
             let mut ids = vec![vec![0u16; net.desc.max_steps]; chunk.len()];
             let counts = {
@@ -176,12 +189,19 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
                     .iter_mut()
                     .map(|out| Recorder { keep, out })
                     .collect();
-                runner.translate_batch(chunk, &mut outs, &mut recs)
+                runner.translate_batch(chunk, prefixes, &mut outs, &mut recs)
             };
-            for (((line, mut out), ids), count) in chunk.iter().zip(decoded).zip(&ids).zip(counts) {
+            let each = chunk
+                .iter()
+                .zip(prefixes)
+                .zip(decoded)
+                .zip(&ids)
+                .zip(counts);
+            for ((((line, prefix), mut out), ids), count) in each {
                 results.push(count.map(|count| {
                     let mut src = vec![0u16; self.positions];
-                    if let Ok((n, _)) = encode_source(&net.desc, &net.src_vocab, line, &mut src) {
+                    let (v, slots) = (&net.src_vocab, &net.slots());
+                    if let Ok((n, _)) = encode_source(&net.desc, v, slots, prefix, line, &mut src) {
                         out.source = src[..n]
                             .iter()
                             .map(|&i| net.src_vocab.get(i).unwrap_or("?").to_string())

@@ -21,7 +21,8 @@ pub(crate) fn missing(m: &LoadedModel, id: TensorId) -> Error {
     )
 }
 
-/// A builder with the vocabularies and separator of `file`.
+/// A builder with the vocabularies, separator and prefix slots of `file` (`desc` is its
+/// description, or one that keeps its slots).
 pub(crate) fn builder_like(
     file: &seq2seq::ModelFile<'_>,
     precision: PrecisionKind,
@@ -35,6 +36,13 @@ pub(crate) fn builder_like(
         .map(|i| file.tgt_vocab().get(i as u16).unwrap_or("").to_string())
         .collect();
     b.separator = file.separator().to_string();
+    let slots = file.slots();
+    b.slots = (0..slots.len())
+        .map(|i| {
+            let name = slots.name(i).unwrap_or("").to_string();
+            (name, slots.tokens(i).collect())
+        })
+        .collect();
     b
 }
 

@@ -10,6 +10,7 @@ pub mod hostf32;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostw8a16;
 mod load;
+mod prefix;
 pub mod run;
 mod simd;
 mod spread;
@@ -17,5 +18,6 @@ pub mod tie;
 
 pub use decode::{Decoded, HostRunner, Keep, Ranked, HOST_LANES};
 pub use load::{AnyNet, LoadedModel, HOST_MAX_POSITIONS, MAX_MODEL_BYTES};
+pub use prefix::PrefixArgs;
 pub use spread::{decode_each, decode_lines, decode_stream, STREAM_BATCH};
 pub use tie::{is_near_tie, top_two, NEAR_TIE};

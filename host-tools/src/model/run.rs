@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::io::{write_atomic, LineReader, STDOUT_NAME};
 use crate::model::beam::BeamOptions;
-use crate::model::{decode_stream, Decoded, Keep, LoadedModel};
+use crate::model::{decode_stream, Decoded, Keep, LoadedModel, PrefixArgs};
 
 /// How `s2s run` decodes and writes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -21,6 +21,8 @@ pub struct RunOptions<'a> {
     pub attention: Option<&'a Path>,
     /// A beam search instead of greedy decoding.
     pub beam: Option<BeamOptions>,
+    /// The prefix slots' tokens (none: the model's defaults).
+    pub prefix: Option<&'a PrefixArgs>,
     /// With `beam`: this many best results per line.
     pub nbest: Option<usize>,
 }
@@ -31,7 +33,8 @@ pub struct RunOptions<'a> {
 /// it goes, in input order (`source<TAB>output` with `tsv`, options in [`RunOptions`]);
 /// with `attention`, every step's weights and entropy go to that JSON file. With `beam`
 /// every line is beam-searched, and with `nbest` its `nbest` best results are written as
-/// `source<TAB>rank<TAB>output<TAB>score` lines.
+/// `source<TAB>rank<TAB>output<TAB>score` lines. `prefix` chooses the tokens of the
+/// model's prefix slots, for every line or by a column of each ([`PrefixArgs`]).
 ///
 /// Every input line gives output, empty and `#` lines included (an empty line gives an
 /// empty output, whatever the model). A line that cannot be decoded gives an empty
@@ -52,6 +55,7 @@ pub fn run_file(
         ids,
         attention,
         beam,
+        prefix,
         nbest,
     } = *options;
     if let Some(b) = &beam {
@@ -94,7 +98,9 @@ pub fn run_file(
             out_text.to_string()
         }
     };
-    let result = decode_stream(&m, &mut lines, keep, |_, line, d| {
+    let no_prefix = PrefixArgs::default();
+    let prefix = prefix.unwrap_or(&no_prefix);
+    let result = decode_stream(&m, &mut lines, prefix, keep, |_, line, d| {
         let mut text = String::new();
         match &d {
             Ok(d) => match nbest {

@@ -5,12 +5,13 @@
 use std::path::PathBuf;
 
 use s2s_kernels::Precision;
-use seq2seq::Net;
+use seq2seq::{Net, Prefix};
 
 use crate::dispatch;
 use crate::error::{Error, Result};
 use crate::model::decode::{forget_layers, Decoded, HostRunner, Keep, HOST_LANES};
 use crate::model::load::LoadedModel;
+use crate::model::prefix::PrefixArgs;
 
 /// Runners for rayon's threads (`RAYON_NUM_THREADS`, all cores by default), made once
 /// per net, their workspaces reused group after group: a task takes one, decodes a
@@ -40,12 +41,18 @@ where
         }
     }
 
-    /// Decodes one group of lines (at most [`HOST_LANES`]) on a free runner.
-    fn decode(&self, lines: &[&str], keep: Keep) -> Vec<Result<Decoded, seq2seq::Error>> {
+    /// Decodes one group of lines (at most [`HOST_LANES`]) on a free runner, line `i`
+    /// after `prefixes[i]` (the model's defaults past its end).
+    fn decode(
+        &self,
+        lines: &[&str],
+        prefixes: &[Prefix],
+        keep: Keep,
+    ) -> Vec<Result<Decoded, seq2seq::Error>> {
         let taken = self.free.lock().map(|mut f| f.pop()).ok().flatten();
         let mut runner =
             taken.unwrap_or_else(|| HostRunner::keeping_cache(self.net, self.positions));
-        let out = runner.decode_all(lines, keep);
+        let out = runner.decode_all(lines, prefixes, keep);
         if let Ok(mut f) = self.free.lock() {
             f.push(runner);
         }
@@ -62,12 +69,14 @@ fn groups(lines: &[&str]) -> Vec<Vec<usize>> {
     order.chunks(HOST_LANES).map(<[usize]>::to_vec).collect()
 }
 
-/// Decodes `lines` on all threads, group by group ([`groups`]), the results in input
-/// order. Each line is decoded on its own (the lanes of a group do not meet), so the
-/// results are the same whatever the thread count and grouping.
+/// Decodes `lines` on all threads, group by group ([`groups`]), line `i` after
+/// `prefixes[i]` (the model's defaults past its end), the results in input order. Each
+/// line is decoded on its own (the lanes of a group do not meet), so the results are
+/// the same whatever the thread count and grouping.
 fn decode_spread<'a, P: Precision>(
     runners: &Runners<'_, 'a, P>,
     lines: &[&str],
+    prefixes: &[Prefix],
     keep: Keep,
 ) -> Vec<Result<Decoded, seq2seq::Error>>
 where
@@ -80,7 +89,11 @@ where
         .with_max_len(1)
         .map(|g| {
             let group: Vec<&str> = g.iter().map(|&i| lines[i]).collect();
-            runners.decode(&group, keep)
+            let prefixes: Vec<Prefix> = g
+                .iter()
+                .map(|&i| prefixes.get(i).copied().unwrap_or_default())
+                .collect();
+            runners.decode(&group, &prefixes, keep)
         })
         .collect();
     in_input_order(lines.len(), groups.into_iter().zip(done))
@@ -108,7 +121,7 @@ fn in_input_order(
 /// Decodes every line with a model of any precision; stops at the first error, naming
 /// the line (1-based).
 pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result<Vec<Decoded>> {
-    decode_each(model, lines, keep)?
+    decode_each(model, lines, &[], keep)?
         .into_iter()
         .enumerate()
         .map(|(i, d)| {
@@ -120,11 +133,13 @@ pub fn decode_lines(model: &LoadedModel, lines: &[String], keep: Keep) -> Result
         .collect()
 }
 
-/// Decodes every line with a model of any precision: one result per line (an error
+/// Decodes every line with a model of any precision, line `i` after `prefixes[i]` (the
+/// model's defaults past its end: `&[]` for every line): one result per line (an error
 /// binding the model is the whole call's).
 pub fn decode_each(
     model: &LoadedModel,
     lines: &[String],
+    prefixes: &[Prefix],
     keep: Keep,
 ) -> Result<Vec<Result<Decoded, seq2seq::Error>>> {
     let positions = model.positions();
@@ -134,6 +149,7 @@ pub fn decode_each(
             Ok(decode_spread::<P>(
                 &Runners::new(&net, positions),
                 &refs,
+                prefixes,
                 keep,
             ))
         })
@@ -147,6 +163,8 @@ pub const STREAM_BATCH: usize = 4 * HOST_LANES;
 /// A batch of input lines whose groups are being decoded by the thread pool.
 struct InFlight {
     lines: Vec<crate::io::InputLine>,
+    /// Each line's prefix, or why it has none.
+    prefixes: Vec<std::result::Result<Prefix, seq2seq::Error>>,
     /// How many groups its decoded lines make (as many results to receive).
     groups: usize,
     /// Each group as it is decoded.
@@ -156,7 +174,7 @@ struct InFlight {
 }
 
 /// Decodes the sources of the lines of `input` (each line's first tab-separated column,
-/// [`crate::io::source_of`]) as they come, in batches of at most [`STREAM_BATCH`] per
+/// [`crate::io::source_of`]) after their prefixes (`prefix`, checked first) as they come, in batches of at most [`STREAM_BATCH`] per
 /// thread, and hands each to `each` in input order with its line number, its source and
 /// its result: an empty source gives an empty output without running the model (for
 /// every model alike), a line
@@ -172,11 +190,14 @@ struct InFlight {
 pub fn decode_stream(
     model: &LoadedModel,
     input: &mut crate::io::LineReader,
+    prefix: &PrefixArgs,
     keep: Keep,
     mut each: impl FnMut(usize, &str, Result<Decoded>) -> Result,
 ) -> Result {
     let positions = model.positions();
     let name = PathBuf::from(input.name());
+    let file = model.file();
+    let base = prefix.base(&file, &model.path)?;
     model.with_net(|any| {
         dispatch!(any, |net: P| {
             let runners = Runners::<P>::new(&net, positions);
@@ -188,18 +209,19 @@ pub fn decode_stream(
                     groups.push(f.results.recv().expect("every group decoded"));
                 }
                 let mut done = in_input_order(f.decoded, groups).into_iter();
-                for line in f.lines {
-                    let (text, result) = match line.text {
-                        Err(e) => (String::new(), Err(e)),
-                        Ok(t) if t.is_empty() => (t, Ok(Decoded::default())),
-                        Ok(t) => {
+                for (line, prefix) in f.lines.into_iter().zip(f.prefixes) {
+                    let in_line = |source| Error::Model {
+                        path: name.clone(),
+                        place: crate::error::Place::Line(line.number),
+                        source,
+                    };
+                    let (text, result) = match (line.text, prefix) {
+                        (Err(e), _) => (String::new(), Err(e)),
+                        (Ok(t), _) if t.is_empty() => (t, Ok(Decoded::default())),
+                        (Ok(t), Err(e)) => (t, Err(in_line(e))),
+                        (Ok(t), Ok(_)) => {
                             let d = done.next().expect("one result per decoded line");
-                            let d = d.map_err(|source| Error::Model {
-                                path: name.clone(),
-                                place: crate::error::Place::Line(line.number),
-                                source,
-                            });
-                            (t, d)
+                            (t, d.map_err(in_line))
                         }
                     };
                     each(line.number, &text, result)?;
@@ -223,33 +245,39 @@ pub fn decode_stream(
                             return end.map(|_| ());
                         }
                     };
+                    let mut prefixes = Vec::with_capacity(batch.len());
                     for line in &mut batch {
+                        let t = line.text.as_mut().map_or("", |t| t.as_str());
+                        prefixes.push(prefix.of_line(&file, base, t));
                         if let Ok(t) = &mut line.text {
                             t.truncate(crate::io::source_of(t).len());
                         }
                     }
-                    let todo: Vec<String> = batch
+                    let (todo, todo_prefixes): (Vec<String>, Vec<Prefix>) = batch
                         .iter()
-                        .filter_map(|l| l.text.as_ref().ok())
-                        .filter(|t| !t.is_empty())
-                        .cloned()
-                        .collect();
+                        .zip(&prefixes)
+                        .filter_map(|(l, p)| Some((l.text.as_ref().ok()?, p.as_ref().ok()?)))
+                        .filter(|(t, _)| !t.is_empty())
+                        .map(|(t, p)| (t.clone(), *p))
+                        .unzip();
                     let refs: Vec<&str> = todo.iter().map(String::as_str).collect();
                     let groups = groups(&refs);
                     let (send, results) = std::sync::mpsc::channel();
                     flying.push_back(InFlight {
                         lines: batch,
+                        prefixes,
                         groups: groups.len(),
                         results,
                         decoded: todo.len(),
                     });
                     for g in groups {
                         let lines: Vec<String> = g.iter().map(|&i| todo[i].clone()).collect();
+                        let ps: Vec<Prefix> = g.iter().map(|&i| todo_prefixes[i]).collect();
                         let (send, runners) = (send.clone(), &runners);
                         scope.spawn(move |_| {
                             let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
                             // The receiver is gone only when `each` failed: nobody waits.
-                            let _ = send.send((g, runners.decode(&refs, keep)));
+                            let _ = send.send((g, runners.decode(&refs, &ps, keep)));
                         });
                     }
                 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use s2s_kernels::PrecisionKind;
-use seq2seq::{Observer, Probe, Step, Values};
+use seq2seq::{Observer, Prefix, Probe, Step, Values};
 
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
@@ -73,6 +73,8 @@ pub fn calibrate(
     }
     let desc = file.desc();
     let vocab = file.src_vocab();
+    // Calibration lines take the prefix slots' defaults.
+    let slots = file.slots();
     let mut c = Calibration::default();
     let mut usable = vec![];
     let mut ids = vec![0u16; m.positions()];
@@ -96,7 +98,9 @@ pub fn calibrate(
                 "line {}: every symbol is outside the vocabulary",
                 i + 1
             ));
-        } else if let Err(e) = seq2seq::vocab::encode_source(desc, &vocab, text, &mut ids) {
+        } else if let Err(e) =
+            seq2seq::vocab::encode_source(desc, &vocab, &slots, &Prefix::NONE, text, &mut ids)
+        {
             // Longer than a fixed-length model's input, say: not calibration data.
             c.skipped.push(format!("line {}: {e}", i + 1));
         } else {

@@ -211,7 +211,13 @@ pub fn collect<O: Observer<Recording> + Send>(
                 let mut inputs = Vec::with_capacity(chunk.len());
                 for l in chunk {
                     // Lines the model cannot read are simply not calibration data.
-                    let _ = runner.translate_line::<seq2seq::Error>(l, &mut out, obs, |_| Ok(()));
+                    let _ = runner.translate_line::<seq2seq::Error>(
+                        l,
+                        &seq2seq::Prefix::NONE,
+                        &mut out,
+                        obs,
+                        |_| Ok(()),
+                    );
                     inputs.push(STATE.with(|st| {
                         st.borrow_mut()
                             .as_mut()

@@ -9,6 +9,7 @@ use std::path::Path;
 use candle_core::{Device, Result as CResult, Tensor};
 use seq2seq::vocab::encode_source;
 use seq2seq::ModelFile;
+use seq2seq::Prefix;
 
 use crate::data::Pair;
 use crate::error::{Error, Place, Result};
@@ -92,6 +93,7 @@ pub struct Example {
 pub fn encode_pairs(file: &ModelFile<'_>, pairs: &[Pair], path: &Path) -> Result<Vec<Example>> {
     let desc = file.desc();
     let src_vocab = file.src_vocab();
+    let slots = file.slots();
     let tgt_vocab = file.tgt_vocab();
     let sep = file.separator();
     let tgt_ids: HashMap<&str, u32> = (0..tgt_vocab.len() as u16)
@@ -103,8 +105,9 @@ pub fn encode_pairs(file: &ModelFile<'_>, pairs: &[Pair], path: &Path) -> Result
         .iter()
         .map(|p| {
             let bad = |m: String| Error::invalid(path.display(), Place::Line(p.line), m);
-            let (n, valid) = encode_source(desc, &src_vocab, &p.source, &mut buf)
-                .map_err(|e| bad(format!("source: {e}")))?;
+            let (n, valid) =
+                encode_source(desc, &src_vocab, &slots, &Prefix::NONE, &p.source, &mut buf)
+                    .map_err(|e| bad(format!("source: {e}")))?;
             let tgt = split_tokens(&p.target, sep)
                 .iter()
                 .map(|t| {

@@ -314,6 +314,14 @@ pub fn train_file(
              elsewhere with `s2s import`)",
         ));
     }
+    if x.slots().next().is_some() || x.min_steps > 0 {
+        return Err(cfg.error(
+            Place::File,
+            "s2s train trains models without prefix slots or a minimum output length; \
+             this configuration has source.prefix_slots or target.min_steps (import such a \
+             model trained elsewhere with `s2s import`)",
+        ));
+    }
     // Source positions: a character each at most, and the prefix and end tokens.
     let positions = train_pairs
         .iter()

@@ -16,6 +16,11 @@
 //!         (or `ERR <reason>` for this line alone; the session goes on)
 //! host:   \x01attention on|off     a command (byte 0x01 first, so no source is one)
 //! device: OK attention on|off
+//! host:   \x01beam <K>             the following sources beam-searched K wide
+//! device: OK beam <K>
+//! host:   \x01prefix <name>=<token> ...   the following sources after these prefix
+//!                                  slot tokens (`\x01prefix` alone: the defaults)
+//! device: OK prefix <name>=<token> ...
 //! host:   .                        (or an empty line, or end of input): end of session
 //! device: DONE lines=<n> errors=<n> handler_ticks=<n> handler_insns=<n>
 //! device: STATS ram_static=<n> stack_peak=<n> stack_size=<n> flash_runtime=<n>

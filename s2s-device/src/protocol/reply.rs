@@ -165,7 +165,7 @@ pub enum Reply<'a> {
     /// `ATT ...`.
     Att(Att<'a>),
     /// `OK <command>`.
-    Ok(Command),
+    Ok(Command<'a>),
     /// `ERR <reason>`: this request failed.
     Err(&'a str),
     /// `DONE ...`.
@@ -302,7 +302,7 @@ pub fn write_att(
 }
 
 /// `OK <command>`.
-pub fn write_ok(out: &mut dyn Sink, cmd: Command) -> fmt::Result {
+pub fn write_ok(out: &mut dyn Sink, cmd: Command<'_>) -> fmt::Result {
     out.put("OK ")?;
     cmd.write_text(out)?;
     out.put("\n")

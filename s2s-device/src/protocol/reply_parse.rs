@@ -237,6 +237,8 @@ mod tests {
             Command::Attention(true),
             Command::Attention(false),
             Command::Beam(3),
+            Command::Prefix(""),
+            Command::Prefix("country=<EG>"),
         ] {
             assert_eq!(round_trip(|s| write_ok(s, cmd)).1, Reply::Ok(cmd));
         }

@@ -8,30 +8,40 @@ use s2s_kernels::text::Sink;
 /// A command: a line that starts with the byte 0x01 (no source can).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Command {
+pub enum Command<'a> {
     /// `attention on|off`: the `ATT` lines after each `CNT`.
     Attention(bool),
     /// `beam K`: decode the following sources with a beam search `K` wide in the
     /// model's own variant (`beam 1` is greedy decoding, the default). A width over the
     /// firmware's capacity is refused with `ERR`.
     Beam(u16),
+    /// `prefix NAME=TOKEN ...`: decode the following sources after these tokens of the
+    /// model's prefix slots, `NAME=TOKEN` fields separated by spaces (as
+    /// `seq2seq::Prefix::with_fields` reads them); a slot not named takes its default,
+    /// and `prefix` alone (the empty text) restores every default. A field the model
+    /// refuses is answered with `ERR`, and the prefix stays what it was.
+    Prefix(&'a str),
 }
 
-impl Command {
+impl<'a> Command<'a> {
     /// Writes the command's text (after the 0x01 byte), as in its `OK` answer.
     pub fn write_text(self, out: &mut dyn Sink) -> fmt::Result {
         match self {
             Command::Attention(true) => out.put("attention on"),
             Command::Attention(false) => out.put("attention off"),
             Command::Beam(k) => say!(out; "beam ", k),
+            Command::Prefix("") => out.put("prefix"),
+            Command::Prefix(fields) => say!(out; "prefix ", fields),
         }
     }
 
     /// The command of a text, if it is one.
-    pub fn parse(text: &str) -> Option<Command> {
+    pub fn parse(text: &'a str) -> Option<Command<'a>> {
         match text {
             "attention on" => Some(Command::Attention(true)),
             "attention off" => Some(Command::Attention(false)),
+            "prefix" => Some(Command::Prefix("")),
+            _ if text.starts_with("prefix ") => text.get(7..).map(Command::Prefix),
             _ => {
                 let k = text.strip_prefix("beam ")?;
                 // Digits only: no sign, no spaces, no leading zero.
@@ -50,7 +60,7 @@ pub enum Request<'a> {
     /// A source to decode (see [`check_source`]).
     Source(&'a [u8]),
     /// A command.
-    Command(Command),
+    Command(Command<'a>),
     /// A command the firmware does not know (its text).
     Unknown(&'a [u8]),
     /// The end of the session: `.` or an empty line.
@@ -125,6 +135,8 @@ mod tests {
             Request::Command(Command::Attention(false)),
             Request::Command(Command::Beam(1)),
             Request::Command(Command::Beam(65535)),
+            Request::Command(Command::Prefix("")),
+            Request::Command(Command::Prefix("country=<EG> role=x")),
             Request::End,
         ] {
             let mut s = String::new();
@@ -136,6 +148,14 @@ mod tests {
         assert_eq!(
             parse_request(b"\x01beam 3"),
             Request::Command(Command::Beam(3))
+        );
+        assert_eq!(
+            parse_request(b"\x01prefix country=<EG>"),
+            Request::Command(Command::Prefix("country=<EG>"))
+        );
+        assert_eq!(
+            parse_request(b"\x01prefixes"),
+            Request::Unknown(b"prefixes")
         );
         for bad in [
             "beam",

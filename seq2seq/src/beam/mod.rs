@@ -34,6 +34,10 @@
 //!   used). The `K` best finished hypotheses are kept (for `nbest`); which one wins
 //!   only ever depends on the best.
 //!
+//! Before step `min_steps` of the model ([`Extras::min_steps`](crate::desc::Extras)),
+//! the end token is proposed by no hypothesis in any variant (as if its probability
+//! were zero; the other tokens' log-probabilities are unchanged).
+//!
 //! With `K = 1` every variant is greedy decoding.
 //!
 //! The workspace ([`BeamPlan`]) grows linearly with `K`: per hypothesis two decoder

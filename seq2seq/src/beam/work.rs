@@ -264,15 +264,24 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         let base = self.cur.get(i)?.score;
         P::Wide::log_softmax(logits, self.lp);
         self.at.expanded += 1;
+        // Before `min_steps` the end token is not proposed.
+        let banned = (self.at.index < d.extras.min_steps).then_some(usize::from(d.tgt_end));
         match search.rule.variant {
             BeamVariant::InSlot | BeamVariant::FinishedSet => {
-                for (v, &lp) in self.lp.iter().enumerate() {
-                    self.cands.offer(base.plus(lp), v as u16, i, cap);
+                // Every token but `banned`: the tokens before it, then after.
+                let (lp, cands) = (&*self.lp, &mut self.cands);
+                let (before, after) = unbanned(lp.len(), banned);
+                for (v, &lp) in lp.iter().enumerate().take(before) {
+                    cands.offer(base.plus(lp), v as u16, i, cap);
+                }
+                for (v, &lp) in lp.iter().enumerate().skip(after) {
+                    cands.offer(base.plus(lp), v as u16, i, cap);
                 }
             }
             BeamVariant::Netra => {
                 let (mut offers, mut finished) = (self.at.offers, self.at.finished);
-                self.netra_expand(d, i, search.width, &mut offers, &mut finished)?;
+                let counts = (&mut offers, &mut finished);
+                self.netra_expand(d, i, search.width, banned, counts)?;
                 (self.at.offers, self.at.finished) = (offers, finished);
             }
         }
@@ -432,16 +441,17 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         self.rank(variant, alpha)
     }
 
-    /// Netra's expansion of hypothesis `i`: its `k` most probable tokens above the
-    /// pruning threshold; finished ones to the finished set, the others to the
-    /// candidates.
+    /// Netra's expansion of hypothesis `i`: its `k` most probable tokens (`banned` left
+    /// out) above the pruning threshold; finished ones to the finished set, the others
+    /// to the candidates. `offers` and `finished_count` count the finished set's offers
+    /// and the finished proposals.
     fn netra_expand(
         &mut self,
         d: &ModelDesc,
         i: usize,
         k: usize,
-        offers: &mut u32,
-        finished_count: &mut usize,
+        banned: Option<usize>,
+        (offers, finished_count): (&mut u32, &mut usize),
     ) -> Result<(), Error> {
         // The parent's own top k, ranked like candidates (the parent is 0 here).
         let hyp = self.cur.get(i)?;
@@ -449,7 +459,9 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         let mut top = [(P::Wide::default(), 0u16); MAX_NETRA_TOP];
         let kk = k.min(MAX_NETRA_TOP);
         let mut n = 0;
-        for (v, &lp) in self.lp.iter().enumerate() {
+        let (before, after) = unbanned(self.lp.len(), banned);
+        let row = self.lp.iter().enumerate();
+        for (v, &lp) in row.clone().take(before).chain(row.skip(after)) {
             let at = place(&top, n, |(s, t)| better(lp, v as u32, s, u32::from(t)));
             if at < kk {
                 let slots = top.iter_mut().take(kk).skip(at).take(n - at + 1);
@@ -477,6 +489,15 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             }
         }
         Ok(())
+    }
+}
+
+/// The tokens of a row of `n` to propose: those before the returned first bound and
+/// those from the second on (`banned` left out; all of them without one).
+fn unbanned(n: usize, banned: Option<usize>) -> (usize, usize) {
+    match banned {
+        Some(b) if b < n => (b, b + 1),
+        _ => (n, n),
     }
 }
 

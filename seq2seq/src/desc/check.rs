@@ -224,8 +224,27 @@ impl ModelDesc {
                 Some(_) => {}
             }
         }
-        if self.src_pad_to > 0 && x.prefix().count() >= self.src_pad_to {
-            return bad("src_prefix: no room for a source token within src_pad_to");
+        ended = false;
+        for s in &x.slots {
+            match s {
+                None => ended = true,
+                Some(_) if ended => return bad("slots: a prefix slot after an empty one"),
+                Some(s) => {
+                    if let Some(id) = s.default.filter(|&t| t as usize >= self.src_vocab) {
+                        return Err(Error::TokenOutOfRange {
+                            what: "slot default",
+                            id: id.into(),
+                            vocab: self.src_vocab,
+                        });
+                    }
+                }
+            }
+        }
+        if self.src_pad_to > 0 && x.prefix_len() >= self.src_pad_to {
+            return bad("src_prefix, slots: no room for a source token within src_pad_to");
+        }
+        if x.min_steps > self.max_steps {
+            return bad("min_steps: above max_steps");
         }
         Ok(())
     }

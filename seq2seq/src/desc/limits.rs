@@ -1,5 +1,5 @@
-//! The description's fixed limits and sentinels: most layers, parts, dense layers and
-//! prefix tokens, the ranges of sizes and formats, "no token". A leaf: the tensor ids,
+//! The description's fixed limits and sentinels: most layers, parts, dense layers,
+//! prefix tokens and prefix slots, the ranges of sizes and formats, "no token". A leaf: the tensor ids,
 //! the file layout and the error texts read them as well as the description.
 
 /// Most recurrent layers in the encoder or the decoder.
@@ -24,3 +24,9 @@ pub const NO_TOKEN: u32 = u32::MAX;
 
 /// Most fixed tokens a source can start with.
 pub const MAX_PREFIX: usize = 4;
+
+/// Most prefix slots (source tokens chosen per call, after the fixed prefix).
+pub const MAX_SLOTS: usize = 4;
+
+/// "No default token" of a prefix slot in the stored description.
+pub const NO_SLOT_TOKEN: u16 = u16::MAX;

@@ -20,11 +20,12 @@ mod role;
 pub use beam_rule::{BeamRule, BeamVariant};
 pub use layers::LayerSpec;
 pub use limits::{
-    MAX_CELL_FRAC, MAX_FRAC, MAX_LAYERS, MAX_OUT_PARTS, MAX_PREFIX, MAX_SIZE, MAX_SPECS, MIN_FRAC,
-    NO_TOKEN,
+    MAX_CELL_FRAC, MAX_FRAC, MAX_LAYERS, MAX_OUT_PARTS, MAX_PREFIX, MAX_SIZE, MAX_SLOTS, MAX_SPECS,
+    MIN_FRAC, NO_SLOT_TOKEN, NO_TOKEN,
 };
 pub use model::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
+    ScoreKind, Split,
 };
 pub use raw::RawDesc;
 pub use role::Role;

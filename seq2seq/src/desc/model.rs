@@ -1,11 +1,13 @@
 //! The description's types: [`ModelDesc`] and the variant of each part ([`CellKind`],
 //! [`Ordering`], [`ScoreKind`], [`Init`], [`Cells`], [`Extras`], ...), as plain data.
 
+use core::num::NonZeroU16;
+
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::{Fmt, Requant};
 
 use super::beam_rule::BeamRule;
-use super::limits::{MAX_OUT_PARTS, MAX_PREFIX};
+use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, MAX_SLOTS};
 
 /// The recurrent cell of the encoder or the decoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,9 +124,24 @@ pub enum Logits {
     LogSoftmax = 1,
 }
 
+/// A prefix slot of the description: a source token chosen per call from the slot's
+/// own tokens (their ids and the slot's name are stored with the vocabularies, see
+/// [`crate::vocab::Slots`]), put after the fixed prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct PrefixSlot {
+    /// How many tokens the slot offers (never none: with the niche of `NonZeroU16` an
+    /// `Option<PrefixSlot>` takes 6 bytes, on a device's stack in every copy of the
+    /// description).
+    pub size: NonZeroU16,
+    /// The source token id a call that does not choose takes (one of the slot's
+    /// tokens), or none: such a call is refused.
+    pub default: Option<u16>,
+}
+
 /// The decoder's bridges, input feeding, attentional activation, output normalisation
-/// and source prefix (model-file format 5). [`Extras::NONE`] is what a model without
-/// them has.
+/// and source prefix (model-file format 5), the prefix slots and the minimum output
+/// length (format 7). [`Extras::NONE`] is what a model without them has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Extras {
@@ -144,10 +161,17 @@ pub struct Extras {
     pub logits: Logits,
     /// Tokens put before every source (a language or domain tag), in order.
     pub src_prefix: [Option<u16>; MAX_PREFIX],
+    /// Prefix slots, in order (then `None`): one token of each, chosen per call, comes
+    /// after the fixed prefix ([`crate::vocab::Prefix`]).
+    pub slots: [Option<PrefixSlot>; MAX_SLOTS],
+    /// Fewest output tokens: before step `min_steps` the end token is never chosen by
+    /// greedy decoding nor proposed by a beam search (0: no minimum).
+    pub min_steps: usize,
 }
 
 impl Extras {
-    /// No shared bridge, no input feeding, `tanh`, softmax, no prefix.
+    /// No shared bridge, no input feeding, `tanh`, softmax, no prefix, no prefix slot,
+    /// no minimum length.
     pub const NONE: Extras = Extras {
         bridge_shared: false,
         input_feed: false,
@@ -155,11 +179,23 @@ impl Extras {
         fmt_attentional: Fmt { frac: 0 },
         logits: Logits::Softmax,
         src_prefix: [None; MAX_PREFIX],
+        slots: [None; MAX_SLOTS],
+        min_steps: 0,
     };
 
     /// The prefix tokens.
     pub fn prefix(&self) -> impl Iterator<Item = u16> + '_ {
         self.src_prefix.iter().flatten().copied()
+    }
+
+    /// The prefix slots.
+    pub fn slots(&self) -> impl Iterator<Item = PrefixSlot> + '_ {
+        self.slots.iter().flatten().copied()
+    }
+
+    /// Tokens before a source's own: the fixed prefix and one per slot.
+    pub fn prefix_len(&self) -> usize {
+        self.prefix().count() + self.slots().count()
     }
 }
 
@@ -271,7 +307,8 @@ pub struct ModelDesc {
     pub att_parts: [Option<Part>; MAX_OUT_PARTS],
     /// How a beam search decodes this model (greedy decoding ignores it).
     pub beam: BeamRule,
-    /// Bridges, input feeding, attentional activation, output, source prefix.
+    /// Bridges, input feeding, attentional activation, output, source prefix, prefix
+    /// slots, minimum output length.
     pub extras: Extras,
 }
 

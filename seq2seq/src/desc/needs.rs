@@ -44,6 +44,9 @@ impl ModelDesc {
         if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
             set = set.with(Feature::Bridge);
         }
+        if self.extras.slots().next().is_some() {
+            set = set.with(Feature::PrefixSlots);
+        }
         set
     }
 }

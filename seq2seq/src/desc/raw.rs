@@ -1,15 +1,18 @@
 //! The stored description, [`RawDesc`]: its record, and [`ModelDesc::from_raw`] /
 //! [`ModelDesc::to_raw`], which compare every code and flag whole.
 
+use core::num::NonZeroU16;
+
 use bytemuck::{Pod, Zeroable};
 use rnn_core::{Masked, Recurrent, ResetMode};
 use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, Requant};
 
 use super::beam_rule::{BeamRule, BeamVariant};
-use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, NO_TOKEN};
+use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, MAX_SLOTS, NO_SLOT_TOKEN, NO_TOKEN};
 use super::model::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
+    ScoreKind, Split,
 };
 use crate::Error;
 
@@ -87,6 +90,15 @@ pub struct RawDesc {
     pub src_prefix: [u32; MAX_PREFIX],
     /// Formats (fractional bits) of the integer path: `[attentional vector, 0, 0, 0]`.
     pub extra_fmts: [i8; 4],
+    // ---- Format 7 (issue 31: per-call prefix tokens, a minimum output length). ----
+    /// Fewest output tokens before the end token can be chosen.
+    pub min_steps: u32,
+    /// Each prefix slot's number of tokens, then 0 (their ids and names are stored with
+    /// the vocabularies).
+    pub slot_sizes: [u16; MAX_SLOTS],
+    /// Each prefix slot's default source token id, or `NO_SLOT_TOKEN` (0 past the last
+    /// slot).
+    pub slot_defaults: [u16; MAX_SLOTS],
 }
 
 /// A list of parts as stored: codes `1..=4`, then zeros.
@@ -230,6 +242,22 @@ impl ModelDesc {
                 v => Some(token("src_prefix", v, r.src_vocab)?),
             };
         }
+        let mut slots = [None; MAX_SLOTS];
+        let mut ended = false;
+        for ((o, &size), &default) in slots.iter_mut().zip(&r.slot_sizes).zip(&r.slot_defaults) {
+            *o = match (NonZeroU16::new(size), default) {
+                (None, 0) => {
+                    ended = true;
+                    None
+                }
+                (None, _) => return Err(Error::BadField("slot_defaults")),
+                _ if ended => return Err(Error::BadField("slot_sizes")),
+                (Some(size), default) => Some(PrefixSlot {
+                    size,
+                    default: (default != NO_SLOT_TOKEN).then_some(default),
+                }),
+            };
+        }
         let extras = Extras {
             bridge_shared: flag("bridge_shared", r.bridge_shared)?,
             input_feed: flag("input_feed", r.input_feed)?,
@@ -248,6 +276,8 @@ impl ModelDesc {
                 _ => None,
             })?,
             src_prefix,
+            slots,
+            min_steps: r.min_steps as usize,
         };
         let d = ModelDesc {
             src_vocab: r.src_vocab as usize,
@@ -368,6 +398,12 @@ impl ModelDesc {
             logits: self.extras.logits as u32,
             src_prefix: self.extras.src_prefix.map(tok),
             extra_fmts: [self.extras.fmt_attentional.frac, 0, 0, 0],
+            min_steps: stored("min_steps", self.extras.min_steps)?,
+            slot_sizes: self.extras.slots.map(|s| s.map_or(0, |s| s.size.get())),
+            slot_defaults: self
+                .extras
+                .slots
+                .map(|s| s.map_or(0, |s| s.default.unwrap_or(NO_SLOT_TOKEN))),
         })
     }
 }

@@ -11,7 +11,7 @@ use super::layout::{
 use super::tensor::{DType, Slot, Stored, TensorId};
 use crate::desc::{ModelDesc, RawDesc};
 use crate::features::{Feature, Features};
-use crate::vocab::Vocab;
+use crate::vocab::{Slots, Vocab};
 use crate::Error;
 
 /// A checked tensor table entry.
@@ -43,6 +43,8 @@ pub struct ModelFile<'a> {
     src: Vocab<'a>,
     tgt: Vocab<'a>,
     separator: &'a str,
+    /// The vocabulary section (the prefix slots are made from it when asked).
+    vocab: &'a [u8],
 }
 
 fn read_u32(b: &[u8], at: usize) -> u32 {
@@ -140,7 +142,7 @@ impl<'a> ModelFile<'a> {
         }
         let desc = ModelDesc::from_raw(&bytemuck::pod_read_unaligned(desc_bytes))?;
         let vocab = section("vocabularies", h.vocab[0], h.vocab[1] as usize)?;
-        let (src, tgt, separator) = Vocab::parse_section(vocab, desc.src_vocab, desc.tgt_vocab)?;
+        let (src, tgt, separator) = Vocab::parse_section(vocab, &desc)?;
         let count = h.table[1];
         if count as usize > MAX_TENSORS {
             return Err(Error::TooManyTensors(count));
@@ -160,6 +162,7 @@ impl<'a> ModelFile<'a> {
             src,
             tgt,
             separator,
+            vocab,
         };
         file.check_tensors(bias_mask(&h), h.data[0] as usize, data.len())?;
         Ok(file)
@@ -232,6 +235,15 @@ impl<'a> ModelFile<'a> {
     /// String written between output tokens.
     pub fn separator(&self) -> &'a str {
         self.separator
+    }
+    /// The prefix slots' names and tokens.
+    pub fn slots(&self) -> Slots<'a> {
+        Slots::in_section(self.vocab, &self.desc)
+    }
+
+    /// The vocabulary section's bytes.
+    pub(crate) fn vocab_section(&self) -> &'a [u8] {
+        self.vocab
     }
     /// Number of tensors.
     pub fn tensor_count(&self) -> usize {

@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //!      0     4  magic "S2SM"
-//!      4     2  format version (6)
+//!      4     2  format version (7)
 //!      6     1  precision (0 f32, 1 w8f32, 2 w8a16)
 //!      7     1  weight layout of every int8 weight tensor (0 row, 1 v6m: see
 //!               s2s_kernels::Layout; w8a16 only, 0 otherwise)
@@ -21,8 +21,9 @@
 //! All integers are little-endian. The description is a
 //! [`RawDesc`](crate::desc::RawDesc); the vocabularies
 //! are a string table (count, then `(offset, length)` pairs, then each vocabulary's ids
-//! sorted by their strings as `u16`, then the UTF-8 strings one after another; see
-//! [`Vocab`](crate::Vocab)) holding the source tokens, the target tokens and the output separator;
+//! sorted by their strings as `u16`, then the token ids of each prefix slot as `u16`,
+//! then the UTF-8 strings one after another; see [`Vocab`](crate::Vocab)) holding the
+//! source tokens, the target tokens, the output separator and the prefix slots' names;
 //! the tensor table is an array of [`RawTensor`], the tensors stored in
 //! table order, each at the first 8-byte boundary after the previous one, so they can
 //! be read in place from flash.
@@ -39,7 +40,8 @@
 //! [`Error::UnsupportedVersion`](crate::Error::UnsupportedVersion) (version 1: no
 //! bias mask, no sorted orders; version 2: no recurrent-cell fields in the description;
 //! version 3: no beam-search rule in the description; version 4: none of the
-//! OpenNMT-style decoder fields; version 5: no weight layout);
+//! OpenNMT-style decoder fields; version 5: no weight layout; version 6: no prefix
+//! slots, no minimum output length);
 //! the host tools re-create them from their sources with `s2s import` and `s2s quantize`.
 //!
 //! The parts, bottom up: `layout` (the records and constants), `crc` (the checksum) and

@@ -2,7 +2,7 @@
 //! a time, each lane taking its most probable token, until every lane has ended or
 //! the step cap.
 
-use s2s_kernels::float::argmax;
+use s2s_kernels::float::{argmax, argmax_but};
 use s2s_kernels::part::Part as _;
 use s2s_kernels::Precision;
 
@@ -43,7 +43,12 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             .filter(|((l, _), _)| !l.done)
         {
             let logits = &lane.wide[b::LOGITS][..];
-            let y = argmax(logits).unwrap_or(0) as u16;
+            // Before `min_steps` the end token is not a choice.
+            let y = match index < d.extras.min_steps {
+                true => argmax_but(logits, usize::from(d.tgt_end)),
+                false => argmax(logits),
+            }
+            .unwrap_or(0) as u16;
             let weights = match net.attention {
                 Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
                 None => None,

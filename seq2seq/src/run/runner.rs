@@ -12,7 +12,7 @@ use super::observe::{ObsRef, Observer};
 use crate::beam::BeamWork;
 use crate::net::Net;
 use crate::plan::Plan;
-use crate::vocab::{decode_target, encode_source};
+use crate::vocab::{decode_target, encode_source, Prefix};
 use crate::Error;
 
 /// A model bound to its workspace: runs sources to outputs. With `L` lanes it runs up
@@ -83,16 +83,19 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         &self.plan
     }
 
-    /// Tokenizes `line`, runs the model and writes the output tokens' text (joined by
-    /// the model's separator) through `write`. Returns the number of output tokens.
+    /// Tokenizes `line` after the prefix tokens `prefix` chooses ([`Prefix::NONE`]: the
+    /// model's defaults; see [`encode_source`]), runs the model and writes the output
+    /// tokens' text (joined by the model's separator) through `write`. Returns the
+    /// number of output tokens.
     pub fn translate_line<E: From<Error>>(
         &mut self,
         line: &str,
+        prefix: &Prefix,
         out: &mut [u16],
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        self.load_line(line)?;
+        self.load_line(line, prefix)?;
         let count = self.run_lanes(1, &mut [&mut *out], core::slice::from_mut(obs))?;
         let ids = out.part(..count, "output ids").map_err(Error::from)?;
         decode_target(&self.net.tgt_vocab, self.net.separator, ids, write)?;
@@ -127,20 +130,31 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         Ok(())
     }
 
-    /// Tokenizes `line` into lane 0.
-    pub(super) fn load_line(&mut self, line: &str) -> Result<(), Error> {
+    /// Tokenizes `line` after `prefix` into lane 0.
+    pub(super) fn load_line(&mut self, line: &str, prefix: &Prefix) -> Result<(), Error> {
         let lane = &mut self.lanes[0];
-        let (n, valid) = encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids)?;
+        let net = self.net;
+        let (n, valid) = encode_source(
+            &net.desc,
+            &net.src_vocab,
+            &net.slots(),
+            prefix,
+            line,
+            lane.src_ids,
+        )?;
         (lane.t, lane.valid) = (n, valid);
         Ok(())
     }
 
-    /// Translates up to `L` lines at once: `outs[i]` receives line `i`'s output ids and
-    /// `obs[i]` sees its steps. A line that cannot be tokenized gets its error without
-    /// stopping the others. Returns each line's number of output ids.
+    /// Translates up to `L` lines at once: line `i` after the prefix `prefixes[i]` (the
+    /// model's defaults past the end of `prefixes`: `&[]` for every line), `outs[i]`
+    /// receives its output ids and `obs[i]` sees its steps. A line that cannot be
+    /// tokenized gets its error without stopping the others. Returns each line's number
+    /// of output ids.
     pub fn translate_batch<O: Observer<P>>(
         &mut self,
         lines: &[&str],
+        prefixes: &[Prefix],
         outs: &mut [&mut [u16]],
         obs: &mut [O],
     ) -> HVec<Result<usize, Error>, L> {
@@ -152,7 +166,16 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             let Some(lane) = self.lanes.get_mut(order.len()) else {
                 break;
             };
-            match encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids) {
+            let net = self.net;
+            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
+            match encode_source(
+                &net.desc,
+                &net.src_vocab,
+                &net.slots(),
+                prefix,
+                line,
+                lane.src_ids,
+            ) {
                 Ok((n, valid)) => {
                     (lane.t, lane.valid) = (n, valid);
                     let _ = order.push(i);

@@ -15,7 +15,7 @@ use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
-use crate::vocab::{decode_target, encode_source};
+use crate::vocab::{decode_target, encode_source, Prefix};
 use crate::Error;
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -84,8 +84,9 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         self.beams.get(lane)?.as_ref()?.hypothesis(rank)
     }
 
-    /// Beam-searches up to `L` lines side by side with `search`, each line's search
-    /// in its own lane and workspace: every step expands the first live hypothesis of
+    /// Beam-searches up to `L` lines side by side with `search`, line `i` after
+    /// `prefixes[i]` (the model's defaults past its end), each line's search in its own
+    /// lane and workspace: every step expands the first live hypothesis of
     /// each line in one decoder step over the lanes (sharing every matrix product),
     /// then the second, up to the width, so a search of width `K` costs about `K`
     /// greedy steps per step. Each line's results are what [`Runner::beam_line`] gives
@@ -95,6 +96,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
     pub fn beam_batch<O: Observer<P>>(
         &mut self,
         lines: &[&str],
+        prefixes: &[Prefix],
         search: Search,
         obs: &mut [O],
     ) -> HVec<Result<usize, Error>, L> {
@@ -105,7 +107,17 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             let Some(lane) = self.lanes.get_mut(order.len()) else {
                 break;
             };
-            match encode_source(&self.net.desc, &self.net.src_vocab, line, lane.src_ids) {
+            let net = self.net;
+            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
+            let slots = net.slots();
+            match encode_source(
+                &net.desc,
+                &net.src_vocab,
+                &slots,
+                prefix,
+                line,
+                lane.src_ids,
+            ) {
                 Ok((n, valid)) => {
                     (lane.t, lane.valid) = (n, valid);
                     let _ = results.push(Ok(order.len()));
@@ -191,19 +203,20 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         Ok(())
     }
 
-    /// Tokenizes `line` and beam-searches it with `search` (see [`crate::beam`]),
+    /// Tokenizes `line` after `prefix` and beam-searches it with `search` (see [`crate::beam`]),
     /// writing the best hypothesis's ids into `out` and its text through `write`, like
     /// [`Runner::translate_line`]. All results stay readable through
     /// [`Runner::hypothesis`] until the next run.
     pub fn beam_line<E: From<Error>>(
         &mut self,
         line: &str,
+        prefix: &Prefix,
         search: Search,
         out: &mut [u16],
         obs: &mut impl Observer<P>,
         write: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<usize, E> {
-        self.load_line(line)?;
+        self.load_line(line, prefix)?;
         let count = self.run_beam(search, out, obs)?;
         decode_target(
             &self.net.tgt_vocab,

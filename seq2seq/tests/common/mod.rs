@@ -8,8 +8,8 @@ use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, ScoreKind, Split,
-    MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
+    ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{
@@ -290,8 +290,22 @@ fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
     for slot in x.src_prefix.iter_mut().take(r.range(0, 2)) {
         *slot = Some(r.range(0, SRC.len() - 1) as u16);
     }
+    // Drawn last (format 7): prefix slots over the tokens of [`SLOT_TOKENS`], each with
+    // a default, and a minimum output length.
+    for slot in x.slots.iter_mut().take(r.range(0, 2)) {
+        let size = r.range(1, SLOT_TOKENS.len());
+        *slot = Some(PrefixSlot {
+            size: std::num::NonZeroU16::new(size as u16).unwrap(),
+            default: Some(SLOT_TOKENS[r.range(0, size - 1)]),
+        });
+    }
+    x.min_steps = r.range(0, 2);
     d
 }
+
+/// The tokens of the random descriptions' prefix slots (special tokens, which no test
+/// line types): slot `i` of size `n` offers the first `n`.
+pub const SLOT_TOKENS: [u16; 3] = [1, 2, 0];
 
 /// A builder holding `d` at `precision` with random weights: weights of one or two
 /// planes (quantized), quantization data, and a bias on a random half of the layers
@@ -301,6 +315,12 @@ pub fn random_builder(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> M
     b.src_vocab = SRC.iter().map(|s| s.to_string()).collect();
     b.tgt_vocab = TGT.iter().map(|s| s.to_string()).collect();
     b.separator = r.pick(&["", " ", "-"]).into();
+    for (i, s) in d.extras.slots().enumerate() {
+        b.slots.push((
+            format!("s{i}"),
+            SLOT_TOKENS[..s.size.get() as usize].to_vec(),
+        ));
+    }
     for s in d.layer_specs() {
         let id = |slot| TensorId::new(s.role, s.layer, s.dir, slot);
         let planes = if precision == PrecisionKind::F32 {
@@ -408,12 +428,21 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::new(&net, &mut arena, positions)?;
     let mut out = [0u16; 64];
-    let n = runner.translate_line::<Error>(line, &mut out, &mut (), |_| Ok(()))?;
+    let n =
+        runner
+            .translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
     // A beam search of the model's own variant, 3 wide, over the same kind of arena.
     let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;
     let search = Search::of(file.desc(), 3);
-    runner.beam_line::<Error>(line, search, &mut out, &mut (), |_| Ok(()))?;
+    runner.beam_line::<Error>(
+        line,
+        &seq2seq::Prefix::NONE,
+        search,
+        &mut out,
+        &mut (),
+        |_| Ok(()),
+    )?;
     Ok(n)
 }
