@@ -177,7 +177,8 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         s: Search,
         stepper: &mut impl Stepper<P>,
     ) -> Result<(), Error> {
-        let mut going = self.begin(d, s, stepper)?;
+        let mut going = self.begin(d, s)?;
+        stepper.save(self.state_mut(0)?)?;
         while going {
             while let Some((i, y)) = self.next_live()? {
                 // Expand hypothesis i from its saved state.
@@ -186,25 +187,25 @@ impl<'w, P: Precision> BeamWork<'w, P> {
                 self.expand(d, i, logits)?;
                 stepper.save(self.expanded_state(i)?)?;
             }
-            going = self.end_step(d, stepper)?;
+            let (index, expanded) = self.step_counts();
+            stepper.searched(index, expanded);
+            going = self.end_step(d)?;
         }
         Ok(())
     }
 
-    /// Starts a search of `s` from the initial decoder state in `stepper` (the encoder
-    /// has run): then, step by step, each hypothesis [`BeamWork::next_live`] names is
-    /// expanded from its [`BeamWork::state`] ([`BeamWork::expand`] with its logits,
-    /// the new state saved into [`BeamWork::expanded_state`]) and the step is closed
-    /// by [`BeamWork::end_step`], until it says the search has ended. The hypotheses
-    /// of one search are expanded in order, so that searches running side by side
-    /// (each in its own workspace and lane) give what each gives alone. Returns
-    /// whether there is a step to run.
-    pub(crate) fn begin(
-        &mut self,
-        d: &ModelDesc,
-        s: Search,
-        stepper: &mut impl Stepper<P>,
-    ) -> Result<bool, Error> {
+    /// Starts a search of `s` (the encoder has run): the caller saves the initial
+    /// decoder state into [`BeamWork::state_mut`] `(0)`; then, step by step, each
+    /// hypothesis [`BeamWork::next_live`] names is expanded from its
+    /// [`BeamWork::state`] ([`BeamWork::expand`] with its logits, the new state saved
+    /// into [`BeamWork::expanded_state`]) and the step is closed by
+    /// [`BeamWork::end_step`], until it says the search has ended. The hypotheses of
+    /// one search are expanded in order, so that searches running side by side (each
+    /// in its own workspace and lane) give what each gives alone. Generic over the
+    /// precision only: one copy of the search per precision, whatever the steppers.
+    /// Returns whether there is a step to run.
+    #[inline(never)]
+    pub(crate) fn begin(&mut self, d: &ModelDesc, s: Search) -> Result<bool, Error> {
         self.n_ranked = 0;
         let k = s.width;
         if k == 0 || k > self.plan.width.min(MAX_WIDTH) {
@@ -214,8 +215,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             });
         }
         self.check()?;
-        // The start: one live hypothesis, empty, with the initial state.
-        stepper.save(chunk_mut(self.states, 0, self.plan.state, STATES)?)?;
+        // The start: one live hypothesis, empty (its state saved by the caller).
         put(&mut self.cur, 0, &[], None, P::Wide::default(), false)?;
         self.cur.n = 1;
         self.done.n = 0;
@@ -239,6 +239,16 @@ impl<'w, P: Precision> BeamWork<'w, P> {
         Ok(None)
     }
 
+    /// Where current hypothesis `i`'s decoder state is saved.
+    pub(crate) fn state_mut(&mut self, i: usize) -> Result<&mut [P::Act], Error> {
+        Ok(chunk_mut(self.states, i, self.plan.state, STATES)?)
+    }
+
+    /// The step and the hypotheses expanded in it so far (for observers).
+    pub(crate) fn step_counts(&self) -> (usize, usize) {
+        (self.at.index, self.at.expanded)
+    }
+
     /// The saved decoder state of current hypothesis `i`.
     pub(crate) fn state(&self, i: usize) -> Result<&[P::Act], Error> {
         Ok(chunk(self.states, i, self.plan.state, STATES)?)
@@ -253,6 +263,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
     /// Expands hypothesis `i` (the one [`BeamWork::next_live`] named) by the `logits`
     /// of its step: its candidates are offered, after the self-proposals of the
     /// finished hypotheses before it.
+    #[inline(never)]
     pub(crate) fn expand(
         &mut self,
         d: &ModelDesc,
@@ -326,13 +337,9 @@ impl<'w, P: Precision> BeamWork<'w, P> {
     /// Closes a step once every live hypothesis is expanded: the next hypotheses from
     /// the ranked candidates, and the variant's stopping rule. Returns whether the
     /// search goes on (else its results are ranked).
-    pub(crate) fn end_step(
-        &mut self,
-        d: &ModelDesc,
-        stepper: &mut impl Stepper<P>,
-    ) -> Result<bool, Error> {
+    #[inline(never)]
+    pub(crate) fn end_step(&mut self, d: &ModelDesc) -> Result<bool, Error> {
         self.offer_finished(self.cur.n)?;
-        stepper.searched(self.at.index, self.at.expanded);
         let Progress { search, .. } = self.at;
         let (k, variant, alpha) = (search.width, search.rule.variant, search.rule.alpha);
         let ss = self.plan.state;
@@ -416,6 +423,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
 
     /// The end of a search: at the cap, finished-set offers its live hypotheses; the
     /// results are ranked.
+    #[inline(never)]
     fn finish(&mut self) -> Result<(), Error> {
         let Progress {
             search, stopped, ..
@@ -445,6 +453,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
     /// out) above the pruning threshold; finished ones to the finished set, the others
     /// to the candidates. `offers` and `finished_count` count the finished set's offers
     /// and the finished proposals.
+    #[inline(never)]
     fn netra_expand(
         &mut self,
         d: &ModelDesc,

@@ -160,10 +160,10 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         let obs = obs.part_mut(..n, "observers")?;
         let lay = encode_lanes::<P, O, L>(net, &self.plan, lanes, obs)?;
         let mut going = [false; L];
-        for (j, (lane, o)) in lanes.iter_mut().zip(obs.iter_mut()).enumerate() {
+        for (j, lane) in lanes.iter_mut().enumerate() {
             let work = beam_of(&mut self.beams, j)?;
-            let mut st = LaneStepper::new(net, lane, &lay, o);
-            going[j] = work.begin(d, search, &mut st)?;
+            going[j] = work.begin(d, search)?;
+            save_state(net, lane, work.state_mut(0)?)?;
         }
         while going.contains(&true) {
             // Rounds: the next live hypothesis of every line, stepped together.
@@ -192,11 +192,12 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
                     save_state(net, lane, work.expanded_state(i)?)?;
                 }
             }
-            for (j, (lane, o)) in lanes.iter_mut().zip(obs.iter_mut()).enumerate() {
+            for (j, o) in obs.iter_mut().enumerate() {
                 if going[j] {
                     let work = beam_of(&mut self.beams, j)?;
-                    let mut st = LaneStepper::new(net, lane, &lay, o);
-                    going[j] = work.end_step(d, &mut st)?;
+                    let (index, expanded) = work.step_counts();
+                    o.searched(index, expanded);
+                    going[j] = work.end_step(d)?;
                 }
             }
         }
@@ -304,22 +305,6 @@ struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
     lane: &'s mut Lane<'w, P>,
     lay: &'s Layout,
     obs: &'s mut O,
-}
-
-impl<'s, 'n, 'a, 'w, P: Precision, O> LaneStepper<'s, 'n, 'a, 'w, P, O> {
-    fn new(
-        net: &'n Net<'a, P>,
-        lane: &'s mut Lane<'w, P>,
-        lay: &'s Layout,
-        obs: &'s mut O,
-    ) -> Self {
-        LaneStepper {
-            net,
-            lane,
-            lay,
-            obs,
-        }
-    }
 }
 
 /// Lane `j`'s beam workspace (every lane has one in a runner made by
