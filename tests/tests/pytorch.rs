@@ -295,3 +295,67 @@ fn pytorch_tutorial_model_runs_through_the_cli() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The mistake shapes cannot show (issue 31): the tutorial's square 12x12 `Wa` taken
+/// transposed imports without an error from safetensors (no graph to say otherwise), and
+/// `s2s verify` against the reference's decodes catches it, where the right import
+/// agrees on every source.
+#[test]
+fn verify_catches_a_transposed_square_matrix_that_imports() {
+    let dir = scratch_dir("pytorch-verify");
+    let (weights, model) = pytorch::build_model(&dir);
+    let w = Weights::new(&pytorch::state_dict(pytorch::SEED, pytorch::SCALE));
+    let expect = dir.join("expect.jsonl");
+    let lines: String = SOURCES
+        .iter()
+        .map(|s| {
+            let ids: Vec<String> = reference(&w, s)
+                .tokens
+                .iter()
+                .map(usize::to_string)
+                .collect();
+            format!("{{\"source\": \"{s}\", \"ids\": [{}]}}\n", ids.join(", "))
+        })
+        .collect();
+    std::fs::write(&expect, lines).unwrap();
+    let agree = s2s_ok(&[&"verify", &model, &"--expect", &expect], "");
+    assert!(
+        agree.contains(&format!("{n} of {n}", n = SOURCES.len())),
+        "{agree}"
+    );
+
+    let right = "\"attention.query\" = { weight = \"decoder.attention.Wa.weight\", bias = \"decoder.attention.Wa.bias\" }";
+    let config = std::fs::read_to_string(pytorch::config()).unwrap();
+    assert!(
+        config.contains(right),
+        "the example's attention.query entry"
+    );
+    let wrong = config.replace(right, &right.replace(" }", ", transpose = true }"));
+    let wrong_config = dir.join("transposed.toml");
+    std::fs::write(&wrong_config, wrong).unwrap();
+    let wrong_model = dir.join("transposed.s2s");
+    s2s_ok(
+        &[
+            &"import",
+            &"--config",
+            &wrong_config,
+            &"--weights",
+            &weights,
+            &"-o",
+            &wrong_model,
+        ],
+        "",
+    );
+    let r = s2s_tests::s2s(&[&"verify", &wrong_model, &"--expect", &expect], "");
+    let (out, err) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("first differences"), "{out}");
+    assert!(
+        err.contains("decode differently from the reference"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
