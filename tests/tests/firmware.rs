@@ -149,7 +149,7 @@ const CEILINGS: &[Ceiling] = &[
     Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: None, step: 138400, position: 146800 }, // 136,967 / 145,308
     Ceiling { model: "g2p-en-w8a16.s2s", board: "mps2-an386", beam: None, step: 1018000, position: 659700 }, // 1,007,916 / 653,155
     Ceiling { model: "netra-w8a16.s2s", board: "mps2-an386", beam: Some(2), step: 275400, position: 146800 }, // 272,667 / 145,308
-    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: Some(2), step: 418600, position: 210500 }, // 414,438 / 208,414
+    Ceiling { model: "netra-w8a16.s2s", board: "lm3s6965evb", beam: Some(2), step: 422900, position: 210500 }, // 418,649 / 208,777
     Ceiling { model: "g2p-en.s2s", board: "mps2-an386", beam: Some(2), step: 1397700, position: 720900 }, // 1,383,842 / 713,686
 ];
 

@@ -132,18 +132,37 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
 
     /// Tokenizes `line` after `prefix` into lane 0.
     pub(super) fn load_line(&mut self, line: &str, prefix: &Prefix) -> Result<(), Error> {
-        let lane = &mut self.lanes[0];
-        let net = self.net;
-        let (n, valid) = encode_source(
-            &net.desc,
-            &net.src_vocab,
-            &net.slots(),
-            prefix,
-            line,
-            lane.src_ids,
-        )?;
-        (lane.t, lane.valid) = (n, valid);
-        Ok(())
+        tokenize(self.net, &mut self.lanes[0], line, prefix)
+    }
+
+    /// Tokenizes up to `k` of `lines`, line `i` after `prefixes[i]` (the model's
+    /// defaults past its end), into the lanes in order: a line that cannot be tokenized
+    /// gets its error and leaves its lane to the next line. Returns each line's lane (or
+    /// error) and the lines in lane order.
+    pub(super) fn load_lines(
+        &mut self,
+        lines: &[&str],
+        prefixes: &[Prefix],
+        k: usize,
+    ) -> (HVec<Result<usize, Error>, L>, HVec<usize, L>) {
+        let mut results: HVec<Result<usize, Error>, L> = HVec::new();
+        let mut order: HVec<usize, L> = HVec::new();
+        for (i, line) in lines.iter().take(k).enumerate() {
+            let Some(lane) = self.lanes.get_mut(order.len()) else {
+                break;
+            };
+            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
+            match tokenize(self.net, lane, line, prefix) {
+                Ok(()) => {
+                    let _ = results.push(Ok(order.len()));
+                    let _ = order.push(i);
+                }
+                Err(e) => {
+                    let _ = results.push(Err(e));
+                }
+            }
+        }
+        (results, order)
     }
 
     /// Translates up to `L` lines at once: line `i` after the prefix `prefixes[i]` (the
@@ -159,33 +178,8 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         obs: &mut [O],
     ) -> HVec<Result<usize, Error>, L> {
         let k = lines.len().min(L).min(outs.len()).min(obs.len());
-        let mut results: HVec<Result<usize, Error>, L> = HVec::new();
         // Tokenize; lanes whose line fails are left out of the run.
-        let mut order: HVec<usize, L> = HVec::new();
-        for (i, line) in lines.iter().take(k).enumerate() {
-            let Some(lane) = self.lanes.get_mut(order.len()) else {
-                break;
-            };
-            let net = self.net;
-            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
-            match encode_source(
-                &net.desc,
-                &net.src_vocab,
-                &net.slots(),
-                prefix,
-                line,
-                lane.src_ids,
-            ) {
-                Ok((n, valid)) => {
-                    (lane.t, lane.valid) = (n, valid);
-                    let _ = order.push(i);
-                    let _ = results.push(Ok(0));
-                }
-                Err(e) => {
-                    let _ = results.push(Err(e));
-                }
-            }
-        }
+        let (mut results, order) = self.load_lines(lines, prefixes, k);
         // Gather the outputs and observers of the lines that run, in lane order.
         let mut run_outs: HVec<&mut [u16], L> = HVec::new();
         let mut run_obs: HVec<&mut O, L> = HVec::new();
@@ -229,4 +223,24 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         run_lanes::<P, O, L>(self.net, &self.plan, lanes, outs, obs)?;
         Ok(self.lanes.first().map_or(0, |l| l.n))
     }
+}
+
+/// Tokenizes `line` after `prefix` into `lane`.
+fn tokenize<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    line: &str,
+    prefix: &Prefix,
+) -> Result<(), Error> {
+    let slots = net.slots();
+    let (n, valid) = encode_source(
+        &net.desc,
+        &net.src_vocab,
+        &slots,
+        prefix,
+        line,
+        lane.src_ids,
+    )?;
+    (lane.t, lane.valid) = (n, valid);
+    Ok(())
 }

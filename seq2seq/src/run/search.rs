@@ -15,7 +15,7 @@ use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
-use crate::vocab::{decode_target, encode_source, Prefix};
+use crate::vocab::{decode_target, Prefix};
 use crate::Error;
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -101,33 +101,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         obs: &mut [O],
     ) -> HVec<Result<usize, Error>, L> {
         let k = lines.len().min(L).min(obs.len());
-        let mut results: HVec<Result<usize, Error>, L> = HVec::new();
-        let mut order: HVec<usize, L> = HVec::new();
-        for (i, line) in lines.iter().take(k).enumerate() {
-            let Some(lane) = self.lanes.get_mut(order.len()) else {
-                break;
-            };
-            let net = self.net;
-            let prefix = prefixes.get(i).unwrap_or(&Prefix::NONE);
-            let slots = net.slots();
-            match encode_source(
-                &net.desc,
-                &net.src_vocab,
-                &slots,
-                prefix,
-                line,
-                lane.src_ids,
-            ) {
-                Ok((n, valid)) => {
-                    (lane.t, lane.valid) = (n, valid);
-                    let _ = results.push(Ok(order.len()));
-                    let _ = order.push(i);
-                }
-                Err(e) => {
-                    let _ = results.push(Err(e));
-                }
-            }
-        }
+        let (mut results, order) = self.load_lines(lines, prefixes, k);
         let mut run_obs: HVec<ObsRef<'_, O>, L> = obs
             .iter_mut()
             .enumerate()
