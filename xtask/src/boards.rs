@@ -35,8 +35,10 @@ pub(crate) fn panic_reachable(
     elf: &std::path::Path,
 ) -> crate::error::Error {
     format!(
-        "{e}\na panic is reachable from the firmware on {}: build it without \
-         `--features no-panic` and list the places with scripts/firmware/panic_sites.py {}",
+        "{e}\nif the linker above names `a_panic_is_reachable_in_this_no_panic_build`, a panic \
+         is reachable from the firmware on {}: build it without `--features no-panic` and \
+         list the places with scripts/firmware/panic_sites.py {} (else the linker says what \
+         failed, a region overflow say)",
         board.name,
         elf.display()
     )
