@@ -204,11 +204,11 @@ mod tests {
         let mut s = String::new();
         find("microbit").unwrap().write_memory_x(&mut s).unwrap();
         assert!(
-            s.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 86016"),
+            s.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 94208"),
             "{s}"
         );
         assert!(
-            s.contains("MODEL : ORIGIN = 0x00015000, LENGTH = 176128"),
+            s.contains("MODEL : ORIGIN = 0x00017000, LENGTH = 167936"),
             "{s}"
         );
         assert!(
