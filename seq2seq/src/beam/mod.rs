@@ -51,8 +51,9 @@
 //! `cands` (the ranked candidates of a step), `work` (the workspace and the search
 //! loop) and `rank` (the results).
 
-//! The files, bottom up: `plan` (the workspace's sizes), `search` (the request, the
-//! results, what the search needs of the runner), `cands`, `hyps`, `work`, `rank`. The
+//! The files, bottom up: `plan` (the workspace's sizes), `cands`, `hyps`, `view` (a
+//! result, and the hypotheses between two steps for observers), `search` (the request,
+//! what the search needs of the runner), `work`, `rank`. The
 //! rule a model stores ([`BeamRule`], [`BeamVariant`]) is part of its description
 //! ([`crate::desc`]), named here too. This file only names them.
 
@@ -61,10 +62,12 @@ mod hyps;
 mod plan;
 mod rank;
 mod search;
+mod view;
 mod work;
 
 pub use crate::desc::{BeamRule, BeamVariant};
 pub use plan::{BeamPlan, MAX_WIDTH};
+pub use search::Search;
 pub(crate) use search::Stepper;
-pub use search::{Hypothesis, Search};
+pub use view::{BeamView, Hypothesis};
 pub(crate) use work::BeamWork;

@@ -7,7 +7,7 @@ use s2s_kernels::{Precision, ShapeError};
 
 use super::cands::shift_in;
 use super::hyps::short;
-use super::search::Hypothesis;
+use super::view::Hypothesis;
 use super::work::BeamWork;
 use crate::desc::BeamVariant;
 
@@ -87,17 +87,8 @@ impl<P: Precision> BeamWork<'_, P> {
             (&self.cur, code - k)
         };
         let hyp = set.get(i)?;
-        // The output ids: the end token excluded.
-        let tokens = match hyp.finished {
-            true => hyp.tokens.split_last().map(|(_, t)| t),
-            false => Some(hyp.tokens),
-        };
-        Ok(Hypothesis {
-            tokens: tokens.ok_or(short("beam: hypothesis length", 1, 0))?,
-            score: hyp.score,
-            len: hyp.tokens.len(),
-            ended: hyp.finished,
-        })
+        hyp.hypothesis()
+            .ok_or(short("beam: hypothesis length", 1, 0))
     }
 
     /// Results of the last search, best first.

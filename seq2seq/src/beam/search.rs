@@ -1,23 +1,11 @@
-//! What a beam search takes and gives: the request ([`Search`]), one result
-//! ([`Hypothesis`]), and what it needs of the runner (`Stepper`).
+//! What a beam search takes and what it needs of the runner: the request ([`Search`])
+//! and the `Stepper`.
 
 use s2s_kernels::Precision;
 
+use super::view::BeamView;
 use crate::desc::{BeamRule, ModelDesc};
 use crate::Error;
-
-/// One result of a beam search (see [`crate::Runner::hypothesis`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Hypothesis<'r, W> {
-    /// The output ids, end token excluded.
-    pub tokens: &'r [u16],
-    /// The sum of the log-probabilities of its tokens (end token included).
-    pub score: W,
-    /// Its length: tokens produced, end token included.
-    pub len: usize,
-    /// Whether it ended with the end token (not cut at the step cap, not live).
-    pub ended: bool,
-}
 
 /// A search request: its width and rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,4 +41,6 @@ pub(crate) trait Stepper<P: Precision> {
     fn step(&mut self, token: u16) -> Result<&[P::Wide], Error>;
     /// A search step has expanded `expanded` hypotheses (for observers).
     fn searched(&mut self, index: usize, expanded: usize);
+    /// A search step has closed: `beam` holds what goes on (for observers).
+    fn beamed(&mut self, beam: &BeamView<'_, P::Wide>);
 }

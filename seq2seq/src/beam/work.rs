@@ -10,6 +10,7 @@ use super::cands::{better, place, shift_in, Cands};
 use super::hyps::{chunk, chunk_mut, offer_done, put, short, worst_done, Hyps};
 use super::plan::{BeamPlan, MAX_NETRA_TOP, MAX_WIDTH};
 use super::search::{Search, Stepper};
+use super::view::BeamView;
 use crate::desc::{BeamVariant, ModelDesc};
 use crate::Error;
 
@@ -190,6 +191,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             let (index, expanded) = self.step_counts();
             stepper.searched(index, expanded);
             going = self.end_step(d)?;
+            stepper.beamed(&self.view());
         }
         Ok(())
     }
@@ -526,6 +528,17 @@ fn take_state<A: Copy>(
         .ok_or(short(STATES, k.saturating_mul(ss), found))?;
     chunk_mut(cur, j, ss, STATES)?.copy_from_slice(chunk(expanded, parent, ss, STATES)?);
     Ok(())
+}
+
+impl<P: Precision> BeamWork<'_, P> {
+    /// The search as it stands after its last closed step.
+    pub(crate) fn view(&self) -> BeamView<'_, P::Wide> {
+        BeamView {
+            index: self.step_counts().0.saturating_sub(1),
+            live: &self.cur,
+            done: &self.done,
+        }
+    }
 }
 
 #[cfg(test)]

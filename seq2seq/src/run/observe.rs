@@ -6,6 +6,8 @@ use core::marker::PhantomData;
 
 use s2s_kernels::{Fmt, Marks, Phase, Precision};
 
+use crate::beam::BeamView;
+
 /// What a decoder step produced, handed to an [`Observer`].
 pub struct Step<'a, P: Precision> {
     /// Step index, from 0.
@@ -65,6 +67,9 @@ pub trait Observer<P: Precision> {
     /// A beam search has run step `index`, expanding `expanded` hypotheses (each
     /// expansion is a decoder step of its own, with its probes, but no [`Observer::step`]).
     fn searched(&mut self, _index: usize, _expanded: usize) {}
+    /// A beam search has closed a step (after [`Observer::searched`]): `beam` holds the
+    /// hypotheses that go on and the finished ones so far (for pictures of the search).
+    fn beam(&mut self, _beam: &BeamView<'_, P::Wide>) {}
     /// Whether the observer wants [`Observer::phase`] calls. Left `false`, the run marks
     /// no phases and compiles to the same code whatever the observer (the cells and the
     /// attention are shared by every such observer rather than copied for each).
@@ -130,6 +135,9 @@ impl<P: Precision, O: Observer<P>> Observer<P> for ObsRef<'_, O> {
     }
     fn searched(&mut self, index: usize, expanded: usize) {
         self.0.searched(index, expanded)
+    }
+    fn beam(&mut self, beam: &BeamView<'_, P::Wide>) {
+        self.0.beam(beam)
     }
     const PHASES: bool = O::PHASES;
     fn phase(&mut self, phase: Phase) {

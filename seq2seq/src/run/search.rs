@@ -11,7 +11,7 @@ use super::lane::{b, Lane};
 use super::observe::{ObsRef, Observer};
 use super::runner::Runner;
 use super::step::step_lanes;
-use crate::beam::{BeamPlan, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
+use crate::beam::{BeamPlan, BeamView, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
@@ -172,6 +172,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
                     let (index, expanded) = work.step_counts();
                     o.searched(index, expanded);
                     going[j] = work.end_step(d)?;
+                    o.beam(&work.view());
                 }
             }
         }
@@ -361,5 +362,9 @@ impl<P: Precision, O: Observer<P>> Stepper<P> for LaneStepper<'_, '_, '_, '_, P,
 
     fn searched(&mut self, index: usize, expanded: usize) {
         self.obs.searched(index, expanded);
+    }
+
+    fn beamed(&mut self, beam: &BeamView<'_, P::Wide>) {
+        self.obs.beam(beam);
     }
 }
