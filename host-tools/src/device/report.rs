@@ -10,18 +10,7 @@ use s2s_kernels::Phase;
 
 use super::session::{DeviceStats, ModelInfo};
 
-/// Groups digits by thousands.
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use s2s_inspect::thousands;
 
 /// Mismatches shown in full by [`QemuReport::render`].
 pub const SHOWN_MISMATCHES: usize = 5;

@@ -164,19 +164,11 @@ fn gate_names(kind: CellKind) -> &'static str {
     }
 }
 
-/// The cell's description for messages: `"GRU"`, `"LSTM"`.
-pub fn cell_name(kind: CellKind) -> &'static str {
-    match kind {
-        CellKind::Gru => "GRU",
-        CellKind::Lstm => "LSTM",
-    }
-}
-
 /// A `gates` value that is not a permutation of the cell's gates.
 #[derive(Debug, thiserror::Error)]
 #[error(
     "gates {from:?} is not a permutation of the {} gates {}",
-    cell_name(*.kind),
+    .kind.name(),
     gate_names(*.kind)
 )]
 pub(crate) struct BadGates {

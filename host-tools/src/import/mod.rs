@@ -17,7 +17,7 @@ use seq2seq::format::{DType, Slot, TensorId};
 
 use crate::error::{Error, Place, Result};
 use crate::formats::{read_weights_file, Tensor};
-use crate::import::cells::{cell_name, cell_of, gate_perm, our_gates, reorder_gates};
+use crate::import::cells::{cell_of, gate_perm, our_gates, reorder_gates};
 use crate::import::config::{tensor_reference, Config, HalfName};
 use crate::import::orient::{orient, Explained, Matrix, Sides, Why};
 use crate::io::write_atomic;
@@ -434,7 +434,7 @@ fn import_desc(
                 if r == 3 * h || r == 4 * h {
                     format!(
                         " (a {} of {h} units has {} x {h} = {} rows, gates [{}])",
-                        cell_name(kind),
+                        kind.name(),
                         g.len(),
                         spec.rows,
                         gates.join(", ")

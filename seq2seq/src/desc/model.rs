@@ -21,6 +21,14 @@ pub enum CellKind {
 }
 
 impl CellKind {
+    /// Its name: `GRU` or `LSTM`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CellKind::Gru => "GRU",
+            CellKind::Lstm => "LSTM",
+        }
+    }
+
     /// Gate blocks of the cell's matrices (3 or 4).
     pub fn gates(self) -> usize {
         match self {

@@ -32,13 +32,15 @@ enum Unit {
 }
 
 /// The crates whose floors are checked, and at what grain.
-const CRATES: [(&str, Unit); 7] = [
+const CRATES: [(&str, Unit); 9] = [
     ("s2s-kernels", Unit::File),
     ("rnn-core", Unit::File),
     ("attention-core", Unit::File),
     ("seq2seq", Unit::File),
     ("s2s-device", Unit::File),
     ("s2s-weights", Unit::File),
+    ("s2s-inspect", Unit::File),
+    ("explorer", Unit::File),
     ("host-tools", Unit::Folder),
 ];
 
