@@ -297,6 +297,29 @@ pub enum Cmd {
         /// standard output is not a terminal.
         #[arg(long)]
         no_color: bool,
+        /// Print the map as JSON instead of drawing it: `{"source": [..], "output":
+        /// [..], "weights": [[..], ..], "entropy": [..]}` (the output's tokens with the
+        /// end token's step, each step's weights and their entropy in nats), what the
+        /// explorer's page shows.
+        #[arg(long, conflicts_with_all = ["output", "no_color"])]
+        json: bool,
+    },
+    /// Serve the attention explorer (a page that decodes a typed source step by step,
+    /// built by `cargo xtask explorer`) with MODEL on 127.0.0.1, printing its address.
+    ///
+    /// The page runs the same core, compiled to WebAssembly, so it shows what the
+    /// device outputs. It can also be opened from disk (target/explorer/index.html)
+    /// and a model dropped on it.
+    Explore {
+        /// Model file, loaded by the page at start.
+        model: PathBuf,
+        /// Port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// The built page (default: S2S_EXPLORER_DIR, else target/explorer of the
+        /// checkout s2s was built from).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Run a model on a Cortex-M board under QEMU and check it token for token against the host.
     Qemu {

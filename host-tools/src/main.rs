@@ -327,7 +327,15 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             source,
             output,
             no_color,
+            json,
         } => {
+            if json {
+                let m = host_tools::model::LoadedModel::load(&model)?;
+                let map = plot::attention_map(&m, &source)?;
+                writeln!(stdout, "{}", map.to_json())
+                    .map_err(host_tools::Error::io(STDOUT_NAME))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let color = !no_color && std::io::stdout().is_terminal();
             for note in plot::heatmap(&model, &source, output.as_deref(), color, stdout)? {
                 eprintln!("note: {note}");
@@ -335,6 +343,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             if let Some(path) = output {
                 eprintln!("wrote {}", path.display());
             }
+        }
+        Cmd::Explore { model, port, dir } => {
+            let dir = dir.unwrap_or_else(host_tools::commands::explore::default_dir);
+            host_tools::commands::explore::explore(&model, &dir, port, stdout)?;
         }
         Cmd::Qemu {
             model,

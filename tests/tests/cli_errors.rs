@@ -393,3 +393,48 @@ fn config_size_beyond_32_bits() {
     assert_one_error(&r, &["target.max_steps = 4294967327", "too large"]);
     assert_only(&dir, &["wrap.toml"]);
 }
+
+#[test]
+fn explore_refuses_a_bad_model_or_a_missing_page_in_one_line() {
+    let dir = scratch_dir("explore-errors");
+    let model = damaged_model(&dir, "flipped.s2s", |b| {
+        let mid = b.len() / 2;
+        b[mid] ^= 0x10;
+    });
+    let path = model.display().to_string();
+    let page = dir.join("no-page");
+    let served = |m: &Path| s2s(&[&"explore", &m, &"--port", &"0", &"--dir", &page], "");
+    // The model is checked before anything is served.
+    assert_one_error(&served(&model), &[&path, "CRC"]);
+    // A page that was never built: the command that builds it.
+    let netra = model_file("netra.s2s");
+    assert_one_error(
+        &served(&netra),
+        &[&page.display().to_string(), "cargo xtask explorer"],
+    );
+}
+
+#[test]
+fn heatmap_json_is_the_map_and_refuses_a_model_without_attention() {
+    let out = s2s(
+        &[&"heatmap", &model_file("netra.s2s"), &"angkor", &"--json"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["weights"].as_array().expect("weights");
+    assert_eq!(rows.len(), v["output"].as_array().unwrap().len());
+    assert_eq!(rows.len(), v["entropy"].as_array().unwrap().len());
+    let sources = v["source"].as_array().unwrap().len();
+    for r in rows {
+        let r = r.as_array().unwrap();
+        assert_eq!(r.len(), sources);
+        let sum: f64 = r.iter().map(|w| w.as_f64().unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-3, "a row sums to {sum}");
+    }
+    let g2p = model_file("g2p-en.s2s");
+    assert_one_error(
+        &s2s(&[&"heatmap", &g2p, &"hello", &"--json"], ""),
+        &[&g2p.display().to_string(), "no attention"],
+    );
+}

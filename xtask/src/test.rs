@@ -10,7 +10,7 @@ use crate::boards;
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::files::read;
-use crate::setup::thumb_targets;
+use crate::setup::{thumb_targets, WASM_TARGET};
 
 /// The no_std core crates, built for every thumb target (and published).
 const CORE_CRATES: [&str; 5] = [
@@ -64,6 +64,13 @@ impl Ctx {
                 "-D",
                 "warnings",
             ]))
+        })?;
+        steps.step("clippy: the explorer for wasm32-unknown-unknown", || {
+            self.run(
+                self.cargo_for(&["s2s-explorer"], "clippy")
+                    .args(["--target", WASM_TARGET])
+                    .args(["--", "-D", "warnings"]),
+            )
         })?;
         for t in thumb_targets() {
             steps.step(&format!("build core crates for {t}"), || {
@@ -134,6 +141,8 @@ impl Ctx {
                     .env("RUSTDOCFLAGS", "-D warnings"),
             )
         })?;
+        // tests/tests/explorer.rs drives the page built into target/explorer/.
+        steps.step("explorer: build the page", || self.explorer())?;
         steps.step("test", || {
             self.run(self.cargo().args(["test", "--workspace"]))
         })?;

