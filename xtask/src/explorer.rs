@@ -17,7 +17,7 @@ use std::process::Command;
 use crate::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::files::write;
-use crate::setup::WASM_TARGET;
+use crate::setup::{cli_version_is, wasm_bindgen_cli, WASM_TARGET};
 
 /// The explorer's package and its wasm file's stem.
 const PACKAGE: &str = "s2s-explorer";
@@ -34,14 +34,8 @@ impl Ctx {
     pub(crate) fn explorer(&self) -> Result {
         println!("==> explorer");
         let version = self.wasm_bindgen_version()?;
-        let have = Command::new("wasm-bindgen")
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        match have {
-            Some(line) if line.split_whitespace().nth(1) == Some(version.as_str()) => {}
+        match wasm_bindgen_cli() {
+            Some(line) if cli_version_is(&line, &version) => {}
             Some(line) => {
                 return Err(format!(
                     "`wasm-bindgen --version` prints `{line}`, Cargo.lock has wasm-bindgen {version}: \

@@ -121,24 +121,19 @@ impl Ctx {
 
         // wasm-bindgen-cli makes the explorer's JavaScript glue; it must be of the very
         // version of the `wasm-bindgen` crate the explorer is built with.
+        // Not `--locked`: the CLI's own lockfile names a webpki-roots release (1.0.11)
+        // that crates.io's index here does not hold, so cargo resolves its dependencies.
         let version = self.wasm_bindgen_version()?;
-        let installed = Command::new("wasm-bindgen")
-            .arg("--version")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        match installed {
+        match wasm_bindgen_cli() {
             Some(v) if cli_version_is(&v, &version) => {
                 println!("wasm-bindgen-cli: {version} already installed");
             }
-            _ => self.run(self.cargo().args([
-                "install",
-                "wasm-bindgen-cli",
-                "--version",
-                &version,
-                "--locked",
-            ]))?,
+            _ => {
+                self.run(
+                    self.cargo()
+                        .args(["install", "wasm-bindgen-cli", "--version", &version]),
+                )?
+            }
         }
         Ok(())
     }
@@ -235,8 +230,18 @@ fn locked_version(lock: &str, name: &str) -> Option<String> {
     })
 }
 
+/// What `wasm-bindgen --version` prints (`wasm-bindgen 0.2.130`), if it runs.
+pub(crate) fn wasm_bindgen_cli() -> Option<String> {
+    Command::new("wasm-bindgen")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
 /// True when `wasm-bindgen --version`'s line (`wasm-bindgen 0.2.130`) is of `version`.
-fn cli_version_is(line: &str, version: &str) -> bool {
+pub(crate) fn cli_version_is(line: &str, version: &str) -> bool {
     line.split_whitespace().nth(1) == Some(version)
 }
 
