@@ -96,6 +96,26 @@ fn g2p_en_without_attention_decodes_as_the_host() {
 }
 
 #[test]
+fn lstm_models_decode_as_the_host() {
+    let words = eval_words(30, 12);
+    agree("keras2-lstm-g2p-w8a16.s2s", &words, 2);
+    agree("pytorch-lstm-g2p.s2s", &words, 3);
+}
+
+#[test]
+fn a_character_the_vocabulary_cannot_spell_is_one_line_naming_it() {
+    // The Keras 2 LSTM has no unknown token: a digit cannot be spelled.
+    let name = "keras2-lstm-g2p-w8a16.s2s";
+    let model = Model::load(name, &std::fs::read(model_file(name)).unwrap()).unwrap();
+    let e = trace::decode(&model, "ab3", 1).expect_err("a digit");
+    assert!(e.starts_with("keras2-lstm-g2p-w8a16.s2s: "), "{e}");
+    assert!(e.contains('3'), "{e} does not name the character");
+    assert!(!e.contains('\n'), "{e}");
+    // The same model still decodes the next source.
+    assert!(trace::decode(&model, "abc", 1).is_ok());
+}
+
+#[test]
 fn a_damaged_file_is_one_line_naming_it() {
     let mut bytes = std::fs::read(model_file("netra-w8a16.s2s")).unwrap();
     let mid = bytes.len() / 2;
