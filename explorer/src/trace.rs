@@ -152,7 +152,10 @@ fn decode_with<P: Precision>(
     let mut arena = vec![0u32; words];
     let mut runner = Runner::new(net, &mut arena, n)?;
     let mut out = vec![0u16; d.max_steps];
-    let mut rec = Recorder::<P>::new(net);
+    let mut rec = Recorder::<P> {
+        net,
+        steps: Vec::new(),
+    };
     let count = runner.translate_line::<seq2seq::Error>(
         source,
         &Prefix::NONE,
@@ -171,7 +174,10 @@ fn decode_with<P: Precision>(
             .div_ceil(4);
             let mut arena = vec![0u32; words];
             let mut runner = Runner::with_beam(net, &mut arena, n, width)?;
-            let mut beamed = BeamRecorder::<P>::new(net);
+            let mut beamed = BeamRecorder::<P> {
+                net,
+                steps: Vec::new(),
+            };
             let count = runner.beam_line::<seq2seq::Error>(
                 source,
                 &Prefix::NONE,
@@ -213,15 +219,6 @@ fn token(vocab: &seq2seq::Vocab<'_>, id: u16) -> String {
 struct Recorder<'n, 'a, P: Precision> {
     net: &'n Net<'a, P>,
     steps: Vec<StepTrace>,
-}
-
-impl<'n, 'a, P: Precision> Recorder<'n, 'a, P> {
-    fn new(net: &'n Net<'a, P>) -> Self {
-        Recorder {
-            net,
-            steps: Vec::new(),
-        }
-    }
 }
 
 impl<P: Precision> Observer<P> for Recorder<'_, '_, P> {
@@ -271,14 +268,7 @@ struct BeamRecorder<'n, 'a, P: Precision> {
     steps: Vec<BeamStep>,
 }
 
-impl<'n, 'a, P: Precision> BeamRecorder<'n, 'a, P> {
-    fn new(net: &'n Net<'a, P>) -> Self {
-        BeamRecorder {
-            net,
-            steps: Vec::new(),
-        }
-    }
-
+impl<P: Precision> BeamRecorder<'_, '_, P> {
     fn hyp(&self, h: Hypothesis<'_, P::Wide>) -> Hyp {
         let tokens: Vec<String> = h
             .tokens
