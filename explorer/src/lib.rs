@@ -49,6 +49,13 @@ impl Explorer {
     }
 }
 
+/// The error for a file of `bytes` bytes if it is too large to read (checked before it
+/// is read: `File.size`), else `undefined`.
+#[wasm_bindgen]
+pub fn refuse_size(name: &str, bytes: f64) -> Option<String> {
+    (bytes > model::MAX_MODEL_BYTES as f64).then(|| model::too_large(name, bytes as usize))
+}
+
 /// `value` as JSON (serialising these plain structures cannot fail).
 fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))

@@ -4,6 +4,10 @@
 
 use seq2seq::ModelFile;
 
+/// The largest model file the page reads: 256 MiB, as the host tools (the largest a
+/// microcontroller holds is a few MiB). A larger file is refused before it is read.
+pub const MAX_MODEL_BYTES: usize = 256 << 20;
+
 /// A checked model file.
 pub struct Model {
     /// The file's name, for messages.
@@ -39,6 +43,9 @@ pub(crate) use with_net;
 impl Model {
     /// Reads and checks `bytes`; an error is one line naming `name`.
     pub fn load(name: &str, bytes: &[u8]) -> Result<Model, String> {
+        if bytes.len() > MAX_MODEL_BYTES {
+            return Err(too_large(name, bytes.len()));
+        }
         let m = Model {
             name: name.to_string(),
             words: seq2seq::builder::aligned(bytes),
@@ -61,4 +68,9 @@ impl Model {
     pub fn file(&self) -> Result<ModelFile<'_>, String> {
         ModelFile::parse_verified(self.bytes()).map_err(|e| format!("{}: {e}", self.name))
     }
+}
+
+/// The error of a file of `bytes` bytes, over [`MAX_MODEL_BYTES`].
+pub fn too_large(name: &str, bytes: usize) -> String {
+    format!("{name}: {bytes} bytes: larger than the largest model file the page reads ({MAX_MODEL_BYTES} bytes)")
 }

@@ -67,6 +67,11 @@ function load(name, bytes) {
 
 function loadFile(file) {
   if (!file) return;
+  const refused = wasm_bindgen.refuse_size(file.name, file.size);
+  if (refused !== undefined) {
+    setStatus("error", refused);
+    return;
+  }
   file.arrayBuffer().then(
     (buf) => load(file.name, new Uint8Array(buf)),
     (err) => setStatus("error", `${file.name}: cannot be read: ${errorText(err)}`),
