@@ -8,7 +8,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { explorer: null, facts: null, trace: null, step: 0 };
+const state = { explorer: null, facts: null, trace: null, step: 0, timer: undefined };
 
 // Viridis at nine stops (matplotlib's), interpolated: as the PNG heatmaps.
 const VIRIDIS = [
@@ -122,6 +122,7 @@ function drawPlan() {
 
 function decode() {
   if (!state.explorer) return;
+  stopReplay();
   const source = $("source").value;
   const beam = Math.max(1, parseInt($("beam").value, 10) || 1);
   const out = $("output");
@@ -251,8 +252,32 @@ function drawBeam(s) {
 }
 
 function moveStep(by) {
+  stopReplay();
   state.step += by;
   drawStep();
+}
+
+// The decode replayed: the heatmap fills row by row, a step every REPLAY_MS.
+const REPLAY_MS = 250;
+
+function replay() {
+  stopReplay();
+  if (!state.trace || state.trace.steps.length === 0) return;
+  state.step = 0;
+  drawStep();
+  state.timer = setInterval(() => {
+    if (state.step >= state.trace.steps.length - 1) {
+      stopReplay();
+      return;
+    }
+    state.step += 1;
+    drawStep();
+  }, REPLAY_MS);
+}
+
+function stopReplay() {
+  if (state.timer !== undefined) clearInterval(state.timer);
+  state.timer = undefined;
 }
 
 function start() {
@@ -261,9 +286,10 @@ function start() {
   $("source").addEventListener("input", decode);
   $("beam").addEventListener("input", decode);
   $("beam").addEventListener("change", decode);
-  $("step").addEventListener("input", () => { state.step = Number($("step").value); drawStep(); });
+  $("step").addEventListener("input", () => { stopReplay(); state.step = Number($("step").value); drawStep(); });
   $("step-back").addEventListener("click", () => moveStep(-1));
   $("step-forward").addEventListener("click", () => moveStep(1));
+  $("play").addEventListener("click", replay);
   $("board").addEventListener("change", drawPlan);
   $("model-input").addEventListener("change", (e) => loadFile(e.target.files[0]));
   document.addEventListener("dragover", (e) => { e.preventDefault(); $("drop-zone").classList.add("over"); });

@@ -7,7 +7,7 @@
 //! The page's elements and data attributes that are read here are its DOM contract
 //! (explorer/web/explorer.js): `#status[data-state]`, `#model-name`, `#drop-zone`,
 //! `#model-input`, `#source`, `#beam`, `#output[data-source][data-ids][data-state]`,
-//! `#source-error`, `#heatmap` (`thead th.src`, `tbody tr[data-step]` with `th.out[data-token]` and
+//! `#source-error`, `#play`, `#heatmap` (`thead th.src`, `tbody tr[data-step]` with `th.out[data-token]` and
 //! `td[data-w]`, `data-none`), `#step`, `#step-back`, `#step-forward`, `#step-label`,
 //! `#entropy .bar[data-step][data-entropy]`, `#topk li[data-id][data-p]`,
 //! `#beam-view .hyp[data-tokens]`, `#board` and `#plan[data-bytes]`.
@@ -793,6 +793,19 @@ fn the_served_page_shows_what_s2s_computes() {
     for s in (1..n).chain([n - 1]) {
         click("#step-forward", s);
     }
+    // Replay: back to the first step at once, then row by row to the last.
+    browser.click("#play");
+    let first = browser.shown();
+    assert!(
+        first.step.parse::<usize>().is_ok_and(|s| s < n - 1),
+        "{word}: replay did not start from an early step ({})",
+        first.step
+    );
+    browser.wait(
+        &format!("document.getElementById('step').value === '{}'", n - 1),
+        "the replay reaching the last step",
+    );
+    check_step(word, &browser.shown(), n - 1, n);
 
     // 8. The screenshot: a netra word with its heatmap (in the Khmer font).
     browser.js("return document.fonts.ready.then(() => true);", json!([]));
