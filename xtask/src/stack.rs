@@ -129,18 +129,28 @@ fn header(line: &str) -> Option<(u64, String)> {
     Some((addr, name.to_string()))
 }
 
-/// An instruction line `    12ab:  \tmnemonic\toperands`: (mnemonic, operands).
-fn instruction(line: &str) -> Option<(String, String)> {
+/// An instruction line `    12ab:  \tmnemonic\toperands  @ comment`: (address,
+/// mnemonic, operands, comment).
+fn instruction(line: &str) -> Option<(u64, String, String, String)> {
     let (addr, rest) = line.trim_start().split_once(':')?;
-    u64::from_str_radix(addr.trim(), 16).ok()?;
+    let addr = u64::from_str_radix(addr.trim(), 16).ok()?;
     let rest = rest.trim();
+    // A literal pool's word keeps its bytes even with `--no-show-raw-insn`.
+    let rest = match rest.find(".word") {
+        Some(i) => &rest[i..],
+        None => rest,
+    };
     let (mnemonic, ops) = match rest.split_once(char::is_whitespace) {
         Some((m, o)) => (m, o.trim()),
         None => (rest, ""),
     };
-    // A comment (`@ imm = #12`) is not an operand.
-    let ops = ops.split_once('@').map_or(ops, |(o, _)| o).trim();
-    Some((mnemonic.to_ascii_lowercase(), ops.to_string()))
+    let (ops, comment) = ops.split_once('@').unwrap_or((ops, ""));
+    Some((
+        addr,
+        mnemonic.to_ascii_lowercase(),
+        ops.trim().to_string(),
+        comment.trim().to_string(),
+    ))
 }
 
 /// The functions of `llvm-objdump -d` output, by first address. Tail branches are kept
@@ -148,6 +158,11 @@ fn instruction(line: &str) -> Option<(String, String)> {
 pub(crate) fn parse(disassembly: &str) -> HashMap<u64, Function> {
     let mut functions: Vec<Function> = Vec::new();
     let mut branches: Vec<(usize, u64)> = Vec::new();
+    // `.word` lines (literal pools) by address; `ldr rX, [pc, #..] @ 0xADDR` per
+    // register of the current function; `add sp, rX` / `sub sp, rX` of a literal.
+    let mut words: HashMap<u64, u32> = HashMap::new();
+    let mut literal_of: HashMap<String, u64> = HashMap::new();
+    let mut adjustments: Vec<(usize, u64, bool)> = Vec::new();
     for line in disassembly.lines() {
         if let Some((addr, name)) = header(line) {
             functions.push(Function {
@@ -155,9 +170,20 @@ pub(crate) fn parse(disassembly: &str) -> HashMap<u64, Function> {
                 name,
                 ..Function::default()
             });
+            literal_of.clear();
             continue;
         }
-        let (Some(f), Some((mnemonic, ops))) = (functions.last_mut(), instruction(line)) else {
+        let Some((at, mnemonic, ops, comment)) = instruction(line) else {
+            continue;
+        };
+        if mnemonic == ".word" {
+            if let Some(w) = immediate(&ops).and_then(|w| u32::try_from(w).ok()) {
+                words.insert(at, w);
+            }
+            continue;
+        }
+        let index = functions.len().saturating_sub(1);
+        let Some(f) = functions.last_mut() else {
             continue;
         };
         // Condition suffixes and width qualifiers: `bl`, `blx`, `b.w`, `bne.w`, ...
@@ -183,7 +209,7 @@ pub(crate) fn parse(disassembly: &str) -> HashMap<u64, Function> {
             "bx" if ops_l != "lr" => f.indirect = true,
             _ if is_branch(m) => {
                 if let Some(t) = target(&ops) {
-                    branches.push((functions.len() - 1, t));
+                    branches.push((index, t));
                 }
             }
             "push" if !f.pushed && !f.called => {
@@ -195,23 +221,40 @@ pub(crate) fn parse(disassembly: &str) -> HashMap<u64, Function> {
                 f.frame += per * register_count(&ops);
                 f.vpushed = true;
             }
-            "sub" | "subw" if regs.first() == Some(&"sp") && !f.called => {
-                // `sub sp, #N`, `sub.w sp, sp, #N`, `sub sp, rX`.
-                let last = regs.last().copied().unwrap_or("");
-                if last.starts_with('#') {
-                    f.frame += immediate(last).unwrap_or(0);
-                } else if regs.len() >= 2 {
-                    f.dynamic = true;
+            "ldr" if regs.get(1).is_some_and(|r| r.starts_with("[pc")) => {
+                if let (Some(r), Some(t)) = (regs.first(), target(&comment)) {
+                    literal_of.insert((*r).to_string(), t);
                 }
             }
-            "add" if regs.first() == Some(&"sp") && !f.called => {
-                // `add sp, rX`: Armv6-M's large frame (a negative literal), or dynamic.
+            "sub" | "subw" | "add" if regs.first() == Some(&"sp") && !f.called => {
+                // `sub sp, #N`, `sub.w sp, sp, #N`; `sub sp, rX` / `add sp, rX`: a
+                // large frame (Armv6-M's: `add sp, rX` of a negative literal) when rX
+                // was loaded from a literal pool, else dynamic.
                 let last = regs.last().copied().unwrap_or("");
-                if !last.starts_with('#') && regs.len() >= 2 && last != "sp" {
-                    f.dynamic = true;
+                let sub = m != "add";
+                if last.starts_with('#') {
+                    if sub {
+                        f.frame += immediate(last).unwrap_or(0);
+                    }
+                } else if regs.len() >= 2 && last != "sp" {
+                    match literal_of.get(last) {
+                        Some(&t) => adjustments.push((index, t, sub)),
+                        None => f.dynamic = true,
+                    }
                 }
             }
             _ => {}
+        }
+    }
+    for (i, t, sub) in adjustments {
+        let Some(f) = functions.get_mut(i) else {
+            continue;
+        };
+        // The literal as a signed 32-bit value: what it takes off the stack pointer.
+        match words.get(&t).map(|&w| w as i32) {
+            Some(v) if sub && v > 0 => f.frame += v.unsigned_abs() as u64,
+            Some(v) if !sub && v < 0 => f.frame += v.unsigned_abs() as u64,
+            _ => f.dynamic = true,
         }
     }
     let mut map: HashMap<u64, Function> = HashMap::new();
@@ -238,6 +281,8 @@ pub(crate) struct Depth {
     pub bytes: u64,
     pub path: Vec<u64>,
     pub at_least: bool,
+    /// Why it is a lower bound: "recursion", "indirect call", "dynamic frame".
+    pub why: BTreeSet<&'static str>,
 }
 
 /// The longest path by summed frames from `start` (a recursive edge is not followed and
@@ -255,14 +300,20 @@ pub(crate) fn deepest(functions: &HashMap<u64, Function>, start: u64) -> Option<
         let f = fs.get(&at)?;
         on_path.insert(at);
         let mut best: Option<Depth> = None;
-        let mut at_least = f.indirect || f.dynamic;
+        let mut why = BTreeSet::new();
+        if f.indirect {
+            why.insert("indirect call");
+        }
+        if f.dynamic {
+            why.insert("dynamic frame");
+        }
         for &c in &f.calls {
             if on_path.contains(&c) {
-                at_least = true;
+                why.insert("recursion");
                 continue;
             }
             if let Some(d) = visit(fs, c, on_path, memo) {
-                at_least |= d.at_least;
+                why.extend(d.why.iter().copied());
                 if best.as_ref().is_none_or(|b| d.bytes > b.bytes) {
                     best = Some(d);
                 }
@@ -275,7 +326,8 @@ pub(crate) fn deepest(functions: &HashMap<u64, Function>, start: u64) -> Option<
         let d = Depth {
             bytes: f.frame + bytes,
             path,
-            at_least,
+            at_least: !why.is_empty(),
+            why,
         };
         // A result cut by recursion depends on the path it was reached by; memoising it
         // keeps the walk linear, at the price of a (said) lower bound.
@@ -316,31 +368,52 @@ fn objdump() -> Result<PathBuf> {
         })
 }
 
-/// The function named `name` exactly, else the first whose name ends with `::name`
-/// (demangled names end with their hash: `...::name::h0123`).
-fn find(functions: &HashMap<u64, Function>, name: &str) -> Option<u64> {
-    let mut all: Vec<&Function> = functions.values().collect();
-    all.sort_by_key(|f| f.addr);
-    all.iter()
-        .find(|f| f.name == name)
-        .or_else(|| {
-            all.iter().find(|f| {
-                let n = f
-                    .name
-                    .rsplit_once("::h")
-                    .map_or(f.name.as_str(), |(a, _)| a);
-                n.ends_with(&format!("::{name}"))
-            })
+/// The functions named `name` exactly or whose name ends with `::name` (past their
+/// `::h<hash>`), by address: a generic function has one per instantiation.
+fn find(functions: &HashMap<u64, Function>, name: &str) -> Vec<u64> {
+    let mut all: Vec<u64> = functions
+        .values()
+        .filter(|f| {
+            let n = short(&f.name);
+            n == name || n.ends_with(&format!("::{name}"))
         })
         .map(|f| f.addr)
+        .collect();
+    all.sort_unstable();
+    all
 }
 
-/// A function's name without its `::h<hash>` tail.
-fn short(name: &str) -> &str {
-    match name.rsplit_once("::h") {
+/// A function's name without its `::h<hash>` tail, with the escapes of Rust's legacy
+/// mangling that llvm-objdump leaves (`$LT$`, `$u20$`, `..`) turned back into text.
+fn short(name: &str) -> String {
+    let name = match name.rsplit_once("::h") {
         Some((a, h)) if h.len() == 16 && h.chars().all(|c| c.is_ascii_hexdigit()) => a,
         _ => name,
-    }
+    };
+    let name = name
+        .strip_prefix("_$")
+        .map_or(name.to_string(), |r| format!("${r}"));
+    [
+        ("$LT$", "<"),
+        ("$GT$", ">"),
+        ("$C$", ","),
+        ("$RF$", "&"),
+        ("$BP$", "*"),
+        ("$SP$", "@"),
+        ("$u20$", " "),
+        ("$u27$", "'"),
+        ("$u5b$", "["),
+        ("$u5d$", "]"),
+        ("$u7b$", "{"),
+        ("$u7d$", "}"),
+        ("$u7e$", "~"),
+        ("$u3b$", ";"),
+        ("$u2b$", "+"),
+        ("$u22$", "\""),
+        ("..", "::"),
+    ]
+    .iter()
+    .fold(name, |n, (from, to)| n.replace(from, to))
 }
 
 /// The report of one board: the largest frames and the deepest paths, as Markdown.
@@ -350,7 +423,7 @@ pub(crate) fn report(
     entries: &[&str],
 ) -> String {
     let mut s = format!(
-        "#### {} ({})\n\n{} functions; the 12 largest frames:\n\n| function | frame bytes |\n|---|---:|\n",
+        "#### {} ({})\n\n{} functions; the 12 largest frames:\n\n| function | address | frame bytes |\n|---|---|---:|\n",
         board.name,
         board.target,
         functions.len()
@@ -359,14 +432,20 @@ pub(crate) fn report(
     all.sort_by(|a, b| b.frame.cmp(&a.frame).then(a.addr.cmp(&b.addr)));
     for f in all.iter().take(12) {
         let dynamic = if f.dynamic { " + dynamic" } else { "" };
-        s += &format!("| `{}` | {}{dynamic} |\n", short(&f.name), f.frame);
+        s += &format!(
+            "| `{}` | {:#x} | {}{dynamic} |\n",
+            short(&f.name),
+            f.addr,
+            f.frame
+        );
     }
     for entry in entries {
-        let Some(start) = find(functions, entry) else {
+        let deepest = find(functions, entry)
+            .into_iter()
+            .filter_map(|a| deepest(functions, a))
+            .max_by_key(|d| d.bytes);
+        let Some(d) = deepest else {
             s += &format!("\n`{entry}`: not found in the disassembly\n");
-            continue;
-        };
-        let Some(d) = deepest(functions, start) else {
             continue;
         };
         let bound = if d.at_least { "at least " } else { "" };
@@ -374,14 +453,17 @@ pub(crate) fn report(
             "\nDeepest path from `{entry}`: {bound}{} bytes{}:\n\n",
             d.bytes,
             if d.at_least {
-                " (recursion, an indirect call or a dynamic frame on the way)"
+                format!(
+                    " ({} reachable, not followed)",
+                    d.why.iter().copied().collect::<Vec<_>>().join(", ")
+                )
             } else {
-                ""
+                String::new()
             }
         );
         for a in &d.path {
             if let Some(f) = functions.get(a) {
-                s += &format!("- `{}` {}\n", short(&f.name), f.frame);
+                s += &format!("- `{}` {:#x}: {}\n", short(&f.name), f.addr, f.frame);
             }
         }
     }
@@ -440,8 +522,9 @@ impl Ctx {
 }
 
 /// Where the deepest paths start: the firmware's `main` (cortex-m-rt's entry) and the
-/// decode of one request.
-const ENTRIES: &[&str] = &["main", "decode"];
+/// decode of one line (`seq2seq::run::Runner::translate_line`, each instantiation; the
+/// deepest is shown).
+const ENTRIES: &[&str] = &["main", "translate_line"];
 
 #[cfg(test)]
 mod tests {
@@ -479,6 +562,13 @@ Disassembly of section .text:
 00000400 <small>:
      400:      \tbx\tlr
 
+00000480 <big>:
+     480:      \tpush\t{r4, r5, r6, r7, lr}
+     482:      \tldr\tr6, [pc, #0x4]         @ 0x488 <big+0x8>
+     484:      \tadd\tsp, r6
+     486:      \tbx\tlr
+     488: f4 f8 ff ff  \t.word\t0xfffff8f4
+
 00000500 <rec>:
      500:      \tpush\t{r7, lr}
      502:      \tbl\t0x500 <rec>
@@ -488,7 +578,10 @@ Disassembly of section .text:
     #[test]
     fn prologues_give_the_frames() {
         let f = parse(SNIPPET);
-        assert_eq!(f.len(), 5);
+        assert_eq!(f.len(), 6);
+        // Armv6-M's large frame: push 5 x 4, then `add sp, r6` of the literal -1804.
+        assert_eq!(f[&0x480].frame, 20 + 1804);
+        assert!(!f[&0x480].dynamic);
         // push 4 x 4 + sub 16; the sub after the call is not the prologue's.
         assert_eq!(f[&0x100].frame, 32);
         assert!(f[&0x100].indirect);
@@ -526,9 +619,17 @@ Disassembly of section .text:
         assert_eq!((d.bytes, d.at_least), (0, false));
         let d = deepest(&f, 0x500).unwrap();
         assert_eq!((d.bytes, d.at_least), (8, true), "recursion");
+        assert_eq!(d.why, BTreeSet::from(["recursion"]));
+        let d = deepest(&f, 0x100).unwrap();
+        assert_eq!(d.why, BTreeSet::from(["dynamic frame", "indirect call"]));
         assert_eq!(deepest(&f, 0x999), None);
-        assert_eq!(find(&f, "decode"), Some(0x200));
-        assert_eq!(find(&f, "main"), Some(0x100));
+        assert_eq!(find(&f, "decode"), vec![0x200]);
+        assert_eq!(find(&f, "main"), vec![0x100]);
+        assert!(find(&f, "absent").is_empty());
+        assert_eq!(
+            short("_$LT$a..B$LT$P$GT$$u20$as$u20$c..D$GT$::at::h0932286a74af027c"),
+            "<a::B<P> as c::D>::at"
+        );
     }
 
     #[test]
@@ -542,6 +643,10 @@ Disassembly of section .text:
         );
         assert_eq!(header("garbage"), None);
         assert_eq!(instruction(""), None);
+        assert_eq!(
+            instruction("     488: f4 f8 ff ff  \t.word\t0xfffff8f4"),
+            Some((0x488, ".word".into(), "0xfffff8f4".into(), String::new()))
+        );
         // Nothing at all parses to nothing, without a panic.
         assert!(parse("").is_empty());
         assert!(parse("\u{0}\t:::\n<>:\n  zz:\n").is_empty());
