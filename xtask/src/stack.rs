@@ -23,11 +23,15 @@
 //!   first address (a tail call); `blx rN` / `bx rN` to anything but `lr` are indirect
 //!   calls, noted.
 //!
-//! [`deepest`] is the longest path from a function by summed frames (a recursive edge is
-//! not followed; recursion, indirect calls and dynamic frames make the figure a lower
-//! bound, said so). Exception entry frames and handlers are not included: the firmware's
-//! measured peak (`s2s qemu`'s "stack peak") may include them, and a static bound below
-//! that peak says so. Unknown lines are skipped; parsing never panics.
+//! [`deepest`] is the longest path from a function by summed frames, given twice: along
+//! direct calls only (a lower bound when an indirect call is reachable), and with every
+//! indirect call taken as a call to any function whose address is stored
+//! ([`address_taken`]: `.word`s of the literal pools, `movw`/`movt` pairs, `.rodata`'s
+//! words with the Thumb bit: the vtables), an upper bound as long as no function
+//! pointer is made otherwise. A recursive edge is not followed (the figure then "at
+//! least", said so), nor are exception entry frames and handlers counted: the
+//! firmware's measured peak (`s2s qemu`'s "stack peak") may include them, and a static
+//! bound below that peak would say so. Unknown lines are skipped; parsing never panics.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -287,10 +291,19 @@ pub(crate) struct Depth {
 
 /// The longest path by summed frames from `start` (a recursive edge is not followed and
 /// makes the result "at least"; calls to addresses that are no function are skipped).
-pub(crate) fn deepest(functions: &HashMap<u64, Function>, start: u64) -> Option<Depth> {
+///
+/// With `taken` (the functions whose address is stored somewhere: [`address_taken`]),
+/// an indirect call is taken to be a call to any of them, an upper bound in place of
+/// a lower one.
+pub(crate) fn deepest(
+    functions: &HashMap<u64, Function>,
+    start: u64,
+    taken: Option<&BTreeSet<u64>>,
+) -> Option<Depth> {
     fn visit(
         fs: &HashMap<u64, Function>,
         at: u64,
+        taken: Option<&BTreeSet<u64>>,
         on_path: &mut BTreeSet<u64>,
         memo: &mut HashMap<u64, Depth>,
     ) -> Option<Depth> {
@@ -301,18 +314,23 @@ pub(crate) fn deepest(functions: &HashMap<u64, Function>, start: u64) -> Option<
         on_path.insert(at);
         let mut best: Option<Depth> = None;
         let mut why = BTreeSet::new();
-        if f.indirect {
-            why.insert("indirect call");
+        let mut callees = f.calls.clone();
+        match taken {
+            Some(taken) if f.indirect => callees.extend(taken.iter().copied()),
+            _ if f.indirect => {
+                why.insert("indirect call");
+            }
+            _ => {}
         }
         if f.dynamic {
             why.insert("dynamic frame");
         }
-        for &c in &f.calls {
+        for c in callees {
             if on_path.contains(&c) {
                 why.insert("recursion");
                 continue;
             }
-            if let Some(d) = visit(fs, c, on_path, memo) {
+            if let Some(d) = visit(fs, c, taken, on_path, memo) {
                 why.extend(d.why.iter().copied());
                 if best.as_ref().is_none_or(|b| d.bytes > b.bytes) {
                     best = Some(d);
@@ -334,7 +352,70 @@ pub(crate) fn deepest(functions: &HashMap<u64, Function>, start: u64) -> Option<
         memo.insert(at, d.clone());
         Some(d)
     }
-    visit(functions, start, &mut BTreeSet::new(), &mut HashMap::new())
+    visit(
+        functions,
+        start,
+        taken,
+        &mut BTreeSet::new(),
+        &mut HashMap::new(),
+    )
+}
+
+/// The functions whose address (with the Thumb bit) is stored as a word: in a literal
+/// pool of the disassembly (`.word`), built by a `movw`/`movt` pair, or in `rodata`
+/// (`llvm-objdump -s -j .rodata`'s hex dump: vtables, function pointer tables). The
+/// vector table is not read: the exception handlers are not called by the firmware.
+pub(crate) fn address_taken(
+    functions: &HashMap<u64, Function>,
+    disassembly: &str,
+    rodata: &str,
+) -> BTreeSet<u64> {
+    let mut words: Vec<u64> = Vec::new();
+    let mut low: HashMap<String, u64> = HashMap::new();
+    for line in disassembly.lines() {
+        let Some((_, mnemonic, ops, _)) = instruction(line) else {
+            continue;
+        };
+        let m = mnemonic.trim_end_matches(".w");
+        let (reg, imm) = ops.split_once(',').unwrap_or((&ops, ""));
+        match m {
+            ".word" => words.extend(immediate(&ops)),
+            "movw" => {
+                if let Some(v) = immediate(imm) {
+                    low.insert(reg.trim().to_string(), v);
+                }
+            }
+            "movt" => {
+                if let (Some(&l), Some(h)) = (low.get(reg.trim()), immediate(imm)) {
+                    words.push((h << 16) | l);
+                }
+            }
+            _ => {}
+        }
+    }
+    for line in rodata.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(addr) = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok()) else {
+            continue;
+        };
+        if addr % 4 != 0 {
+            continue;
+        }
+        for group in fields.take(4) {
+            let bytes: Vec<u8> = (0..group.len() / 2)
+                .filter_map(|i| group.get(2 * i..2 * i + 2))
+                .filter_map(|b| u8::from_str_radix(b, 16).ok())
+                .collect();
+            if let Ok(b) = <[u8; 4]>::try_from(bytes.as_slice()) {
+                words.push(u64::from(u32::from_le_bytes(b)));
+            }
+        }
+    }
+    words
+        .into_iter()
+        .filter(|w| w & 1 == 1 && functions.contains_key(&(w & !1)))
+        .map(|w| w & !1)
+        .collect()
 }
 
 /// `llvm-objdump`: rustup's `llvm-tools` component, else one on `PATH`.
@@ -420,6 +501,7 @@ fn short(name: &str) -> String {
 pub(crate) fn report(
     board: &Board,
     functions: &HashMap<u64, Function>,
+    taken: &BTreeSet<u64>,
     entries: &[&str],
 ) -> String {
     let mut s = format!(
@@ -440,30 +522,38 @@ pub(crate) fn report(
         );
     }
     for entry in entries {
-        let deepest = find(functions, entry)
-            .into_iter()
-            .filter_map(|a| deepest(functions, a))
-            .max_by_key(|d| d.bytes);
-        let Some(d) = deepest else {
-            s += &format!("\n`{entry}`: not found in the disassembly\n");
-            continue;
-        };
-        let bound = if d.at_least { "at least " } else { "" };
-        s += &format!(
-            "\nDeepest path from `{entry}`: {bound}{} bytes{}:\n\n",
-            d.bytes,
-            if d.at_least {
-                format!(
-                    " ({} reachable, not followed)",
-                    d.why.iter().copied().collect::<Vec<_>>().join(", ")
-                )
-            } else {
-                String::new()
-            }
-        );
-        for a in &d.path {
-            if let Some(f) = functions.get(a) {
-                s += &format!("- `{}` {:#x}: {}\n", short(&f.name), f.addr, f.frame);
+        for (taken, how) in [
+            (None, "direct calls only"),
+            (
+                Some(taken),
+                "an indirect call taken as a call to any address-taken function",
+            ),
+        ] {
+            let deepest = find(functions, entry)
+                .into_iter()
+                .filter_map(|a| deepest(functions, a, taken))
+                .max_by_key(|d| d.bytes);
+            let Some(d) = deepest else {
+                s += &format!("\n`{entry}`: not found in the disassembly\n");
+                break;
+            };
+            let bound = if d.at_least { "at least " } else { "" };
+            s += &format!(
+                "\nDeepest path from `{entry}`, {how}: {bound}{} bytes{}:\n\n",
+                d.bytes,
+                if d.at_least {
+                    format!(
+                        " ({} reachable, not followed)",
+                        d.why.iter().copied().collect::<Vec<_>>().join(", ")
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            for a in &d.path {
+                if let Some(f) = functions.get(a) {
+                    s += &format!("- `{}` {:#x}: {}\n", short(&f.name), f.addr, f.frame);
+                }
             }
         }
     }
@@ -514,8 +604,32 @@ impl Ctx {
                 )
                 .into());
             }
-            let functions = parse(&String::from_utf8_lossy(&out.stdout));
-            println!("{}", report(board, &functions, ENTRIES));
+            let disassembly = String::from_utf8_lossy(&out.stdout);
+            let functions = parse(&disassembly);
+            let rodata = Command::new(&objdump)
+                .args(["-s", "-j", ".rodata"])
+                .arg(&elf)
+                .output()
+                .map_err(|e| format!("{}: {e}", objdump.display()))?;
+            let taken = address_taken(
+                &functions,
+                &disassembly,
+                &String::from_utf8_lossy(&rodata.stdout),
+            );
+            let mut names: Vec<String> = taken
+                .iter()
+                .filter_map(|a| functions.get(a))
+                .map(|f| short(&f.name))
+                .collect();
+            names.sort();
+            names.dedup();
+            println!(
+                "{}: {} functions have their address taken: {}",
+                board.name,
+                taken.len(),
+                names.join("; ")
+            );
+            println!("{}", report(board, &functions, &taken, ENTRIES));
         }
         Ok(())
     }
@@ -608,21 +722,33 @@ Disassembly of section .text:
     #[test]
     fn the_deepest_path_sums_frames() {
         let f = parse(SNIPPET);
-        let d = deepest(&f, 0x200).unwrap();
+        let d = deepest(&f, 0x200, None).unwrap();
         assert_eq!(d.bytes, 1080 + 8);
         assert_eq!(d.path, vec![0x200, 0x300]);
         assert!(d.at_least, "kernel's dynamic frame");
-        let d = deepest(&f, 0x100).unwrap();
+        let d = deepest(&f, 0x100, None).unwrap();
         assert_eq!(d.bytes, 32 + 1080 + 8);
         assert_eq!(d.path, vec![0x100, 0x200, 0x300]);
-        let d = deepest(&f, 0x400).unwrap();
+        let d = deepest(&f, 0x400, None).unwrap();
         assert_eq!((d.bytes, d.at_least), (0, false));
-        let d = deepest(&f, 0x500).unwrap();
+        let d = deepest(&f, 0x500, None).unwrap();
         assert_eq!((d.bytes, d.at_least), (8, true), "recursion");
         assert_eq!(d.why, BTreeSet::from(["recursion"]));
-        let d = deepest(&f, 0x100).unwrap();
+        let d = deepest(&f, 0x100, None).unwrap();
         assert_eq!(d.why, BTreeSet::from(["dynamic frame", "indirect call"]));
-        assert_eq!(deepest(&f, 0x999), None);
+        assert_eq!(deepest(&f, 0x999, None), None);
+        // main's `blx r3` taken as a call to `rec` (its address in rodata below, with the
+        // Thumb bit; `kernel`'s without it, a plain number) adds `rec`'s path only when
+        // it is deeper: it is not (8 < 1088).
+        let rodata = " 0600 01050000 00030000 00000000 01020000  ................\n";
+        let taken = address_taken(&f, SNIPPET, rodata);
+        assert_eq!(taken, BTreeSet::from([0x200, 0x500]));
+        let d = deepest(&f, 0x100, Some(&taken)).unwrap();
+        assert_eq!(d.bytes, 32 + 1080 + 8);
+        assert_eq!(d.why, BTreeSet::from(["dynamic frame", "recursion"]));
+        // A movw/movt pair builds an address too.
+        let built = "  10:\tmovw\tr0, #0x401\n  14:\tmovt\tr0, #0x0\n";
+        assert_eq!(address_taken(&f, built, ""), BTreeSet::from([0x400]));
         assert_eq!(find(&f, "decode"), vec![0x200]);
         assert_eq!(find(&f, "main"), vec![0x100]);
         assert!(find(&f, "absent").is_empty());
