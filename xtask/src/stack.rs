@@ -14,10 +14,13 @@
 //! (`host_tools::device::Firmware::build`), `llvm-objdump -d -C --no-show-raw-insn`
 //! disassembles it, and per function ([`parse`]):
 //!
-//! * the frame, from its prologue: the first `push {..}` (4 bytes a register), the first
-//!   `vpush {..}` (8 bytes a d-register, 4 an s-register) and every `sub sp, #N` /
-//!   `sub.w sp, sp, #N` before its first call; `sub sp, rX` or `add sp, rX` (a size only
-//!   known at run time, or a large frame on Armv6-M loaded from a literal) is noted as
+//! * the frame, from its prologue: every `push {..}` (4 bytes a register; Armv7-M
+//!   pushes r8-r11 with a second `push.w`, Armv6-M through low registers with a second
+//!   `push`), `vpush {..}` (8 bytes a d-register, 4 an s-register) and `sub sp, #N` /
+//!   `sub.w sp, sp, #N` before its first call (in these ELFs none comes after one; a
+//!   function with two prologues on separate paths would be counted twice, an
+//!   overestimate); `sub sp, rX` or `add sp, rX` is a large frame when rX was loaded
+//!   from a literal pool (Armv6-M's `add sp` of a negative literal), else noted as
 //!   dynamic, the bound then "at least";
 //! * its direct callees: `bl`, `blx <address>`, and `b`/`b.w` to another function's
 //!   first address (a tail call); `blx rN` / `bx rN` to anything but `lr` are indirect
@@ -60,8 +63,6 @@ pub(crate) struct Function {
     pub indirect: bool,
     /// A call seen already: later stack adjustments are not the prologue's.
     called: bool,
-    pushed: bool,
-    vpushed: bool,
 }
 
 /// The registers of a `push`/`vpush` list: `{r4, r5, r7, lr}` is 4, `{d8-d11}` 4 too.
@@ -216,14 +217,12 @@ pub(crate) fn parse(disassembly: &str) -> HashMap<u64, Function> {
                     branches.push((index, t));
                 }
             }
-            "push" if !f.pushed && !f.called => {
+            "push" if !f.called => {
                 f.frame += 4 * register_count(&ops);
-                f.pushed = true;
             }
-            "vpush" if !f.vpushed && !f.called => {
+            "vpush" if !f.called => {
                 let per = if ops_l.contains('s') { 4 } else { 8 };
                 f.frame += per * register_count(&ops);
-                f.vpushed = true;
             }
             "ldr" if regs.get(1).is_some_and(|r| r.starts_with("[pc")) => {
                 if let (Some(r), Some(t)) = (regs.first(), target(&comment)) {
@@ -658,7 +657,8 @@ Disassembly of section .text:
      10c:      \tpop\t{r4, r5, r7, pc}
 
 00000200 <firmware::decode::h0123456789abcdef>:
-     200:      \tpush.w\t{r4, r5, r6, r7, r8, lr}
+     200:      \tpush\t{r4, r5, r6, r7, lr}
+     202:      \tpush.w\t{r8}
      204:      \tvpush\t{d8, d9, d10, d11}
      208:      \tsub.w\tsp, sp, #1024
      20c:      \tbl\t0x300 <kernel>
@@ -699,7 +699,7 @@ Disassembly of section .text:
         // push 4 x 4 + sub 16; the sub after the call is not the prologue's.
         assert_eq!(f[&0x100].frame, 32);
         assert!(f[&0x100].indirect);
-        // push.w 6 x 4 + vpush 4 x 8 + sub.w 1024.
+        // push 5 x 4 and push.w 1 x 4 + vpush 4 x 8 + sub.w 1024.
         assert_eq!(f[&0x200].frame, 24 + 32 + 1024);
         assert!(!f[&0x200].indirect);
         // push 2 x 4, the `sub sp, r0` noted as dynamic.
