@@ -23,6 +23,8 @@
 //! * `flash --board B --model M.s2s`: the firmware and a model onto a physical board
 //!   (see `flash.rs`);
 //! * `fuzz`: the libFuzzer targets of `fuzz/` (see `fuzz.rs`);
+//! * `stack [--board B]`: per-function stack frames of the QEMU boards' firmware from its
+//!   disassembly, and the deepest call path from `main` (see `stack.rs`);
 //! * `explorer`: the attention explorer's page (its core compiled to WebAssembly) into
 //!   `target/explorer/` (see `explorer.rs`).
 //!
@@ -50,6 +52,7 @@ mod fuzz;
 mod heldout;
 mod models;
 mod setup;
+mod stack;
 mod test;
 mod train_check;
 mod uf2;
@@ -74,6 +77,10 @@ fn main() -> ExitCode {
         ["flash", ref rest @ ..] => Ctx::new().and_then(|c| {
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             c.flash(&rest)
+        }),
+        ["stack", ref rest @ ..] => Ctx::new().and_then(|c| {
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            c.stack(&rest)
         }),
         ["fuzz", ref rest @ ..] => Ctx::new().and_then(|c| fuzz::fuzz(&c, rest)),
         ["floors"] => Ctx::new().and_then(|c| floors::floors(&c.root)),

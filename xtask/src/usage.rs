@@ -27,6 +27,10 @@ commands:
           writes it and the model at the model region; rp-pico: a UF2 with the model
           linked in, copied to a mounted RPI-RP2 drive); prints the commands left and
           fails without probe-rs, a probe or the drive
+  stack [--board B]
+          per QEMU board (all, or B): its default release firmware disassembled with
+          llvm-objdump, the 12 largest stack frames by function and the deepest call
+          path by summed frames from `main` and from the decode (see xtask/src/stack.rs)
   fuzz    [--minutes N] [--target T]: models, then each fuzz target for N
           minutes (10) with the pinned nightly and cargo-fuzz; figures in target/fuzz/
   floors  which file imports which in each crate (host-tools: which folder), on floors
