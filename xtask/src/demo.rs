@@ -10,7 +10,8 @@ use crate::files::write;
 impl Ctx {
     /// `cargo xtask demo`: `setup`, `models`, then the runs (see the module docs).
     pub(crate) fn demo(&self) -> Result {
-        self.setup()?;
+        // The demo needs no browser and no WebAssembly tools.
+        self.setup_for(false)?;
         self.models()?;
         println!("==> demo");
         let models = self.models_dir();

@@ -40,9 +40,18 @@ const APT_PACKAGES: [(&str, &str); 6] = [
     ("chromium-driver", "/usr/bin/chromedriver"),
 ];
 
+/// The packages only the explorer needs (its browser test): the demo goes without them.
+const EXPLORER_PACKAGES: [&str; 2] = ["chromium", "chromium-driver"];
+
 impl Ctx {
-    /// `cargo xtask setup` (see the module docs).
+    /// `cargo xtask setup` (see the module docs): everything, the explorer's tools too.
     pub(crate) fn setup(&self) -> Result {
+        self.setup_for(true)
+    }
+
+    /// The set-up, with the explorer's WebAssembly target, Chromium and wasm-bindgen-cli
+    /// only when `explorer` (`cargo xtask demo` does not use them).
+    pub(crate) fn setup_for(&self, explorer: bool) -> Result {
         println!("==> setup");
         // Rust: the thumb targets, the explorer's WebAssembly target, rustfmt and clippy.
         let rustup = || Command::new("rustup");
@@ -53,7 +62,9 @@ impl Ctx {
             })?;
         let have: Vec<&str> = installed.lines().map(str::trim).collect();
         let mut targets = thumb_targets();
-        targets.push(WASM_TARGET);
+        if explorer {
+            targets.push(WASM_TARGET);
+        }
         if targets.iter().all(|t| have.contains(t)) {
             println!("rust targets: {} already installed", targets.join(", "));
         } else {
@@ -79,16 +90,18 @@ impl Ctx {
                 Path::new(file).is_file()
             }
         };
-        let missing: Vec<&str> = APT_PACKAGES
+        let wanted: Vec<(&str, &str)> = APT_PACKAGES
+            .into_iter()
+            .filter(|(p, _)| explorer || !EXPLORER_PACKAGES.contains(p))
+            .collect();
+        let missing: Vec<&str> = wanted
             .iter()
             .filter(|(p, f)| !have(p, f))
             .map(|(p, _)| *p)
             .collect();
         if missing.is_empty() {
-            println!(
-                "debian packages: {} already installed",
-                APT_PACKAGES.map(|(p, _)| p).join(", ")
-            );
+            let names: Vec<&str> = wanted.iter().map(|(p, _)| *p).collect();
+            println!("debian packages: {} already installed", names.join(", "));
         } else if is_root() {
             self.run(&mut apt(&["update"]))?;
             let (qemu_missing, others): (Vec<&str>, Vec<&str>) =
@@ -99,7 +112,7 @@ impl Ctx {
             if !qemu_missing.is_empty() && self.run(apt(&APT_INSTALL).arg(qemu::QEMU)).is_err() {
                 self.private_qemu()?;
             }
-            if let Some((p, _)) = APT_PACKAGES.iter().find(|(p, f)| !have(p, f)) {
+            if let Some((p, _)) = wanted.iter().find(|(p, f)| !have(p, f)) {
                 return Err(format!("{p} is still missing after `apt-get install {p}`").into());
             }
         } else {
@@ -123,6 +136,9 @@ impl Ctx {
         // version of the `wasm-bindgen` crate the explorer is built with.
         // Not `--locked`: the CLI's own lockfile names a webpki-roots release (1.0.11)
         // that crates.io's index here does not hold, so cargo resolves its dependencies.
+        if !explorer {
+            return Ok(());
+        }
         let version = self.wasm_bindgen_version()?;
         match wasm_bindgen_cli() {
             Some(v) if cli_version_is(&v, &version) => {
