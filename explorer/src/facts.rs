@@ -6,7 +6,9 @@ use s2s_kernels::Precision;
 use seq2seq::{ModelFile, Plan};
 use serde::Serialize;
 
-use crate::model::{with_net, Model};
+use seq2seq::with_net;
+
+use crate::model::Model;
 
 /// The model's description and plans.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,7 +53,7 @@ pub fn facts(model: &Model) -> Facts {
             boards: Vec::new(),
         };
     };
-    with_net!(file, |_net: P| describe::<P>(&model.name, &file))
+    with_net!(&file, |_net: P| describe::<P>(&model.name, &file))
 }
 
 fn describe<P: Precision>(name: &str, file: &ModelFile<'_>) -> Facts {

@@ -17,7 +17,7 @@ pub mod trace;
 
 use wasm_bindgen::prelude::*;
 
-pub use model::Model;
+pub use model::{Error, Model};
 pub use trace::Trace;
 
 /// A model loaded into the page: the interface JavaScript calls.
@@ -31,7 +31,7 @@ impl Explorer {
     /// Reads and checks the model file `bytes` (named `name` in its errors).
     #[wasm_bindgen(constructor)]
     pub fn new(name: &str, bytes: &[u8]) -> Result<Explorer, JsError> {
-        let model = Model::load(name, bytes).map_err(|e| JsError::new(&e))?;
+        let model = Model::load(name, bytes).map_err(|e| JsError::new(&e.to_string()))?;
         Ok(Explorer { model })
     }
 
@@ -44,7 +44,8 @@ impl Explorer {
     /// Decodes `source` (greedy, and with `beam` over 1 a beam search of that width
     /// too), as JSON ([`Trace`]); a source the model cannot take is an error of one line.
     pub fn decode(&self, source: &str, beam: usize) -> Result<String, JsError> {
-        let trace = trace::decode(&self.model, source, beam).map_err(|e| JsError::new(&e))?;
+        let trace =
+            trace::decode(&self.model, source, beam).map_err(|e| JsError::new(&e.to_string()))?;
         Ok(to_json(&trace))
     }
 }
@@ -53,7 +54,11 @@ impl Explorer {
 /// is read: `File.size`), else `undefined`.
 #[wasm_bindgen]
 pub fn refuse_size(name: &str, bytes: f64) -> Option<String> {
-    (bytes > model::MAX_MODEL_BYTES as f64).then(|| model::too_large(name, bytes as usize))
+    let error = model::Error::TooLarge {
+        name: name.to_string(),
+        bytes: bytes as usize,
+    };
+    (bytes > model::MAX_MODEL_BYTES as f64).then(|| error.to_string())
 }
 
 /// `value` as JSON (serialising these plain structures cannot fail).

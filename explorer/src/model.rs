@@ -2,11 +2,51 @@
 //! host's (`ModelFile::parse` with its CRC, every weight finite, bound at its
 //! precision), and bound again for each decode.
 
-use seq2seq::ModelFile;
+use seq2seq::{with_net, ModelFile};
 
 /// The largest model file the page reads: 256 MiB, as the host tools (the largest a
 /// microcontroller holds is a few MiB). A larger file is refused before it is read.
 pub const MAX_MODEL_BYTES: usize = 256 << 20;
+
+/// Why a model file cannot be used or a source decoded: one line naming the file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// The file, or the decode of a source with it, failed the core's checks.
+    Model {
+        /// The file's name.
+        name: String,
+        /// What the core found.
+        source: seq2seq::Error,
+    },
+    /// The file is over [`MAX_MODEL_BYTES`].
+    TooLarge {
+        /// The file's name.
+        name: String,
+        /// Its size in bytes.
+        bytes: usize,
+    },
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Model { name, source } => write!(f, "{name}: {source}"),
+            Error::TooLarge { name, bytes } => write!(
+                f,
+                "{name}: {bytes} bytes: larger than the largest model file the page reads ({MAX_MODEL_BYTES} bytes)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Model { source, .. } => Some(source),
+            Error::TooLarge { .. } => None,
+        }
+    }
+}
 
 /// A checked model file.
 pub struct Model {
@@ -16,46 +56,28 @@ pub struct Model {
     len: usize,
 }
 
-/// Runs `$body` with `$net` the file `$file` bound at its precision `$p`.
-macro_rules! with_net {
-    ($file:expr, |$net:ident: $p:ident| $body:expr) => {
-        match $file.precision() {
-            s2s_kernels::PrecisionKind::F32 => {
-                type $p = s2s_kernels::F32;
-                let $net = seq2seq::Net::<$p>::bind(&$file);
-                $body
-            }
-            s2s_kernels::PrecisionKind::W8F32 => {
-                type $p = s2s_kernels::W8F32;
-                let $net = seq2seq::Net::<$p>::bind(&$file);
-                $body
-            }
-            s2s_kernels::PrecisionKind::W8A16 => {
-                type $p = s2s_kernels::W8A16;
-                let $net = seq2seq::Net::<$p>::bind(&$file);
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_net;
-
 impl Model {
     /// Reads and checks `bytes`; an error is one line naming `name`.
-    pub fn load(name: &str, bytes: &[u8]) -> Result<Model, String> {
+    pub fn load(name: &str, bytes: &[u8]) -> Result<Model, Error> {
         if bytes.len() > MAX_MODEL_BYTES {
-            return Err(too_large(name, bytes.len()));
+            return Err(Error::TooLarge {
+                name: name.to_string(),
+                bytes: bytes.len(),
+            });
         }
         let m = Model {
             name: name.to_string(),
             words: seq2seq::builder::aligned(bytes),
             len: bytes.len(),
         };
-        let fail = |e: seq2seq::Error| format!("{name}: {e}");
+        let fail = |source| Error::Model {
+            name: name.to_string(),
+            source,
+        };
         let file = ModelFile::parse(m.bytes())
             .and_then(|f| f.check_finite().map(|()| f))
             .map_err(fail)?;
-        with_net!(file, |net: P| net.map(|_| ()).map_err(fail)?);
+        with_net!(&file, |net: P| net.map(|_| ()).map_err(fail)?);
         Ok(m)
     }
 
@@ -65,12 +87,15 @@ impl Model {
     }
 
     /// The parsed file (checked at load: the CRC is not computed again).
-    pub fn file(&self) -> Result<ModelFile<'_>, String> {
-        ModelFile::parse_verified(self.bytes()).map_err(|e| format!("{}: {e}", self.name))
+    pub fn file(&self) -> Result<ModelFile<'_>, Error> {
+        ModelFile::parse_verified(self.bytes()).map_err(|e| self.error(e))
     }
-}
 
-/// The error of a file of `bytes` bytes, over [`MAX_MODEL_BYTES`].
-pub fn too_large(name: &str, bytes: usize) -> String {
-    format!("{name}: {bytes} bytes: larger than the largest model file the page reads ({MAX_MODEL_BYTES} bytes)")
+    /// `source` as this file's error.
+    pub fn error(&self, source: seq2seq::Error) -> Error {
+        Error::Model {
+            name: self.name.clone(),
+            source,
+        }
+    }
 }

@@ -12,7 +12,9 @@ use seq2seq::vocab::encode_source;
 use seq2seq::{Hypothesis, Net, Plan, Prefix, Runner, Search};
 use serde::Serialize;
 
-use crate::model::{with_net, Model};
+use seq2seq::with_net;
+
+use crate::model::{Error, Model};
 
 /// Longest source in positions (end token included) for a model without a fixed
 /// length: the host tools' limit (`HOST_MAX_POSITIONS` of host-tools).
@@ -108,10 +110,10 @@ pub struct Hyp {
 
 /// Decodes `source` through `model` with its default prefix: greedy, and a beam search
 /// of width `beam` when `beam > 1`. An error is one line naming the model.
-pub fn decode(model: &Model, source: &str, beam: usize) -> Result<Trace, String> {
+pub fn decode(model: &Model, source: &str, beam: usize) -> Result<Trace, Error> {
     let file = model.file()?;
-    let fail = |e: seq2seq::Error| format!("{}: {e}", model.name);
-    with_net!(file, |net: P| {
+    let fail = |e| model.error(e);
+    with_net!(&file, |net: P| {
         let net = net.map_err(fail)?;
         decode_with::<P>(&net, source, beam).map_err(fail)
     })

@@ -107,7 +107,9 @@ fn a_character_the_vocabulary_cannot_spell_is_one_line_naming_it() {
     // The Keras 2 LSTM has no unknown token: a digit cannot be spelled.
     let name = "keras2-lstm-g2p-w8a16.s2s";
     let model = Model::load(name, &std::fs::read(model_file(name)).unwrap()).unwrap();
-    let e = trace::decode(&model, "ab3", 1).expect_err("a digit");
+    let e = trace::decode(&model, "ab3", 1)
+        .expect_err("a digit")
+        .to_string();
     assert!(e.starts_with("keras2-lstm-g2p-w8a16.s2s: "), "{e}");
     assert!(e.contains('3'), "{e} does not name the character");
     assert!(!e.contains('\n'), "{e}");
@@ -120,12 +122,16 @@ fn a_damaged_file_is_one_line_naming_it() {
     let mut bytes = std::fs::read(model_file("netra-w8a16.s2s")).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
-    let e = Model::load("broken.s2s", &bytes).err().expect("refused");
+    let e = Model::load("broken.s2s", &bytes)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(e.starts_with("broken.s2s: "), "{e}");
     assert!(!e.contains('\n'), "{e}");
     let e = Model::load("text.s2s", b"hello, not a model")
         .err()
-        .expect("refused");
+        .expect("refused")
+        .to_string();
     assert!(e.starts_with("text.s2s: "), "{e}");
 }
 
@@ -134,7 +140,9 @@ fn a_source_the_model_cannot_take_is_an_error_of_one_line() {
     let name = "netra-w8a16.s2s";
     let model = Model::load(name, &std::fs::read(model_file(name)).unwrap()).unwrap();
     let long: String = "a".repeat(600);
-    let e = trace::decode(&model, &long, 1).expect_err("too long a source");
+    let e = trace::decode(&model, &long, 1)
+        .expect_err("too long a source")
+        .to_string();
     assert!(e.starts_with("netra-w8a16.s2s: "), "{e}");
     assert!(!e.contains('\n'), "{e}");
 }

@@ -3,13 +3,11 @@
 //! that show it: `s2s inspect` and the attention explorer's page (`explorer/`, in
 //! WebAssembly). It reads a checked [`ModelFile`](seq2seq::ModelFile); nothing here reads a file system.
 //!
-//! The files: `numbers` (thousands separators), `bind` (a file bound at its
-//! precision), `firmware` (the minimal firmware a model needs and the command that
+//! The files: `numbers` (thousands separators), `firmware` (the minimal firmware a model needs and the command that
 //! builds it), `report` (the rows and the whole report). This file only names them.
 
 #![forbid(unsafe_code)]
 
-mod bind;
 mod firmware;
 mod numbers;
 mod report;

@@ -5,9 +5,8 @@ use std::fmt::Write;
 use rnn_core::{Masked, Recurrent};
 use seq2seq::desc::{Activation, CellKind, Init, Logits, ModelDesc, Ordering};
 use seq2seq::plan::{Buf, Plan};
-use seq2seq::{ModelFile, Split};
+use seq2seq::{with_net, ModelFile, Split};
 
-use crate::bind::with_net;
 use crate::firmware::{minimal_command, minimal_features, smallest_board};
 use crate::numbers::thousands;
 

@@ -67,5 +67,8 @@ pub use format::{ModelFile, TensorId};
 pub use net::{ModelPrecision, Net};
 pub use plan::Plan;
 pub use run::{Observer, Probe, Runner, Step, Values};
+/// The kernels crate, for [`with_net!`]'s expansion.
+#[doc(hidden)]
+pub use s2s_kernels as __kernels;
 pub use s2s_kernels::{Precision, PrecisionKind};
 pub use vocab::{Prefix, Slots, Vocab};

@@ -367,3 +367,31 @@ impl<P: Precision> Net<'_, P> {
         rnn + att + attl + self.out.macs()
     }
 }
+
+/// Runs `$body` with `$net` the result of [`Net::bind`] on the model file `$file` (a
+/// `&ModelFile`) at the file's own precision, the core's type for it named `$p`:
+/// `with_net!(file, |net: P| Plan::new::<P>(&net?.desc, 32))`. One dispatch over
+/// [`PrecisionKind`](crate::PrecisionKind) for the tools that read any file (the host
+/// has its own precisions and dispatch).
+#[macro_export]
+macro_rules! with_net {
+    ($file:expr, |$net:ident: $p:ident| $body:expr) => {
+        match $file.precision() {
+            $crate::PrecisionKind::F32 => {
+                type $p = $crate::__kernels::F32;
+                let $net = $crate::Net::<$p>::bind($file);
+                $body
+            }
+            $crate::PrecisionKind::W8F32 => {
+                type $p = $crate::__kernels::W8F32;
+                let $net = $crate::Net::<$p>::bind($file);
+                $body
+            }
+            $crate::PrecisionKind::W8A16 => {
+                type $p = $crate::__kernels::W8A16;
+                let $net = $crate::Net::<$p>::bind($file);
+                $body
+            }
+        }
+    };
+}
