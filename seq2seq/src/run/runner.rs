@@ -19,13 +19,19 @@ use crate::Error;
 /// to `L` sources in lockstep, sharing every matrix product between them
 /// ([`Linear::apply_batch`](s2s_kernels::Linear::apply_batch)); each lane's output is exactly what it would be alone.
 /// The firmware uses one lane.
-pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
+///
+/// `B` is the number of beam-search workspaces the runner can hold, one per lane: `L`
+/// by default; 0 for a runner that never beam-searches (its beam searches fail, as
+/// those of a runner made without a beam workspace do), which is then smaller by the
+/// workspace's description (236 bytes on a 32-bit target: a Cortex-M board without a
+/// beam search keeps them off the stack it decodes on).
+pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1, const B: usize = L> {
     pub(super) net: &'n Net<'a, P>,
     pub(super) plan: Plan,
     pub(super) lanes: [Lane<'w, P>; L],
     /// The beam-search workspace of each lane ([`Runner::with_beam`],
-    /// [`Runner::with_beam_lanes`]).
-    pub(super) beams: [Option<BeamWork<'w, P>>; L],
+    /// [`Runner::with_beam_lanes`]), `B` of them.
+    pub(super) beams: [Option<BeamWork<'w, P>>; B],
 }
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -36,7 +42,7 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     }
 }
 
-impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
+impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w, P, L, B> {
     /// Carves the workspace of `L` lanes for sources of up to `positions` tokens out of
     /// `arena`; fails if the arena is smaller than `L` times [`Plan::bytes`].
     pub fn with_lanes(
