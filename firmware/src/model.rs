@@ -293,7 +293,7 @@ where
             file.parameters(),
             bytes,
             file.crc(),
-            handler.runner.plan().bytes(),
+            handler.runner.plan_bytes(),
             positions,
         );
         log!(

@@ -11,7 +11,6 @@ use super::observe::{with_marks, Observer, Probe, Values};
 use crate::desc::{CellKind, Init};
 use crate::features::Feature;
 use crate::net::Net;
-use crate::plan::Plan;
 use crate::Error;
 
 /// Source embeddings computed on demand, one row per position.
@@ -55,7 +54,7 @@ pub(super) struct Layout {
 #[inline(never)]
 pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
     net: &Net<'_, P>,
-    plan: &Plan,
+    positions: usize,
     lanes: &mut [Lane<'_, P>],
     obs: &mut [O],
 ) -> Result<Layout, Error> {
@@ -65,10 +64,10 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
         if t == 0 || valid == 0 || valid > t {
             return Err(Error::EmptyInput);
         }
-        if t > plan.positions {
+        if t > positions {
             return Err(Error::InputTooLong {
                 len: t,
-                max: plan.positions,
+                max: positions,
             });
         }
         if let Some(&bad) = lane

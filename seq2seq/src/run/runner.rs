@@ -27,7 +27,10 @@ use crate::Error;
 /// beam search keeps them off the stack it decodes on).
 pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1, const B: usize = L> {
     pub(super) net: &'n Net<'a, P>,
-    pub(super) plan: Plan,
+    /// The source positions the workspace holds. The plan itself is not kept
+    /// ([`Runner::plan`] makes it again): 156 bytes more of the holder, which on a
+    /// Cortex-M board keeps the runner on the stack it decodes on.
+    pub(super) positions: usize,
     pub(super) lanes: [Lane<'w, P>; L],
     /// The beam-search workspace of each lane ([`Runner::with_beam`],
     /// [`Runner::with_beam_lanes`]), `B` of them.
@@ -78,15 +81,24 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         }
         Ok(Runner {
             net,
-            plan,
+            positions,
             lanes,
             beams: core::array::from_fn(|_| None),
         })
     }
 
-    /// The workspace plan of one lane.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+    /// The workspace plan of one lane: [`Plan::new`] of the model and the positions
+    /// the runner was made for.
+    pub fn plan(&self) -> Plan {
+        Plan::new::<P>(&self.net.desc, self.positions)
+    }
+
+    /// Bytes of one lane's workspace ([`Plan::bytes`] of [`Runner::plan`]). Out of line:
+    /// the plan it makes is on the stack only during the call, not in the caller's
+    /// frame.
+    #[inline(never)]
+    pub fn plan_bytes(&self) -> usize {
+        self.plan().bytes()
     }
 
     /// Tokenizes `line` after the prefix tokens `prefix` chooses ([`Prefix::NONE`]: the
@@ -226,7 +238,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         obs: &mut [O],
     ) -> Result<usize, Error> {
         let lanes = self.lanes.part_mut(..k, "lanes")?;
-        run_lanes::<P, O, L>(self.net, &self.plan, lanes, outs, obs)?;
+        run_lanes::<P, O, L>(self.net, self.positions, lanes, outs, obs)?;
         Ok(self.lanes.first().map_or(0, |l| l.n))
     }
 }

@@ -136,7 +136,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         let (net, d) = (self.net, &self.net.desc);
         let lanes = self.lanes.part_mut(..n, "lanes")?;
         let obs = obs.part_mut(..n, "observers")?;
-        let lay = encode_lanes::<P, O, L>(net, &self.plan, lanes, obs)?;
+        let lay = encode_lanes::<P, O, L>(net, self.positions, lanes, obs)?;
         let mut going = [false; L];
         for (j, lane) in lanes.iter_mut().enumerate() {
             let work = beam_of(&mut self.beams, j)?;
@@ -257,7 +257,8 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
             });
         }
         let lanes = &mut self.lanes[..];
-        let lay = encode_lanes::<P, O, 1>(self.net, &self.plan, lanes, core::slice::from_mut(obs))?;
+        let lay =
+            encode_lanes::<P, O, 1>(self.net, self.positions, lanes, core::slice::from_mut(obs))?;
         let mut stepper = LaneStepper {
             net: self.net,
             lane: &mut lanes[0],
