@@ -179,13 +179,13 @@ impl<'a, P: Precision> GruCell<'a, P> {
         marks.mark(Phase::Recurrent);
         self.layers
             .input_products::<N>(x, s, 3 * n, "GRU scratch")?;
-        // gh = W_hh h + b_hh (rows r, z and, reset after, n).
-        let direct = match self.mode {
-            ResetMode::After => 3 * n,
-            ResetMode::Before => 2 * n,
-        };
-        let rows = self.layers.w_hh.row_range(0..direct)?;
-        self.recurrent_rows::<N>(&rows, h, s, direct, false)?;
+        // gh = W_hh h + b_hh: every row (reset after), or rows r and z (reset before).
+        match self.mode {
+            ResetMode::After => {
+                self.recurrent_rows::<N>(&self.layers.w_hh, h, s, 3 * n, false)?;
+            }
+            ResetMode::Before => self.recurrent_range::<N>(0..2 * n, h, s, false)?,
+        }
         marks.mark(Phase::Rest);
         if self.mode == ResetMode::Before {
             // rh = r * h, then the candidate rows read it.
@@ -193,9 +193,8 @@ impl<'a, P: Precision> GruCell<'a, P> {
                 Recurrent::Sigmoid => reset_h(Sigmoid, n, h, s)?,
                 rec => reset_h(rec, n, h, s)?,
             }
-            let rows = self.layers.w_hh.row_range(2 * n..3 * n)?;
             marks.mark(Phase::Recurrent);
-            self.recurrent_rows::<N>(&rows, h, s, n, true)?;
+            self.recurrent_range::<N>(2 * n..3 * n, h, s, true)?;
             marks.mark(Phase::Rest);
         }
         match self.rec {
@@ -203,6 +202,23 @@ impl<'a, P: Precision> GruCell<'a, P> {
             rec => update(rec, self.mode, n, h, s)?,
         }
         Ok(())
+    }
+
+    /// [`GruCell::recurrent_rows`] of the rows `range` of `W_hh` (the reset-before
+    /// form's). Out of line: the view of those rows is on the stack only during the call,
+    /// not in the step's frame, which the reset-after form (every row: `W_hh` itself)
+    /// keeps smaller.
+    #[inline(never)]
+    fn recurrent_range<const N: usize>(
+        &self,
+        range: core::ops::Range<usize>,
+        h: &[&mut [P::Act]],
+        s: &mut [&mut CellScratch<'_, P>],
+        candidate: bool,
+    ) -> Result<(), ShapeError> {
+        let len = range.len();
+        let rows = self.layers.w_hh.row_range(range)?;
+        self.recurrent_rows::<N>(&rows, h, s, len, candidate)
     }
 
     /// `gh[off..off + rows] = rows . v + b` for every lane, where `v` is the state, or
