@@ -15,8 +15,6 @@ use core::mem::MaybeUninit;
 pub(super) const BUF_WORDS: usize = 256;
 /// The same: one size of buffer.
 pub(super) const SMALL_WORDS: usize = BUF_WORDS;
-/// The same.
-pub(super) const MID_WORDS: usize = BUF_WORDS;
 /// The buffer holds the whole input (every part).
 pub(super) const PER_PART: bool = false;
 

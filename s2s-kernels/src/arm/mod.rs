@@ -17,12 +17,11 @@
 //! activation load) with one exact `i32` dot product and one requantization
 //! ([`Requant::apply`]) per row, plane and part. On the M0, whose stack is small, the
 //! buffer holds one part at a time instead of the whole input ([`isa::PER_PART`]): each
-//! part is prepared, then every row takes its term; the buffer is the smallest of 64,
-//! 128 and 256 words that holds the layer's longest part. A layer with a part longer than
-//! [`RUN`] columns, or whose prepared input does not fit the buffer (more than 512
-//! columns on the M3/M4/M33, a part of more than 256 on the M0), runs row by row over
-//! runs of columns prepared for each row, their sums added in `i64`: slower, same
-//! results, little code.
+//! part is prepared, then every row takes its term; the buffer is 64 words, or 128 for
+//! a layer with a longer part. A layer with a part longer than [`RUN`] columns, or whose
+//! prepared input does not fit the buffer (more than 512 columns on the M3/M4/M33, a
+//! part of more than 128 on the M0), runs row by row over runs of columns prepared for
+//! each row, their sums added in `i64`: slower, same results, little code.
 //!
 //! # Weight layouts
 //!
@@ -165,8 +164,6 @@ where
         if Layout::NATIVE == Layout::V6m && l.layout() == Layout::V6m {
             if whole && words <= isa::SMALL_WORDS {
                 prepared::<{ isa::SMALL_WORDS }, true>(x, w, q, out, dims);
-            } else if whole && words <= isa::MID_WORDS {
-                prepared::<{ isa::MID_WORDS }, true>(x, w, q, out, dims);
             } else if whole && words <= isa::BUF_WORDS {
                 prepared::<{ isa::BUF_WORDS }, true>(x, w, q, out, dims);
             } else {
@@ -174,8 +171,6 @@ where
             }
         } else if whole && words <= isa::SMALL_WORDS {
             prepared::<{ isa::SMALL_WORDS }, false>(x, w, q, out, dims);
-        } else if whole && words <= isa::MID_WORDS {
-            prepared::<{ isa::MID_WORDS }, false>(x, w, q, out, dims);
         } else if whole && words <= isa::BUF_WORDS {
             prepared::<{ isa::BUF_WORDS }, false>(x, w, q, out, dims);
         } else {
@@ -312,7 +307,7 @@ unsafe fn rows_whole<const OFFSET: bool>(
 /// buffer holds the longest part, not the whole input (the micro:bit's netra needs 64
 /// words, 256 bytes, for its cells and its output layer of two 64-column parts, 128 for
 /// its memory projection), and its size follows the layer: a Cortex-M0 running small
-/// layers never reserves the larger ones.
+/// layers never reserves the larger one.
 ///
 /// The planes and parts are the outer loops, the rows the inner one: each output
 /// accumulates its terms in the order of `portable::linear` (plane by plane, part by

@@ -12,15 +12,16 @@
 
 use core::arch::asm;
 
-/// Words of the prepared-input buffer of layers with parts of up to 256 columns (1 KiB of
-/// stack, reserved only by such layers).
-pub(super) const BUF_WORDS: usize = 256;
-/// Words of the buffer of layers whose parts have up to 128 columns (512 bytes of stack:
-/// the micro:bit's netra's memory projection, of the encoder's 128 outputs).
-pub(super) const MID_WORDS: usize = 128;
+/// Words of the prepared-input buffer of layers whose parts have up to 128 columns
+/// (512 bytes of stack, reserved only by such layers: the micro:bit's netra's memory
+/// projection, of the encoder's 128 outputs). Longer parts go row by row
+/// (`rows_general`, slower, same results): on a Cortex-M0 board only a model near the
+/// size of its flash has them (a bidirectional encoder of 128 a direction), and a 1 KiB
+/// tier cost every build about 570 bytes of flash per weight layout.
+pub(super) const BUF_WORDS: usize = 128;
 /// Words of the buffer of layers whose parts have up to 64 columns (256 bytes of stack:
-/// the micro:bit's netra's cells, the deepest calls of its decode), and of the
-/// attention's fused scores.
+/// the micro:bit's netra's cells and output layer, the deepest calls of its decode), and
+/// of the attention's fused scores.
 pub(super) const SMALL_WORDS: usize = 64;
 /// The buffer holds one input part at a time, not the whole input: the M0's stack is
 /// small (`prepared`). Its rows go one at a time (Thumb-1 has no registers to share
