@@ -192,6 +192,7 @@ pub struct Io<'l, L, B> {
 /// `C`; returns only if the model cannot be served (the caller reports the error). Each
 /// session ends with the `DONE`/`STATS` lines; then QEMU exits with status 0, and a real
 /// board says `READY` and `MODEL` again and serves the next session (`app::end`).
+#[cfg(not(s2s_embedded))]
 pub fn serve<L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
     region: &'static [u8],
@@ -229,6 +230,7 @@ fn positions_for(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
 
 /// Binds the model at precision `P` and serves it.
 #[inline(never)]
+#[cfg(not(s2s_embedded))]
 fn serve_as<P, L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
     file: &ModelFile<'static>,
@@ -256,11 +258,48 @@ where
             available: MAX_STEPS,
         }));
     }
-    session::<P, L, C, B>(io, file, net, arena)
+    let served = Served {
+        params: file.parameters(),
+        bytes: file.bytes().len(),
+        crc: file.crc(),
+    };
+    session::<P, L, C, B>(io, &served, net, arena)
+}
+
+/// Serves the model embedded at build time (`s2s embed`, `S2S_EMBED`; see
+/// [`crate::embedded`]) on `io.link` with `arena` as its workspace and a counter `C`, as
+/// [`serve`] serves a model file: the same session and lines, without a parser.
+#[cfg(s2s_embedded)]
+pub fn serve_embedded<L: Read + Write, C: Counter, B: OutputPin>(
+    io: Io<'_, L, B>,
+    arena: &'static mut [u32],
+) -> Result<Infallible, ServeError> {
+    use crate::embedded::{self, P};
+    let mut bound = Err(Error::EmptyInput);
+    Net::<P>::embedded_into(&embedded::MODEL, &mut bound);
+    let net = match &bound {
+        Ok(net) => net,
+        Err(e) => return Err(ServeError::Model(*e)),
+    };
+    let served = Served {
+        params: embedded::PARAMETERS,
+        bytes: embedded::FILE_BYTES,
+        crc: embedded::FILE_CRC,
+    };
+    session::<P, L, C, B>(io, &served, net, arena)
+}
+
+/// What the `MODEL` line says of the model served: its parameters, and its file's size
+/// and CRC.
+struct Served {
+    params: usize,
+    bytes: usize,
+    crc: u32,
 }
 
 /// `Net::bind_into`, out of line: its temporaries leave the stack when it returns.
 #[inline(never)]
+#[cfg(not(s2s_embedded))]
 fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'static, P>, Error>) {
     Net::<P>::bind_into(file, slot)
 }
@@ -270,7 +309,7 @@ fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'sta
 #[inline(never)]
 fn session<P, L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
-    file: &ModelFile<'static>,
+    served: &Served,
     net: &Net<'static, P>,
     arena: &'static mut [u32],
 ) -> Result<Infallible, ServeError>
@@ -285,14 +324,14 @@ where
         Ok(h) => h,
         Err(e) => return Err(ServeError::Capacity(*e)),
     };
-    let bytes = file.bytes().len();
+    let bytes = served.bytes;
     loop {
         model_line(
             link,
             P::KIND,
-            file.parameters(),
+            served.params,
             bytes,
-            file.crc(),
+            served.crc,
             handler.runner.plan().bytes(),
             positions,
         );
