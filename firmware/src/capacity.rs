@@ -29,28 +29,26 @@ pub const MAX_POSITIONS: usize = crate::embedded::POSITIONS;
 #[cfg(s2s_embedded)]
 pub const MAX_STEPS: usize = crate::embedded::MODEL.desc.max_steps;
 
-// The module was checked against this board's memory by `s2s embed`.
+// The module was checked against this board by `s2s embed`; a module of another board,
+// or a model that does not fit this one beside the runtime, fails the build here.
 #[cfg(s2s_embedded)]
-const _: () = assert!(
-    same(crate::embedded::BOARD.as_bytes(), BOARD.name.as_bytes()),
-    "the embedded model was written for another board: run `s2s embed` with this board"
-);
-
-/// Byte strings equal, in a constant.
-#[cfg(s2s_embedded)]
-const fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+const _: () = {
+    use crate::embedded;
+    assert!(
+        s2s_device::board::same(embedded::BOARD, BOARD.name),
+        "the embedded model was written for another board: run `s2s embed MODEL --board <this board>`"
+    );
+    let runtime = BOARD.one_model();
+    assert!(
+        embedded::ARENA_BYTES + runtime.statics as usize + runtime.stack as usize
+            <= BOARD.memory.ram.length as usize,
+        "the embedded model's workspace does not fit this board's RAM beside the runtime's statics and stack"
+    );
+    assert!(
+        embedded::EMBEDDED_BYTES + runtime.flash as usize <= BOARD.app_flash().length as usize,
+        "the embedded model does not fit this board's flash beside the runtime"
+    );
+};
 /// Longest input line in bytes (the protocol's line buffer, on the stack).
 pub const MAX_LINE: usize = BOARD.capacities.max_line;
 /// Widest beam search: the board's, or 0 (greedy only) without the `beam` feature; the

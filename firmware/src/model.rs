@@ -34,7 +34,9 @@ use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
-use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Search};
+#[cfg(not(s2s_embedded))]
+use seq2seq::ModelFile;
+use seq2seq::{BeamPlan, Error, ModelPrecision, Net, Plan, Prefix, Runner, Search};
 
 use embedded_hal::digital::OutputPin;
 use embedded_io::{Read, Write};

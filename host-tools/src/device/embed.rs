@@ -16,38 +16,6 @@ use seq2seq::{BeamRule, ModelDesc, ModelFile, Plan, PrecisionKind};
 use crate::error::{Error, Place, Result};
 use crate::model::LoadedModel;
 
-/// What the one-model runtime needs beside the model on a board: flash for its code and
-/// constants, RAM for its statics other than the arena, and the stack it is given.
-#[derive(Clone, Copy, Debug)]
-pub struct Runtime {
-    /// Flash for the runtime's code and constants (its ceiling, tested in CI).
-    pub flash: usize,
-    /// RAM for its statics other than the workspace arena.
-    pub statics: usize,
-    /// Stack it needs (the measured peak of `s2s qemu --one-model` and a margin).
-    pub stack: usize,
-}
-
-impl Runtime {
-    /// The one-model runtime on `board`: measured for the Armv6-M boards (opt-level s)
-    /// and the others (opt-level 3 on the M4F/M7/M33, s on the M3), with a margin
-    /// (BENCHMARKS.md, "A build for one model").
-    pub fn of(board: &Board) -> Runtime {
-        match board.target {
-            "thumbv6m-none-eabi" => Runtime {
-                flash: 48 << 10,
-                statics: 1 << 10,
-                stack: 4 << 10,
-            },
-            _ => Runtime {
-                flash: 96 << 10,
-                statics: 1 << 10,
-                stack: 8 << 10,
-            },
-        }
-    }
-}
-
 /// The module `s2s embed` writes for `model` on `board`, or the one line saying what
 /// does not fit.
 pub fn embed(model: &LoadedModel, board: &Board) -> Result<String> {
@@ -70,14 +38,16 @@ pub fn embed(model: &LoadedModel, board: &Board) -> Result<String> {
         PrecisionKind::W8A16 => ("W8A16", Plan::new::<s2s_kernels::W8A16>(&desc, positions)),
     };
     let arena = arena.bytes().next_multiple_of(8);
-    let runtime = Runtime::of(board);
+    let runtime = board.one_model();
+    let (statics, stack) = (runtime.statics as usize, runtime.stack as usize);
     let ram = board.memory.ram.length as usize;
-    let ram_needed = arena + runtime.statics + runtime.stack;
+    let ram_needed = arena + statics + stack;
     if ram_needed > ram {
         return Err(refuse(format!(
             "does not fit the RAM of {}: its workspace for {positions} positions is {arena} \
-             bytes, with the runtime's statics ({}) and stack ({}) {ram_needed} bytes of {ram}",
-            board.name, runtime.statics, runtime.stack
+             bytes, with the runtime's statics ({statics}) and stack ({stack}) {ram_needed} bytes \
+             of {ram}",
+            board.name
         )));
     }
     let mut m = Module::default();
@@ -87,7 +57,7 @@ pub fn embed(model: &LoadedModel, board: &Board) -> Result<String> {
     }
     let vocab = m.vocab(&file);
     let flash = board.app_flash().length as usize;
-    let flash_needed = m.bytes + runtime.flash;
+    let flash_needed = m.bytes + runtime.flash as usize;
     if flash_needed > flash {
         return Err(refuse(format!(
             "does not fit the flash of {}: its tensors and vocabularies are {} bytes, with the \
