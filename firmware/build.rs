@@ -52,15 +52,10 @@ fn main() {
         println!("cargo:rerun-if-changed={}", module.display());
         println!("cargo:rustc-env=S2S_EMBED_RS={}", module.display());
         println!("cargo:rustc-cfg=s2s_embedded");
-        b.write_app_memory_x(&mut memory)
+        // The model's statics in a section of their own: the "model region" of the
+        // measurements.
+        b.write_one_model_memory_x(&mut memory)
             .expect("formatting memory.x");
-        // The model's statics (link section `.s2s_model`) in an output section of their
-        // own after `.rodata`: the "model region" of the measurements.
-        memory.push_str(
-            "SECTIONS {\n  .s2s_model : ALIGN(8) {\n    __model_start = .;\n    \
-             KEEP(*(.s2s_model .s2s_model.*));\n    . = ALIGN(8);\n    __model_end = .;\n  \
-             } > FLASH\n} INSERT AFTER .rodata;\n",
-        );
     } else {
         b.write_memory_x(&mut memory).expect("formatting memory.x");
     }

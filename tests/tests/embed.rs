@@ -1,5 +1,6 @@
 //! The embed examples (`examples/`, README "Use it in your firmware"): the Rust program
-//! (`examples/rust`, the `seq2seq` API) and the C program (`examples/c`, the `s2s-capi`
+//! (`examples/rust`, the `seq2seq` API with the model embedded by `s2s embed`) and the C
+//! program (`examples/c`, the `s2s-capi`
 //! static library and header) are built for the micro:bit and the AN386 with netra w8a16
 //! linked in, run under QEMU, and must print exactly what the host prints for their
 //! fixed input (`s2s run --tsv`). Each example prints `source<TAB>output`: the source is
@@ -83,14 +84,28 @@ fn prints_the_hosts_output(board: &Board, elf: &Path) -> String {
     stderr
 }
 
-/// Builds the Rust example for `board` (its own workspace, like the firmware).
+/// Builds the Rust example for `board` (its own workspace, like the firmware) with the
+/// model module `s2s embed` writes for the board.
 fn rust_example(board: &Board) -> PathBuf {
     let dir = repo_root().join("examples/rust");
+    let module = target_dir().join(format!("embed-rust/netra-w8a16-{}.rs", board.name));
+    std::fs::create_dir_all(target_dir().join("embed-rust")).expect("embed-rust/");
+    s2s_ok(
+        &[
+            &"embed",
+            &model_file(MODEL),
+            &"--board",
+            &board.name,
+            &"-o",
+            &module,
+        ],
+        "",
+    );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(cargo)
         .args(["build", "--release", "--target", board.target])
         .env("S2S_BOARD", board.name)
-        .env("S2S_MODEL", model_file(MODEL))
+        .env("S2S_EMBED", &module)
         .current_dir(&dir));
     dir.join("target")
         .join(board.target)

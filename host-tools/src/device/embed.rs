@@ -223,9 +223,9 @@ impl Module {
     }
 }
 
-/// The link section of the model's statics: the one-model firmware's linker script
-/// gathers them into an output section of their own (`__s2s_model_start` to
-/// `__s2s_model_end`), so that the runtime's flash is known apart from the model's.
+/// The link section of the model's statics: the one-model memory map
+/// (`s2s_device::Board::write_one_model_memory_x`) gathers them into an output section
+/// of their own, so that the runtime's flash is known apart from the model's.
 pub const SECTION: &str = ".s2s_model";
 
 /// The path of the module the generated code's types come from.

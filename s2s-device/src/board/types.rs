@@ -196,6 +196,21 @@ impl Board {
         }
     }
 
+    /// `memory.x` of a program whose model is embedded at build time (`s2s embed`):
+    /// [`Board::write_app_memory_x`] and the output section `.s2s_model` after `.rodata`
+    /// that gathers the model's statics (their link section), bracketed by
+    /// `__model_start` and `__model_end`, so that the model's flash is known apart from
+    /// the program's.
+    pub fn write_one_model_memory_x(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        self.write_app_memory_x(out)?;
+        writeln!(
+            out,
+            "SECTIONS {{\n  .s2s_model : ALIGN(8) {{\n    __model_start = .;\n    \
+             KEEP(*(.s2s_model .s2s_model.*));\n    . = ALIGN(8);\n    __model_end = .;\n  \
+             }} > FLASH\n}} INSERT AFTER .rodata;"
+        )
+    }
+
     /// What the one-model runtime (the firmware with its model linked in: `s2s embed`,
     /// `S2S_EMBED`) needs on this board beside the model: its flash ceiling, its statics
     /// other than the workspace, and a stack. Measured (BENCHMARKS.md, "A build for one
