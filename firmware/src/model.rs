@@ -15,7 +15,8 @@
 //! ATT <step> <w0> ... <wT-1>     with attention output on: one line per decoder step
 //! ```
 //!
-//! or `ERR <reason>`. A line starting with the byte 0x01 is a command:
+//! or `ERR <reason>` (`ERR E<code>` with the `error-codes` feature, see
+//! `s2s_device::protocol::code`). A line starting with the byte 0x01 is a command:
 //! `\x01attention on` / `\x01attention off`, answered with `OK attention on|off`, and
 //! `\x01beam K`, answered with `OK beam K`: the following lines are beam-searched `K`
 //! wide in the model's own variant (`beam 1`, the default, is greedy decoding). The
@@ -28,6 +29,7 @@ use core::convert::Infallible;
 use core::fmt;
 
 use s2s_device::exit::Exit;
+use s2s_device::protocol::code::{DeviceCode, ErrorCode};
 use s2s_device::protocol::{self, AttWeight, Command};
 
 use s2s_kernels::text::{Describe, Sink};
@@ -65,16 +67,31 @@ impl LineError {
     /// A fixed text for this kind of error (the defmt log's).
     pub fn as_str(&self) -> &'static str {
         match self {
-            LineError::NotUtf8 => "input is not UTF-8",
-            LineError::Session(e) => e.0,
-            LineError::Output => "output failed",
+            LineError::NotUtf8 => DeviceCode::NotUtf8.as_str(),
+            LineError::Session(e) => e.as_str(),
+            LineError::Output => DeviceCode::OutputFailed.as_str(),
             LineError::Model(e) => e.as_str(),
+        }
+    }
+
+    /// The error's code (`protocol::code`): the core's for the model's errors, else the
+    /// firmware's own.
+    pub fn code(&self) -> u16 {
+        match self {
+            LineError::NotUtf8 => DeviceCode::NotUtf8.code(),
+            LineError::Session(e) => e.code(),
+            LineError::Output => DeviceCode::OutputFailed.code(),
+            LineError::Model(e) => e.code(),
         }
     }
 }
 
 impl Describe for LineError {
+    /// The text of `ERR <reason>`; with the `error-codes` feature `E<code>` alone.
     fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        if cfg!(feature = "error-codes") {
+            return ErrorCode(self.code()).describe(out);
+        }
         match self {
             LineError::Session(e) => e.describe(out),
             LineError::Model(e) => e.describe(out),
@@ -128,13 +145,27 @@ impl ServeError {
         match self {
             ServeError::Model(e) => e.as_str(),
             ServeError::Capacity(e) => e.as_str(),
-            ServeError::StackOverflow { .. } => "binding the model exhausted the stack",
+            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.as_str(),
+        }
+    }
+
+    /// The error's code (`protocol::code`): the core's for a refused model, else the
+    /// firmware's own (beyond the board's capacities, the stack exhausted).
+    pub fn code(&self) -> u16 {
+        match self {
+            ServeError::Model(e) => e.code(),
+            ServeError::Capacity(_) => DeviceCode::BeyondCapacity.code(),
+            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.code(),
         }
     }
 }
 
 impl Describe for ServeError {
+    /// The text of `ERR model: <reason>`; with the `error-codes` feature `E<code>` alone.
     fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        if cfg!(feature = "error-codes") {
+            return ErrorCode(self.code()).describe(out);
+        }
         match *self {
             ServeError::Model(e) => e.describe(out),
             ServeError::Capacity(e) => say!(out;
@@ -513,7 +544,7 @@ where
                 self.prefix = Prefix::NONE.with_fields(&net.slots(), &net.src_vocab, fields)?;
                 log!(info, "prefix {=str}", fields);
             }
-            _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),
+            _ => return Err(app::UNKNOWN_COMMAND.into()),
         }
         protocol::write_ok(out, cmd)?;
         Ok(())

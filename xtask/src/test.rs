@@ -176,17 +176,25 @@ impl Ctx {
             })?;
         }
         let (name, features) = MINIMAL_FIRMWARE;
-        steps.step(&format!("firmware clippy for {name}, minimal"), || {
-            let board = s2s_device::board::find(name).ok_or("no such board")?;
-            self.run(
-                self.cargo()
-                    .args(["clippy", "--release", "--target", board.target])
-                    .args(["--no-default-features", "--features", features])
-                    .args(["--", "-D", "warnings"])
-                    .env("S2S_BOARD", board.name)
-                    .current_dir(self.root.join("firmware")),
-            )
-        })?;
+        // The minimal build also with its errors as codes (`error-codes`, issue 32).
+        let coded = format!("{features},error-codes");
+        steps.step(
+            &format!("firmware clippy for {name}, minimal, and with error-codes"),
+            || {
+                let board = s2s_device::board::find(name).ok_or("no such board")?;
+                for features in [features, coded.as_str()] {
+                    self.run(
+                        self.cargo()
+                            .args(["clippy", "--release", "--target", board.target])
+                            .args(["--no-default-features", "--features", features])
+                            .args(["--", "-D", "warnings"])
+                            .env("S2S_BOARD", board.name)
+                            .current_dir(self.root.join("firmware")),
+                    )?;
+                }
+                Ok(())
+            },
+        )?;
         steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
         for board in boards::hal_boards() {
             steps.step(
@@ -206,10 +214,14 @@ impl Ctx {
                 },
             )?;
         }
-        steps.step(&format!("no-panic link check for {name}, minimal"), || {
-            let board = s2s_device::board::find(name).ok_or("no such board")?;
-            self.no_panic_check(board, Build::Minimal(features))
-        })?;
+        steps.step(
+            &format!("no-panic link check for {name}, minimal, and with error-codes"),
+            || {
+                let board = s2s_device::board::find(name).ok_or("no such board")?;
+                self.no_panic_check(board, Build::Minimal(features))?;
+                self.no_panic_check(board, Build::Minimal(&coded))
+            },
+        )?;
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
         Ok(())
