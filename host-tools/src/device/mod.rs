@@ -184,7 +184,7 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     let elf = if o.one_model {
         let host = host?;
         let mut features = firmware::minimal_features(&host.file());
-        // TODO-merge: features.push("error-codes");
+        features.push("error-codes");
         if o.profile {
             features.push("profile");
         }
