@@ -393,6 +393,16 @@ pub enum Cmd {
         #[arg(long, default_value_t = device::SERIAL_TIMEOUT_SECS)]
         timeout: u64,
     },
+    /// Tell what a device's error code means (`ERR E64`, from a firmware built with
+    /// `error-codes`).
+    ///
+    /// Prints the code, the error's name and its text in one line: `E64 InputTooLong:
+    /// input too long`. A code neither table has is an error naming it.
+    Explain {
+        /// The code: `64`, or as the device writes it, `E64` (the inference core's errors
+        /// are 1 to 99, the firmware's own 100 and up).
+        code: String,
+    },
     /// Boot a firmware ELF under QEMU with its UART on the terminal (the firmware's cargo
     /// runner); exits with QEMU's status.
     Boot {

@@ -344,6 +344,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 eprintln!("wrote {}", path.display());
             }
         }
+        Cmd::Explain { code } => host_tools::commands::explain::explain(&code, stdout)?,
         Cmd::Explore { model, port, dir } => {
             let dir = dir.unwrap_or_else(host_tools::commands::explore::default_dir);
             host_tools::commands::explore::explore(&model, &dir, port, stdout)?;
