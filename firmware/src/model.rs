@@ -365,7 +365,7 @@ where
             served.params,
             bytes,
             served.crc,
-            handler.runner.plan().bytes(),
+            handler.runner.plan_bytes(),
             positions,
         );
         log!(
@@ -414,10 +414,18 @@ fn model_line<L: Write>(
     }
 }
 
+/// Beam workspaces the runner holds: one with a beam search ([`MAX_BEAM`]), none
+/// without (a board without one, the micro:bit's, then holds 236 bytes less of runner
+/// on the stack it decodes on).
+const BEAM_SLOTS: usize = if MAX_BEAM == 0 { 0 } else { 1 };
+
+/// The model runner of [`ModelHandler`]: one lane, [`BEAM_SLOTS`] beam workspaces.
+type ModelRunner<'n, 'w, P> = Runner<'n, 'static, 'w, P, 1, BEAM_SLOTS>;
+
 /// Runs each input line through the model and prints the `OUT`/`TXT`/`CNT` (and `ATT`)
 /// lines.
 struct ModelHandler<'n, 'w, P: Precision, C, B> {
-    runner: Runner<'n, 'static, 'w, P>,
+    runner: ModelRunner<'n, 'w, P>,
     net: &'n Net<'static, P>,
     ids: [u16; MAX_STEPS],
     /// Counter ticks of each decoder step (or search step) of the last line.
@@ -442,7 +450,7 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
 /// would cost the micro:bit's 6 KB stack about 500 bytes it does not have.
 #[cfg_attr(target_has_atomic = "32", inline(never))]
 fn greedy<P: Precision, O: Observer<P>>(
-    runner: &mut Runner<'_, 'static, '_, P>,
+    runner: &mut ModelRunner<'_, '_, P>,
     (text, prefix): (&str, &Prefix),
     ids: &mut [u16],
     observer: &mut O,
@@ -493,8 +501,8 @@ where
             max => (1..=max).rev().find(|&k| fits(k)),
         };
         let runner = match width {
-            Some(k) => Runner::with_beam(net, arena, positions, k)?,
-            None => Runner::new(net, arena, positions)?,
+            Some(k) => ModelRunner::with_beam_lanes(net, arena, positions, k)?,
+            None => ModelRunner::with_lanes(net, arena, positions)?,
         };
         Ok(ModelHandler {
             runner,

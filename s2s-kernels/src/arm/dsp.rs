@@ -15,6 +15,8 @@ use core::mem::MaybeUninit;
 pub(super) const BUF_WORDS: usize = 256;
 /// The same: one size of buffer.
 pub(super) const SMALL_WORDS: usize = BUF_WORDS;
+/// The buffer holds the whole input (every part).
+pub(super) const PER_PART: bool = false;
 
 /// Rows go in pairs (both share the input loads).
 pub(super) const PAIRS: bool = true;

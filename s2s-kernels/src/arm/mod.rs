@@ -15,10 +15,13 @@
 //! form the instruction set consumes (pairs of int16 for `SMLAD`, int32 for `MLA` and
 //! `MULS`), then runs the rows (two at a time where the registers allow, sharing every
 //! activation load) with one exact `i32` dot product and one requantization
-//! ([`Requant::apply`]) per row, plane and part. A layer with a part longer than [`RUN`]
-//! columns, or whose prepared input does not fit the buffer (more than 512 columns on
-//! the M3/M4/M33, 256 on the M0), runs row by row over runs of columns prepared for each
-//! row, their sums added in `i64`: slower, same results, little code.
+//! ([`Requant::apply`]) per row, plane and part. On the M0, whose stack is small, the
+//! buffer holds one part at a time instead of the whole input ([`isa::PER_PART`]): each
+//! part is prepared, then every row takes its term. A layer with a part longer than
+//! [`RUN`] columns, or whose prepared input does not fit the buffer (more than 512
+//! columns on the M3/M4/M33, a part of more than 256 on the M0), runs row by row over
+//! runs of columns prepared for each row, their sums added in `i64`: slower, same
+//! results, little code.
 //!
 //! # Weight layouts
 //!
@@ -83,6 +86,7 @@ const CHUNK: usize = {
 const MAX_PARTS: usize = 4;
 
 /// An input part prepared in the buffer.
+#[cfg(not(s2s_isa = "v6m"))]
 #[derive(Clone, Copy)]
 struct Seg {
     /// First column, within a plane's row.
@@ -98,6 +102,7 @@ struct Seg {
     corr: i32,
 }
 
+#[cfg(not(s2s_isa = "v6m"))]
 const NO_SEG: Seg = Seg {
     col: 0,
     n: 0,
@@ -141,8 +146,13 @@ where
         None => out.fill(0),
     }
     let dims = [cols, planes, np];
-    let words: usize = x.iter().map(|p| isa::words(p.len())).sum();
-    let whole = np <= MAX_PARTS && x.iter().all(|p| p.len() <= RUN);
+    // The words the buffer holds: the longest part's, or the whole input's.
+    let words: usize = if isa::PER_PART {
+        x.iter().map(|p| isa::words(p.len())).max().unwrap_or(0)
+    } else {
+        x.iter().map(|p| isa::words(p.len())).sum()
+    };
+    let whole = (isa::PER_PART || np <= MAX_PARTS) && x.iter().all(|p| p.len() <= RUN);
     let (w, q) = (w.as_ptr(), q.as_ptr());
     // SAFETY: for all three, every row `r < rows` of every plane `p < planes` lies inside
     // `w` (`w.len() == rows * planes * cols`), its requantizers inside `q` (`q.len() ==
@@ -187,13 +197,13 @@ where
 }
 
 /// Prepares every part (at most [`MAX_PARTS`], each at most [`RUN`] columns, `W` words
-/// in all) into a buffer of `W` words on this frame's stack, then [`rows_whole`]. The
-/// buffer's size follows the layer: a Cortex-M0 running small layers never reserves
-/// the larger one.
+/// in all) into a buffer of `W` words on this frame's stack, then [`rows_whole`]. (The
+/// M3/M4/M33's; the M0's holds one part at a time.)
 ///
 /// # Safety
 /// As [`rows_whole`], with `x` the layer's parts (their lengths add up to `cols`, their
 /// prepared words to at most `W`).
+#[cfg(not(s2s_isa = "v6m"))]
 #[inline(never)]
 unsafe fn prepared<const W: usize, const OFFSET: bool>(
     x: &[&[i16]],
@@ -247,6 +257,7 @@ unsafe fn prepared<const W: usize, const OFFSET: bool>(
 /// rows of `planes` planes of `cols` columns, `planes * np` requantizers per row, one
 /// prepared run per part, each inside its plane's row and the prepared input; weights
 /// in [`Layout::V6m`] when `OFFSET` (M0 only), in [`Layout::Row`] otherwise.
+#[cfg(not(s2s_isa = "v6m"))]
 #[inline(always)]
 unsafe fn rows_whole<const OFFSET: bool>(
     segs: &[Seg],
@@ -289,6 +300,74 @@ unsafe fn rows_whole<const OFFSET: bool>(
     }
 }
 
+/// The Cortex-M0's [`prepared`]: adds to each output (its bias already there) the terms
+/// of a layer whose every part fits one run and `W` prepared words. Each part in turn is
+/// prepared into a buffer of `W` words on this frame's stack, then every row takes one
+/// exact `i32` dot product over it and one requantization ([`Requant::apply`]): the
+/// buffer holds the longest part, not the whole input (the micro:bit's netra needs 64
+/// words, 256 bytes, for layers of up to 128 columns), and its size follows the layer: a
+/// Cortex-M0 running small layers never reserves the larger one.
+///
+/// The planes and parts are the outer loops, the rows the inner one: each output
+/// accumulates its terms in the order of `portable::linear` (plane by plane, part by
+/// part). A layer of one part prepares it once for all its planes; one of several parts
+/// and planes (residual planes) prepares each part again for each plane.
+///
+/// # Safety
+/// `w`, `q` and `out` as [`linear`] makes them: weights of `out.len()` rows of `planes`
+/// planes of `cols` columns, `planes * np` requantizers per row; `x` the layer's `np`
+/// parts (their lengths add up to `cols`, each at most [`RUN`] columns and `W` prepared
+/// words); weights in [`Layout::V6m`] when `OFFSET`, in [`Layout::Row`] otherwise.
+#[cfg(s2s_isa = "v6m")]
+#[inline(never)]
+unsafe fn prepared<const W: usize, const OFFSET: bool>(
+    x: &[&[i16]],
+    w: *const i8,
+    q: *const Requant,
+    out: &mut [i32],
+    [cols, planes, np]: [usize; 3],
+) {
+    // Not zeroed: `prepare` writes every word that is read.
+    let mut buf = [MaybeUninit::<u32>::uninit(); W];
+    let rows = out.len();
+    let (row_w, row_q) = (cols * planes, planes * np);
+    let mut corr = 0;
+    for p in 0..planes {
+        let mut col = 0;
+        for (i, part) in x.iter().enumerate() {
+            let n = part.len();
+            // The caller's contract (every part at most `W` words): never short. Were
+            // it, the outputs would keep the terms added so far.
+            let Some(dst) = buf.get_mut(..isa::words(n)) else {
+                return;
+            };
+            if p == 0 || np > 1 {
+                isa::prepare(part, dst);
+                corr = correction::<OFFSET>(part);
+            }
+            let (x, xs) = (part.as_ptr(), buf.as_ptr().cast::<u32>());
+            // SAFETY: the caller's contract: every row `r < rows` of plane `p`, its
+            // columns `col..col + n <= cols` (part `i`), and its requantizer `r * row_q +
+            // p * np + i`; `xs` holds the part's `words(n)` prepared words, `x` its `n`
+            // activations. (Rows one at a time: the M0 has no registers to share loads
+            // between two.)
+            unsafe {
+                let mut wr = w.add(p * cols + col);
+                let mut qr = q.add(p * np + i);
+                let mut o = out.as_mut_ptr();
+                for _ in 0..rows {
+                    let d = dot1::<OFFSET>(wr, xs, x, n, corr);
+                    *o = (*o).saturating_add((*qr).apply(d));
+                    wr = wr.add(row_w);
+                    qr = qr.add(row_q);
+                    o = o.add(1);
+                }
+            }
+            col += n;
+        }
+    }
+}
+
 /// Adds to each output (its bias already there) the terms of any layer, row by row:
 /// each part in runs of at most [`CHUNK`] columns, prepared for each row (compact rather
 /// than fast: these are the layers beyond the buffer, which the small boards do not run),
@@ -296,7 +375,7 @@ unsafe fn rows_whole<const OFFSET: bool>(
 /// and part by part.
 ///
 /// # Safety
-/// `w`, `q` and `out` as for [`rows_whole`] (with its `OFFSET`), `x` the layer's parts
+/// `w`, `q` and `out` as for [`prepared`] (with its `OFFSET`), `x` the layer's parts
 /// (their lengths add up to `cols`).
 #[inline(never)]
 unsafe fn rows_general<const OFFSET: bool>(

@@ -12,15 +12,16 @@
 
 use core::arch::asm;
 
-/// Words of the prepared-input buffer of layers with up to 256 input columns (1 KiB of
+/// Words of the prepared-input buffer of layers with parts of up to 256 columns (1 KiB of
 /// stack, reserved only by such layers).
 pub(super) const BUF_WORDS: usize = 256;
-/// Words of the buffer of layers with up to 128 input columns (512 bytes of stack: the
-/// micro:bit's netra leaves about 550 bytes below the kernel's frame).
-pub(super) const SMALL_WORDS: usize = 128;
-
-/// Rows go one at a time (Thumb-1 has no registers to share loads between two).
-pub(super) const PAIRS: bool = false;
+/// Words of the buffer of layers whose parts have up to 64 columns (256 bytes of stack:
+/// every layer of the micro:bit's netra), and of the attention's fused scores.
+pub(super) const SMALL_WORDS: usize = 64;
+/// The buffer holds one input part at a time, not the whole input: the M0's stack is
+/// small (`prepared`). Its rows go one at a time (Thumb-1 has no registers to share
+/// loads between two).
+pub(super) const PER_PART: bool = true;
 
 pub(super) use super::common::{one_word_each as words, widen as prepare};
 
@@ -239,22 +240,6 @@ pub(super) unsafe fn dot1_offset(w: *const i8, xp: *const u32, x: *const i16, n:
         a = a.wrapping_add(p * v);
     }
     a
-}
-
-/// `(w0 . x, w1 . x)`: one row after the other.
-///
-/// # Safety
-/// As [`dot1`], for both rows.
-#[inline(always)]
-pub(super) unsafe fn dot2(
-    w0: *const i8,
-    w1: *const i8,
-    xp: *const u32,
-    x: *const i16,
-    n: usize,
-) -> (i32, i32) {
-    // SAFETY: the caller's contract covers both rows.
-    unsafe { (dot1(w0, xp, x, n), dot1(w1, xp, x, n)) }
 }
 
 /// The integer softmax (`lut::softmax_q15`'s integers) without a division per element:

@@ -11,13 +11,12 @@ use super::lane::{b, Lane};
 use super::observe::{Observer, Step};
 use super::step::step_lanes;
 use crate::net::Net;
-use crate::plan::Plan;
 use crate::Error;
 
 /// The encoder, bridge and greedy decoder over lanes in lockstep.
 pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     net: &Net<'_, P>,
-    plan: &Plan,
+    positions: usize,
     lanes: &mut [Lane<'_, P>],
     outs: &mut [&mut [u16]],
     obs: &mut [O],
@@ -29,7 +28,7 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             available: out.len(),
         });
     }
-    let lay = encode_lanes::<P, O, L>(net, plan, lanes, obs)?;
+    let lay = encode_lanes::<P, O, L>(net, positions, lanes, obs)?;
     // Greedy decoding, all unfinished lanes one step at a time.
     for index in 0..d.max_steps {
         if lanes.iter().all(|l| l.done) {

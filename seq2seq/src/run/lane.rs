@@ -10,11 +10,32 @@ use crate::desc::{CellKind, ModelDesc};
 use crate::plan::{Buf, Plan, BUFS};
 use crate::Error;
 
-/// One sequence's share of the workspace and its decoding state.
+/// The activation buffers' slots: every buffer before the first wide one (slot 0, the
+/// source ids', stays empty: they are `u16`, [`Lane::src_ids`]).
+pub(super) const ACTS: usize = FIRST_WIDE;
+/// The wide buffers' slots: the buffers from [`FIRST_WIDE`] on, the last of the plan's.
+pub(super) const WIDES: usize = BUFS - FIRST_WIDE;
+/// The first wide buffer: every buffer after it is wide, none before it.
+const FIRST_WIDE: usize = Buf::CellWide as usize;
+
+// The plan's wide buffers are its last ones: the lane's two arrays cover every buffer.
+const _: () = {
+    let mut i = 1;
+    while i < BUFS {
+        assert!(is_wide(Buf::ALL[i]) == (i >= FIRST_WIDE));
+        i += 1;
+    }
+};
+
+/// One sequence's share of the workspace and its decoding state: its buffers, activation
+/// ones by their index in the plan (`b::ENC_A`, ...), wide ones from the first wide
+/// buffer on (`b::CELL_WIDE` is 0): a slot per buffer of its type only, so that the
+/// lane, held by the runner for as long as it serves, takes 152 bytes less of a
+/// Cortex-M's stack than with both arrays as long as the plan.
 pub(super) struct Lane<'w, P: Precision> {
     pub(super) src_ids: &'w mut [u16],
-    pub(super) act: [&'w mut [P::Act]; BUFS],
-    pub(super) wide: [&'w mut [P::Wide]; BUFS],
+    pub(super) act: [&'w mut [P::Act]; ACTS],
+    pub(super) wide: [&'w mut [P::Wide]; WIDES],
     /// Source positions, valid (unpadded) positions.
     pub(super) t: usize,
     pub(super) valid: usize,
@@ -41,14 +62,15 @@ impl<'w, P: Precision> Lane<'w, P> {
     /// if `rest` is shorter than the plan.
     pub(super) fn carve(plan: &Plan, rest: &mut &'w mut [u32]) -> Option<Self> {
         let src_ids = take(rest, plan.words(0), plan.len[0])?;
-        let mut act: [&'w mut [P::Act]; BUFS] = Default::default();
-        let mut wide: [&'w mut [P::Wide]; BUFS] = Default::default();
-        for i in 1..BUFS {
-            if is_wide(Buf::ALL[i]) {
-                wide[i] = take(rest, plan.words(i), plan.len[i])?;
-            } else {
-                act[i] = take(rest, plan.words(i), plan.len[i])?;
-            }
+        let mut act: [&'w mut [P::Act]; ACTS] = Default::default();
+        let mut wide: [&'w mut [P::Wide]; WIDES] = Default::default();
+        // In arena order: the activation buffers, then the wide ones.
+        let lens = plan.len.iter().enumerate();
+        for (slot, (i, &len)) in act.iter_mut().zip(lens.clone()).skip(1) {
+            *slot = take(rest, plan.words(i), len)?;
+        }
+        for (slot, (i, &len)) in wide.iter_mut().zip(lens.skip(FIRST_WIDE)) {
+            *slot = take(rest, plan.words(i), len)?;
         }
         Some(Lane {
             src_ids,
@@ -77,7 +99,7 @@ impl<'w, P: Precision> Lane<'w, P> {
     }
 }
 
-fn is_wide(b: Buf) -> bool {
+const fn is_wide(b: Buf) -> bool {
     matches!(
         b,
         Buf::CellWide | Buf::Proj | Buf::Scores | Buf::Query | Buf::Logits
@@ -86,12 +108,14 @@ fn is_wide(b: Buf) -> bool {
 
 /// A lane's activation and wide buffers, borrowed.
 pub(super) type LaneBufs<'l, 'w, P> = (
-    &'l mut [&'w mut [<P as Precision>::Act]; BUFS],
-    &'l mut [&'w mut [<P as Precision>::Wide]; BUFS],
+    &'l mut [&'w mut [<P as Precision>::Act]; ACTS],
+    &'l mut [&'w mut [<P as Precision>::Wide]; WIDES],
 );
 
-/// Buffer indices, by name.
+/// Buffer indices, by name: of [`Lane::act`] for the activation buffers, of
+/// [`Lane::wide`] for the wide ones (from `CELL_WIDE`, 0).
 pub(super) mod b {
+    use super::FIRST_WIDE;
     use crate::plan::Buf;
     pub const ENC_A: usize = Buf::EncA as usize;
     pub const ENC_B: usize = Buf::EncB as usize;
@@ -103,10 +127,10 @@ pub(super) mod b {
     pub const CONTEXT: usize = Buf::Context as usize;
     pub const WEIGHTS: usize = Buf::Weights as usize;
     pub const ATTENTIONAL: usize = Buf::Attentional as usize;
-    pub const CELL_WIDE: usize = Buf::CellWide as usize;
-    pub const PROJ: usize = Buf::Proj as usize;
-    pub const SCORES: usize = Buf::Scores as usize;
-    pub const LOGITS: usize = Buf::Logits as usize;
+    pub const CELL_WIDE: usize = Buf::CellWide as usize - FIRST_WIDE;
+    pub const PROJ: usize = Buf::Proj as usize - FIRST_WIDE;
+    pub const SCORES: usize = Buf::Scores as usize - FIRST_WIDE;
+    pub const LOGITS: usize = Buf::Logits as usize - FIRST_WIDE;
 }
 
 /// Values of (LSTM) cell states before the states in the encoder's final-state buffer
@@ -121,36 +145,36 @@ pub(super) fn cell_states(d: &ModelDesc) -> (usize, usize) {
 }
 
 /// Buffer `i` of a lane's buffers, or a [`ShapeError`] naming `what` if there is none.
-fn buf<'s, T>(
-    bufs: &'s [&mut [T]; BUFS],
+fn buf<'s, T, const N: usize>(
+    bufs: &'s [&mut [T]; N],
     i: usize,
     what: &'static str,
 ) -> Result<&'s [T], ShapeError> {
-    bufs.get(i).map(|x| &**x).ok_or(no_buf(i, what))
+    bufs.get(i).map(|x| &**x).ok_or(no_buf(i, what, N))
 }
 
 /// Buffer `i` of a lane's buffers, mutable, or a [`ShapeError`] as for [`buf`].
-fn buf_mut<'s, T>(
-    bufs: &'s mut [&mut [T]; BUFS],
+fn buf_mut<'s, T, const N: usize>(
+    bufs: &'s mut [&mut [T]; N],
     i: usize,
     what: &'static str,
 ) -> Result<&'s mut [T], ShapeError> {
-    bufs.get_mut(i).map(|x| &mut **x).ok_or(no_buf(i, what))
+    bufs.get_mut(i).map(|x| &mut **x).ok_or(no_buf(i, what, N))
 }
 
-/// The error of a lane buffer `i` that does not exist.
-fn no_buf(i: usize, what: &'static str) -> ShapeError {
+/// The error of a lane buffer `i` that does not exist (of `n`).
+fn no_buf(i: usize, what: &'static str, n: usize) -> ShapeError {
     ShapeError {
         what,
         expected: i.saturating_add(1),
-        found: BUFS,
+        found: n,
     }
 }
 
 /// Two different buffers of a lane, the first mutable (an error if `a` and `b` are the
 /// same buffer or not buffers).
-pub(super) fn two_bufs<'s, T>(
-    bufs: &'s mut [&mut [T]; BUFS],
+pub(super) fn two_bufs<'s, T, const N: usize>(
+    bufs: &'s mut [&mut [T]; N],
     a: usize,
     b: usize,
 ) -> Result<(&'s mut [T], &'s [T]), Error> {

@@ -19,13 +19,22 @@ use crate::Error;
 /// to `L` sources in lockstep, sharing every matrix product between them
 /// ([`Linear::apply_batch`](s2s_kernels::Linear::apply_batch)); each lane's output is exactly what it would be alone.
 /// The firmware uses one lane.
-pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1> {
+///
+/// `B` is the number of beam-search workspaces the runner can hold, one per lane: `L`
+/// by default; 0 for a runner that never beam-searches (its beam searches fail, as
+/// those of a runner made without a beam workspace do), which is then smaller by the
+/// workspace's description (236 bytes on a 32-bit target: a Cortex-M board without a
+/// beam search keeps them off the stack it decodes on).
+pub struct Runner<'n, 'a, 'w, P: Precision, const L: usize = 1, const B: usize = L> {
     pub(super) net: &'n Net<'a, P>,
-    pub(super) plan: Plan,
+    /// The source positions the workspace holds. The plan itself is not kept
+    /// ([`Runner::plan`] makes it again): 156 bytes more of the holder, which on a
+    /// Cortex-M board keeps the runner on the stack it decodes on.
+    pub(super) positions: usize,
     pub(super) lanes: [Lane<'w, P>; L],
     /// The beam-search workspace of each lane ([`Runner::with_beam`],
-    /// [`Runner::with_beam_lanes`]).
-    pub(super) beams: [Option<BeamWork<'w, P>>; L],
+    /// [`Runner::with_beam_lanes`]), `B` of them.
+    pub(super) beams: [Option<BeamWork<'w, P>>; B],
 }
 
 impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
@@ -36,7 +45,7 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     }
 }
 
-impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
+impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w, P, L, B> {
     /// Carves the workspace of `L` lanes for sources of up to `positions` tokens out of
     /// `arena`; fails if the arena is smaller than `L` times [`Plan::bytes`].
     pub fn with_lanes(
@@ -72,15 +81,24 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         }
         Ok(Runner {
             net,
-            plan,
+            positions,
             lanes,
             beams: core::array::from_fn(|_| None),
         })
     }
 
-    /// The workspace plan of one lane.
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+    /// The workspace plan of one lane: [`Plan::new`] of the model and the positions
+    /// the runner was made for.
+    pub fn plan(&self) -> Plan {
+        Plan::new::<P>(&self.net.desc, self.positions)
+    }
+
+    /// Bytes of one lane's workspace ([`Plan::bytes`] of [`Runner::plan`]). Out of line:
+    /// the plan it makes is on the stack only during the call, not in the caller's
+    /// frame.
+    #[inline(never)]
+    pub fn plan_bytes(&self) -> usize {
+        self.plan().bytes()
     }
 
     /// Tokenizes `line` after the prefix tokens `prefix` chooses ([`Prefix::NONE`]: the
@@ -220,7 +238,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         obs: &mut [O],
     ) -> Result<usize, Error> {
         let lanes = self.lanes.part_mut(..k, "lanes")?;
-        run_lanes::<P, O, L>(self.net, &self.plan, lanes, outs, obs)?;
+        run_lanes::<P, O, L>(self.net, self.positions, lanes, outs, obs)?;
         Ok(self.lanes.first().map_or(0, |l| l.n))
     }
 }

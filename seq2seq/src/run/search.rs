@@ -32,18 +32,19 @@ impl<'n, 'a, 'w, P: Precision> Runner<'n, 'a, 'w, P> {
     }
 }
 
-impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
+impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w, P, L, B> {
     /// Like [`Runner::with_lanes`], with a workspace of beam searches up to `width`
     /// wide for every lane ([`Runner::beam_batch`]): fails if the arena is smaller
-    /// than `L` times [`Plan::bytes`] plus [`BeamPlan::bytes`], or if `width` is over
-    /// [`crate::beam::MAX_WIDTH`].
+    /// than `L` times [`Plan::bytes`] plus [`BeamPlan::bytes`], if `width` is over
+    /// [`crate::beam::MAX_WIDTH`], or unless the runner holds a beam workspace per lane
+    /// (`B == L`, the default).
     pub fn with_beam_lanes(
         net: &'n Net<'a, P>,
         arena: &'w mut [u32],
         positions: usize,
         width: usize,
     ) -> Result<Self, Error> {
-        if !cfg!(feature = "beam") {
+        if !cfg!(feature = "beam") || B != L {
             return Err(Error::NotCompiled(Feature::Beam));
         }
         if width == 0 || width > MAX_WIDTH {
@@ -69,7 +70,10 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
 
     /// The widest beam search this runner's workspace holds (0 without one).
     pub fn beam_width(&self) -> usize {
-        self.beams[0].as_ref().map_or(0, |b| b.plan.width)
+        self.beams
+            .first()
+            .and_then(Option::as_ref)
+            .map_or(0, |b| b.plan.width)
     }
 
     /// Results of the last beam search of lane `lane` ([`Runner::beam_batch`]): how
@@ -132,7 +136,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
         let (net, d) = (self.net, &self.net.desc);
         let lanes = self.lanes.part_mut(..n, "lanes")?;
         let obs = obs.part_mut(..n, "observers")?;
-        let lay = encode_lanes::<P, O, L>(net, &self.plan, lanes, obs)?;
+        let lay = encode_lanes::<P, O, L>(net, self.positions, lanes, obs)?;
         let mut going = [false; L];
         for (j, lane) in lanes.iter_mut().enumerate() {
             let work = beam_of(&mut self.beams, j)?;
@@ -240,7 +244,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             return Err(Error::NotCompiled(Feature::Beam));
         }
         let d = &self.net.desc;
-        let Some(work) = self.beams[0].as_mut() else {
+        let Some(work) = self.beams.first_mut().and_then(Option::as_mut) else {
             return Err(Error::BeamTooWide {
                 width: search.width,
                 max: 0,
@@ -253,7 +257,8 @@ impl<'n, 'a, 'w, P: Precision, const L: usize> Runner<'n, 'a, 'w, P, L> {
             });
         }
         let lanes = &mut self.lanes[..];
-        let lay = encode_lanes::<P, O, 1>(self.net, &self.plan, lanes, core::slice::from_mut(obs))?;
+        let lay =
+            encode_lanes::<P, O, 1>(self.net, self.positions, lanes, core::slice::from_mut(obs))?;
         let mut stepper = LaneStepper {
             net: self.net,
             lane: &mut lanes[0],
@@ -284,8 +289,8 @@ struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
 
 /// Lane `j`'s beam workspace (every lane has one in a runner made by
 /// [`Runner::with_beam_lanes`]).
-fn beam_of<'b, 'w, P: Precision, const L: usize>(
-    beams: &'b mut [Option<BeamWork<'w, P>>; L],
+fn beam_of<'b, 'w, P: Precision>(
+    beams: &'b mut [Option<BeamWork<'w, P>>],
     j: usize,
 ) -> Result<&'b mut BeamWork<'w, P>, Error> {
     match beams.get_mut(j) {

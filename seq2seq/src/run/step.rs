@@ -17,6 +17,10 @@ use crate::Error;
 /// One decoder step of every unfinished lane from its last token `y` and its decoder
 /// state: the lane's logits are left in its logits buffer (and its attention weights,
 /// context and attentional vector in theirs); the observers see the step's probes.
+///
+/// Out of line (one call per step): its locals are on the stack only while it runs, not
+/// under the encoder's frames (see [`super::encode::encode_lanes`]).
+#[inline(never)]
 pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
     net: &Net<'_, P>,
     lanes: &mut [Lane<'_, P>],
