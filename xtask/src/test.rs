@@ -318,6 +318,14 @@ impl Ctx {
                     .args(["--profile", "embed", "--target", target])
                     .args(["--", "-D", "warnings"]),
             )?;
+            // The C example's library: the same model embedded.
+            self.run(
+                self.cargo_for(&["s2s-capi"], "clippy")
+                    .args(["--profile", "embed", "--target", target])
+                    .args(["--no-default-features", "--features", "w8a16,gru,additive"])
+                    .args(["--", "-D", "warnings"])
+                    .env("S2S_EMBED", &module),
+            )?;
         }
         Ok(())
     }
