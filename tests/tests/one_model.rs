@@ -119,3 +119,33 @@ fn a_model_that_does_not_fit_the_board_is_refused_in_one_line() {
     let rs = std::fs::read_to_string(&out).expect("the module");
     assert!(rs.contains("pub const BOARD: &str = \"mps2-an386\";"));
 }
+
+/// The firmware's build checks the module again: a module written for the micro:bit does
+/// not build for the AN386, and the build's error says why.
+#[test]
+fn a_module_for_another_board_fails_the_firmware_build() {
+    let dir = scratch_dir("one-model-other-board");
+    let module = dir.join("netra-microbit.rs");
+    let model = model_file("netra-w8a16.s2s");
+    let run = s2s(
+        &[&"embed", &model, &"--board", &"microbit", &"-o", &module],
+        "",
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let firmware = host_tools::device::Firmware::locate(None).unwrap_or_else(|e| panic!("{e}"));
+    let loaded = host_tools::model::LoadedModel::load(&model).unwrap_or_else(|e| panic!("{e}"));
+    // The features of the one-model build, so that the build reuses its dependencies.
+    let features = device::one_model_features(&loaded.file());
+    let e = firmware
+        .build_one_model(board("mps2-an386"), &module, true, &features)
+        .expect_err("a module of another board");
+    let message = e.to_string();
+    assert!(
+        message.contains("the embedded model was written for another board"),
+        "{message}"
+    );
+}

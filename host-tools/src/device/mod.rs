@@ -183,8 +183,7 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
     let elf = if o.one_model {
         let host = host?;
-        let mut features = firmware::minimal_features(&host.file());
-        features.push("error-codes");
+        let mut features = one_model_features(&host.file());
         if o.profile {
             features.push("profile");
         }
@@ -211,6 +210,14 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         },
         e => e,
     })
+}
+
+/// The features of a one-model firmware for `file`: its parts (those of the minimal
+/// build, [`firmware::minimal_features`]) and `error-codes`.
+pub fn one_model_features(file: &seq2seq::ModelFile<'_>) -> Vec<&'static str> {
+    let mut features = firmware::minimal_features(file);
+    features.push("error-codes");
+    features
 }
 
 /// Writes `s2s embed`'s module of `model` for `board` beside the one-model build (only
