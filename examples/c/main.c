@@ -1,6 +1,7 @@
 /* The C example: decodes one source with the s2s C API (s2s-capi's include/s2s.h,
  * libs2s_capi.a) and prints "source<TAB>output" over semihosting, as `s2s run --tsv`
- * prints it. The model is linked into flash (model.S); the workspace is the RAM after
+ * prints it. The model is embedded in the library at build time (`s2s embed`, the
+ * Makefile's S2S_EMBED: no model-file parser is linked); the workspace is the RAM after
  * .bss (link.ld). */
 
 #include <stdint.h>
@@ -8,8 +9,7 @@
 #include "s2s.h"
 #include "semihosting.h"
 
-/* The model file (model.S) and the workspace (link.ld). */
-extern const uint8_t s2s_model[], s2s_model_end[];
+/* The workspace (link.ld). */
 extern uint32_t __workspace_start[], __workspace_end[];
 
 /* The source decoded. */
@@ -26,7 +26,7 @@ static int fail(const char *what, S2sStatus status) {
 
 int main(void) {
     S2sModel model;
-    S2sStatus status = s2s_model_parse(s2s_model, (size_t)(s2s_model_end - s2s_model), &model);
+    S2sStatus status = s2s_model_embedded(&model);
     if (status != S2S_STATUS_OK) {
         return fail("model", status);
     }

@@ -9,23 +9,77 @@ use core::fmt;
 
 use embedded_io::{Read, Write};
 use s2s_device::exit::Exit;
+use s2s_device::protocol::code::DeviceCode;
 use s2s_device::protocol::{self, Command, Request};
 use s2s_kernels::text::{Describe, Sink};
 
 use crate::{measure, Counter, BOARD};
 
 /// Longest accepted input line in bytes, without the `\n` (per board, see
-/// [`crate::capacity`]). A longer line gets `ERR line too long` (the whole line is
-/// dropped; the session goes on).
+/// [`crate::capacity`]). A longer line gets `ERR line too long` (`ERR E100` with the
+/// `error-codes` feature; the whole line is dropped; the session goes on).
 pub use crate::capacity::MAX_LINE;
 
-/// A failed line with a fixed reason, for handlers that need nothing more.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, defmt::Format)]
-pub struct HandlerError(pub &'static str);
+/// A line the session refuses by itself (too long, an unknown command): one of the
+/// firmware's own errors of the protocol's table ([`DeviceCode`]), its code and its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandlerError(Kept);
+
+/// What a [`HandlerError`] keeps: with `error-codes` its code, else its text (taken from
+/// the table where the error is made, so that it folds to the one text). The other is
+/// looked up in the table only where asked for (the defmt log), so that a build links
+/// neither the table nor a text it does not write.
+#[cfg(feature = "error-codes")]
+type Kept = DeviceCode;
+/// What a [`HandlerError`] keeps: with `error-codes` its code, else its text (taken from
+/// the table where the error is made, so that it folds to the one text). The other is
+/// looked up in the table only where asked for, so that a build links neither the table
+/// nor a text it does not write.
+#[cfg(not(feature = "error-codes"))]
+type Kept = &'static str;
+
+impl HandlerError {
+    /// The error `e`.
+    pub const fn new(e: DeviceCode) -> Self {
+        #[cfg(feature = "error-codes")]
+        let kept = e;
+        #[cfg(not(feature = "error-codes"))]
+        let kept = e.as_str();
+        HandlerError(kept)
+    }
+
+    /// Its code ([`DeviceCode::code`]).
+    pub fn code(&self) -> u16 {
+        #[cfg(feature = "error-codes")]
+        let code = self.0.code();
+        // The text is one of the table's (`new`).
+        #[cfg(not(feature = "error-codes"))]
+        let code = DeviceCode::ALL
+            .iter()
+            .find(|d| d.as_str() == self.0)
+            .map_or(DeviceCode::UnknownCommand.code(), |d| d.code());
+        code
+    }
+
+    /// Its text ([`DeviceCode::as_str`]).
+    pub fn as_str(&self) -> &'static str {
+        #[cfg(feature = "error-codes")]
+        let text = self.0.as_str();
+        #[cfg(not(feature = "error-codes"))]
+        let text = self.0;
+        text
+    }
+}
 
 impl Describe for HandlerError {
     fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
-        out.put(self.0)
+        out.put(self.as_str())
+    }
+}
+
+impl defmt::Format for HandlerError {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.as_str())
     }
 }
 
@@ -42,12 +96,12 @@ pub trait LineHandler {
     /// Handles a command; by default none is known.
     fn command(&mut self, cmd: Command<'_>, out: &mut dyn Sink) -> Result<(), Self::Error> {
         let _ = (cmd, out);
-        Err(HandlerError(UNKNOWN_COMMAND).into())
+        Err(UNKNOWN_COMMAND.into())
     }
 }
 
 /// The reason given for a command the handler does not know.
-pub const UNKNOWN_COMMAND: &str = "unknown command";
+pub const UNKNOWN_COMMAND: HandlerError = HandlerError::new(DeviceCode::UnknownCommand);
 
 /// `core::fmt::Write` over an `embedded_io::Write`: keeps the first I/O error.
 pub struct FmtOut<'a, IO: Write> {
@@ -123,12 +177,10 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
                     let mut out = FmtOut::new(&mut *io);
                     counter.start();
                     let result = match request {
-                        _ if too_long => Err(HandlerError("line too long").into()),
+                        _ if too_long => Err(HandlerError::new(DeviceCode::LineTooLong).into()),
                         Request::Source(text) => handler.handle(text, &mut out),
                         Request::Command(cmd) => handler.command(cmd, &mut out),
-                        Request::Unknown(_) | Request::End => {
-                            Err(HandlerError(UNKNOWN_COMMAND).into())
-                        }
+                        Request::Unknown(_) | Request::End => Err(UNKNOWN_COMMAND.into()),
                     };
                     let ticks = counter.read();
                     summary.handler_ticks += u64::from(ticks);

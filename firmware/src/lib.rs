@@ -27,6 +27,13 @@ pub mod app;
 pub mod boards;
 pub mod capacity;
 pub mod counter;
+/// The model embedded at build time in a one-model build: the module `s2s embed MODEL
+/// --board BOARD -o FILE` wrote, FILE given as `S2S_EMBED` (see `build.rs`).
+#[cfg(s2s_embedded)]
+#[allow(missing_docs, clippy::all)] // written by `s2s embed`
+pub mod embedded {
+    include!(env!("S2S_EMBED_RS"));
+}
 #[cfg(s2s_semihosting)]
 pub mod fault;
 #[cfg(feature = "kernel-suite")]

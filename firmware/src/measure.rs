@@ -96,14 +96,16 @@ pub fn stack_exhausted() -> bool {
     })
 }
 
-/// Memory use of the firmware image and the model region, from linker symbols.
+/// Memory use of the firmware image and the model region (a one-model build's: the
+/// section of the model linked in), from linker symbols.
 #[derive(Clone, Copy, Debug, defmt::Format)]
 pub struct MemoryStats {
     /// `.data` + `.bss` + `.uninit` bytes in RAM.
     pub ram_static: usize,
     /// Stack area: from the end of the statics to the top of RAM.
     pub stack_size: usize,
-    /// Flash used by the runtime: vector table, `.text`, `.rodata` and `.data`'s load image.
+    /// Flash used by the runtime: vector table, `.text`, `.rodata` and `.data`'s load image
+    /// (in a one-model build, without the model linked in: its section `.s2s_model`).
     pub flash_runtime: usize,
     /// Start address of the model region.
     pub model_start: usize,
@@ -114,12 +116,15 @@ pub struct MemoryStats {
 /// Reads the [`MemoryStats`] from the linker symbols.
 pub fn memory_stats() -> MemoryStats {
     let data_len = sym!(__edata) - sym!(__sdata);
+    let model_size = sym!(__model_end) - sym!(__model_start);
+    // The model region lies outside the runtime's flash, except in a one-model build.
+    let linked_in = if cfg!(s2s_embedded) { model_size } else { 0 };
     MemoryStats {
         ram_static: sym!(__euninit) - sym!(_ram_start),
         stack_size: sym!(_stack_start) - sym!(__sheap),
-        flash_runtime: sym!(__sidata) + data_len - sym!(__vector_table),
+        flash_runtime: sym!(__sidata) + data_len - sym!(__vector_table) - linked_in,
         model_start: sym!(__model_start),
-        model_size: sym!(__model_end) - sym!(__model_start),
+        model_size,
     }
 }
 

@@ -15,7 +15,8 @@
 //! ATT <step> <w0> ... <wT-1>     with attention output on: one line per decoder step
 //! ```
 //!
-//! or `ERR <reason>`. A line starting with the byte 0x01 is a command:
+//! or `ERR <reason>` (`ERR E<code>` with the `error-codes` feature, see
+//! `s2s_device::protocol::code`). A line starting with the byte 0x01 is a command:
 //! `\x01attention on` / `\x01attention off`, answered with `OK attention on|off`, and
 //! `\x01beam K`, answered with `OK beam K`: the following lines are beam-searched `K`
 //! wide in the model's own variant (`beam 1`, the default, is greedy decoding). The
@@ -28,13 +29,16 @@ use core::convert::Infallible;
 use core::fmt;
 
 use s2s_device::exit::Exit;
+use s2s_device::protocol::code::{DeviceCode, ErrorCode};
 use s2s_device::protocol::{self, AttWeight, Command};
 
 use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::{say, Precision, PrecisionKind};
 use seq2seq::run::{Observer, Step};
 use seq2seq::vocab::decode_target;
-use seq2seq::{BeamPlan, Error, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Search};
+#[cfg(not(s2s_embedded))]
+use seq2seq::ModelFile;
+use seq2seq::{BeamPlan, Error, ModelPrecision, Net, Plan, Prefix, Runner, Search};
 
 use embedded_hal::digital::OutputPin;
 use embedded_io::{Read, Write};
@@ -63,16 +67,31 @@ impl LineError {
     /// A fixed text for this kind of error (the defmt log's).
     pub fn as_str(&self) -> &'static str {
         match self {
-            LineError::NotUtf8 => "input is not UTF-8",
-            LineError::Session(e) => e.0,
-            LineError::Output => "output failed",
+            LineError::NotUtf8 => DeviceCode::NotUtf8.as_str(),
+            LineError::Session(e) => e.as_str(),
+            LineError::Output => DeviceCode::OutputFailed.as_str(),
             LineError::Model(e) => e.as_str(),
+        }
+    }
+
+    /// The error's code (`protocol::code`): the core's for the model's errors, else the
+    /// firmware's own.
+    pub fn code(&self) -> u16 {
+        match self {
+            LineError::NotUtf8 => DeviceCode::NotUtf8.code(),
+            LineError::Session(e) => e.code(),
+            LineError::Output => DeviceCode::OutputFailed.code(),
+            LineError::Model(e) => e.code(),
         }
     }
 }
 
 impl Describe for LineError {
+    /// The text of `ERR <reason>`; with the `error-codes` feature `E<code>` alone.
     fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        if cfg!(feature = "error-codes") {
+            return ErrorCode(self.code()).describe(out);
+        }
         match self {
             LineError::Session(e) => e.describe(out),
             LineError::Model(e) => e.describe(out),
@@ -126,13 +145,27 @@ impl ServeError {
         match self {
             ServeError::Model(e) => e.as_str(),
             ServeError::Capacity(e) => e.as_str(),
-            ServeError::StackOverflow { .. } => "binding the model exhausted the stack",
+            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.as_str(),
+        }
+    }
+
+    /// The error's code (`protocol::code`): the core's for a refused model, else the
+    /// firmware's own (beyond the board's capacities, the stack exhausted).
+    pub fn code(&self) -> u16 {
+        match self {
+            ServeError::Model(e) => e.code(),
+            ServeError::Capacity(_) => DeviceCode::BeyondCapacity.code(),
+            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.code(),
         }
     }
 }
 
 impl Describe for ServeError {
+    /// The text of `ERR model: <reason>`; with the `error-codes` feature `E<code>` alone.
     fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
+        if cfg!(feature = "error-codes") {
+            return ErrorCode(self.code()).describe(out);
+        }
         match *self {
             ServeError::Model(e) => e.describe(out),
             ServeError::Capacity(e) => say!(out;
@@ -192,6 +225,7 @@ pub struct Io<'l, L, B> {
 /// `C`; returns only if the model cannot be served (the caller reports the error). Each
 /// session ends with the `DONE`/`STATS` lines; then QEMU exits with status 0, and a real
 /// board says `READY` and `MODEL` again and serves the next session (`app::end`).
+#[cfg(not(s2s_embedded))]
 pub fn serve<L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
     region: &'static [u8],
@@ -229,6 +263,7 @@ fn positions_for(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
 
 /// Binds the model at precision `P` and serves it.
 #[inline(never)]
+#[cfg(not(s2s_embedded))]
 fn serve_as<P, L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
     file: &ModelFile<'static>,
@@ -256,11 +291,48 @@ where
             available: MAX_STEPS,
         }));
     }
-    session::<P, L, C, B>(io, file, net, arena)
+    let served = Served {
+        params: file.parameters(),
+        bytes: file.bytes().len(),
+        crc: file.crc(),
+    };
+    session::<P, L, C, B>(io, &served, net, arena)
+}
+
+/// Serves the model embedded at build time (`s2s embed`, `S2S_EMBED`; see
+/// [`crate::embedded`]) on `io.link` with `arena` as its workspace and a counter `C`, as
+/// [`serve`] serves a model file: the same session and lines, without a parser.
+#[cfg(s2s_embedded)]
+pub fn serve_embedded<L: Read + Write, C: Counter, B: OutputPin>(
+    io: Io<'_, L, B>,
+    arena: &'static mut [u32],
+) -> Result<Infallible, ServeError> {
+    use crate::embedded::{self, P};
+    let mut bound = Err(Error::EmptyInput);
+    Net::<P>::embedded_into(&embedded::MODEL, &mut bound);
+    let net = match &bound {
+        Ok(net) => net,
+        Err(e) => return Err(ServeError::Model(*e)),
+    };
+    let served = Served {
+        params: embedded::PARAMETERS,
+        bytes: embedded::FILE_BYTES,
+        crc: embedded::FILE_CRC,
+    };
+    session::<P, L, C, B>(io, &served, net, arena)
+}
+
+/// What the `MODEL` line says of the model served: its parameters, and its file's size
+/// and CRC.
+struct Served {
+    params: usize,
+    bytes: usize,
+    crc: u32,
 }
 
 /// `Net::bind_into`, out of line: its temporaries leave the stack when it returns.
 #[inline(never)]
+#[cfg(not(s2s_embedded))]
 fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'static, P>, Error>) {
     Net::<P>::bind_into(file, slot)
 }
@@ -270,7 +342,7 @@ fn bind<P: ModelPrecision>(file: &ModelFile<'static>, slot: &mut Result<Net<'sta
 #[inline(never)]
 fn session<P, L: Read + Write, C: Counter, B: OutputPin>(
     io: Io<'_, L, B>,
-    file: &ModelFile<'static>,
+    served: &Served,
     net: &Net<'static, P>,
     arena: &'static mut [u32],
 ) -> Result<Infallible, ServeError>
@@ -285,14 +357,14 @@ where
         Ok(h) => h,
         Err(e) => return Err(ServeError::Capacity(*e)),
     };
-    let bytes = file.bytes().len();
+    let bytes = served.bytes;
     loop {
         model_line(
             link,
             P::KIND,
-            file.parameters(),
+            served.params,
             bytes,
-            file.crc(),
+            served.crc,
             handler.runner.plan_bytes(),
             positions,
         );
@@ -480,7 +552,7 @@ where
                 self.prefix = Prefix::NONE.with_fields(&net.slots(), &net.src_vocab, fields)?;
                 log!(info, "prefix {=str}", fields);
             }
-            _ => return Err(HandlerError(app::UNKNOWN_COMMAND).into()),
+            _ => return Err(app::UNKNOWN_COMMAND.into()),
         }
         protocol::write_ok(out, cmd)?;
         Ok(())

@@ -55,7 +55,8 @@ pub fn setup_failed(what: &'static str) -> ! {
     }
 }
 
-/// Says `READY <board>` on `link` and serves the model in the board's model region with
+/// Says `READY <board>` on `link` and serves the model in the board's model region (the
+/// embedded model in a one-model build, `S2S_EMBED`) with
 /// `arena` as its workspace, timing with `C` and raising `busy` around each decode
 /// (`model::serve`). A model that cannot be served gets `ERR model: <reason>`: under
 /// QEMU the run then exits with status 3; a real board repeats the line after each line
@@ -66,7 +67,12 @@ pub fn serve_model<L: Read + Write, C: Counter, B: OutputPin>(
     arena: &'static mut [u32],
 ) -> ! {
     app::ready(link);
-    let e = match model::serve::<L, C, B>(Io { link, busy }, measure::model_region(), arena) {
+    let io = Io { link, busy };
+    #[cfg(not(s2s_embedded))]
+    let served = model::serve::<L, C, B>(io, measure::model_region(), arena);
+    #[cfg(s2s_embedded)]
+    let served = model::serve_embedded::<L, C, B>(io, arena);
+    let e = match served {
         Ok(never) => match never {},
         Err(e) => e,
     };

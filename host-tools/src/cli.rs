@@ -321,6 +321,20 @@ pub enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Write a model file as a Rust module for a build with that one model (the
+    /// firmware's `one-model` build, or your own firmware): its description, vocabularies
+    /// and tensors as typed, aligned constants, checked here and bound on the device with
+    /// no model-file parser. Refused in one line if the model does not fit the board.
+    Embed {
+        /// Model file.
+        model: PathBuf,
+        /// The board it is for: a name from the board table (s2s-device).
+        #[arg(long, default_value = "mps2-an386")]
+        board: String,
+        /// The Rust module to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Run a model on a Cortex-M board under QEMU and check it token for token against the host.
     Qemu {
         /// Model file, loaded into the board's model region.
@@ -337,6 +351,11 @@ pub enum Cmd {
         /// parts it needs (`features` of `s2s inspect`), no defmt logging.
         #[arg(long)]
         minimal: bool,
+        /// Build the one-model firmware: the model linked into the firmware (`s2s
+        /// embed`), only the parts it needs, no model-file parser, errors as codes
+        /// (`s2s explain`).
+        #[arg(long, conflicts_with = "minimal")]
+        one_model: bool,
         /// Build the firmware with its `profile` feature and print the instructions by
         /// phase (the counts then include the counter reads at the phase boundaries).
         #[arg(long)]
@@ -373,6 +392,16 @@ pub enum Cmd {
         /// Seconds to wait for each line from the board, READY included.
         #[arg(long, default_value_t = device::SERIAL_TIMEOUT_SECS)]
         timeout: u64,
+    },
+    /// Tell what a device's error code means (`ERR E64`, from a firmware built with
+    /// `error-codes`).
+    ///
+    /// Prints the code, the error's name and its text in one line: `E64 InputTooLong:
+    /// input too long`. A code neither table has is an error naming it.
+    Explain {
+        /// The code: `64`, or as the device writes it, `E64` (the inference core's errors
+        /// are 1 to 99, the firmware's own 100 and up).
+        code: String,
     },
     /// Boot a firmware ELF under QEMU with its UART on the terminal (the firmware's cargo
     /// runner); exits with QEMU's status.

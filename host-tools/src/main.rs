@@ -344,9 +344,20 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 eprintln!("wrote {}", path.display());
             }
         }
+        Cmd::Explain { code } => host_tools::commands::explain::explain(&code, stdout)?,
         Cmd::Explore { model, port, dir } => {
             let dir = dir.unwrap_or_else(host_tools::commands::explore::default_dir);
             host_tools::commands::explore::explore(&model, &dir, port, stdout)?;
+        }
+        Cmd::Embed {
+            model,
+            board,
+            output,
+        } => {
+            let model = host_tools::model::LoadedModel::load(&model)?;
+            let rs = device::embed::embed(&model, device::board(&board)?)?;
+            host_tools::io::write_atomic(&output, rs.as_bytes())?;
+            eprintln!("wrote {}", output.display());
         }
         Cmd::Qemu {
             model,
@@ -354,6 +365,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             check,
             debug,
             minimal,
+            one_model,
             profile,
             firmware_dir,
         } => {
@@ -365,6 +377,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 release: !debug,
                 firmware_dir,
                 minimal,
+                one_model,
                 profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };

@@ -66,6 +66,15 @@ const char *s2s_status_text(int32_t status);
 // to writable memory for an `S2sModel`.
 enum S2sStatus s2s_model_parse(const uint8_t *bytes, size_t len, struct S2sModel *model);
 
+// Fills `*model` with the model embedded in this library at build time (a library
+// built with `S2S_EMBED`, the module `s2s embed` wrote); `S2S_STATUS_NOT_COMPILED` in
+// a library without one.
+//
+// # Safety
+//
+// `model` must be null or point to writable memory for an `S2sModel`.
+enum S2sStatus s2s_model_embedded(struct S2sModel *model);
+
 // Writes to `*bytes` the workspace that `s2s_translate` needs for sources of up to
 // `positions` tokens (at least the model's fixed source length, if it has one: 0 asks
 // for just that).

@@ -14,12 +14,17 @@
 //!                   (uint8_t *)out, sizeof out, &len) != S2S_STATUS_OK) ...
 //! ```
 //!
+//! A one-model library (built with `S2S_EMBED`, the module `s2s embed` wrote) holds its
+//! model: `s2s_model_embedded` fills the `S2sModel`, and no model-file parser is
+//! linked (`s2s_model_parse` answers `S2S_STATUS_NOT_COMPILED` there, as
+//! `s2s_model_embedded` does in a library without a model).
+//!
 //! No heap and no global state: the model stays where the caller keeps it (8-byte
 //! aligned, e.g. in flash), the workspace is the caller's (`s2s_workspace_bytes` says how
 //! large), and each call binds the model anew (cheap: views into the file). Every call
 //! checks its pointers and lengths and answers an [`S2sStatus`]. The stack holds the
-//! bound model and the decoder's frames: netra w8a16 peaks at 6,028 bytes on the
-//! micro:bit and 6,432 on the AN386 (`examples/c`, `make STACK_REPORT=1`).
+//! bound model and the decoder's frames: netra w8a16 embedded peaks at 5,004 bytes on the
+//! micro:bit and 5,136 on the AN386 (`examples/c`, `make STACK_REPORT=1`).
 //!
 //! Panics: none can cross the boundary. On the thumb targets (`target_os = "none"`) the
 //! library's panic handler calls a symbol that nothing defines, so a program links only
@@ -31,6 +36,14 @@
 use core::ffi::c_char;
 
 use seq2seq::{Error, ModelFile, ModelPrecision, Net, Plan, PrecisionKind, Runner};
+
+/// The model embedded at build time in a one-model library: the module `s2s embed
+/// MODEL --board BOARD -o FILE` wrote, FILE given as `S2S_EMBED` (build.rs).
+#[cfg(s2s_embedded)]
+#[allow(missing_docs, dead_code, clippy::all)] // written by `s2s embed`
+mod embedded {
+    include!(env!("S2S_EMBED_RS"));
+}
 
 /// Output tokens a decode can hold: models with more decoder steps are refused with
 /// `S2S_STATUS_TOO_MANY_STEPS` (each step takes 2 bytes of stack in `s2s_translate`;
@@ -161,6 +174,9 @@ pub unsafe extern "C" fn s2s_model_parse(
     let Some(model) = (unsafe { model.as_mut() }) else {
         return S2sStatus::NullPointer;
     };
+    if cfg!(s2s_embedded) {
+        return S2sStatus::NotCompiled;
+    }
     let parsed = S2sModel { bytes, len };
     // SAFETY: `parsed` holds the caller's pointer and length, which the contract of this
     // function makes valid for reading.
@@ -170,6 +186,31 @@ pub unsafe extern "C" fn s2s_model_parse(
             S2sStatus::Ok
         }
         Err(e) => e,
+    }
+}
+
+/// Fills `*model` with the model embedded in this library at build time (a library
+/// built with `S2S_EMBED`, the module `s2s embed` wrote); `S2S_STATUS_NOT_COMPILED` in
+/// a library without one.
+///
+/// # Safety
+///
+/// `model` must be null or point to writable memory for an `S2sModel`.
+#[no_mangle]
+pub unsafe extern "C" fn s2s_model_embedded(model: *mut S2sModel) -> S2sStatus {
+    // SAFETY: the caller passes null or a valid, writable `S2sModel` (this function's
+    // contract); `as_mut` checks for null.
+    let Some(model) = (unsafe { model.as_mut() }) else {
+        return S2sStatus::NullPointer;
+    };
+    if cfg!(s2s_embedded) {
+        *model = S2sModel {
+            bytes: core::ptr::null(),
+            len: 0,
+        };
+        S2sStatus::Ok
+    } else {
+        S2sStatus::NotCompiled
     }
 }
 
@@ -192,7 +233,7 @@ pub unsafe extern "C" fn s2s_workspace_bytes(
         return S2sStatus::NullPointer;
     };
     // SAFETY: null or a model filled by `s2s_model_parse` (this function's contract).
-    match unsafe { S2sModel::checked(model) }.and_then(|file| dispatch(&file, Size(positions))) {
+    match unsafe { S2sModel::run(model, Size(positions)) } {
         Ok(n) => {
             *bytes = n;
             S2sStatus::Ok
@@ -260,7 +301,7 @@ pub unsafe extern "C" fn s2s_translate(
         out,
     };
     // SAFETY: null or a model filled by `s2s_model_parse` (this function's contract).
-    match unsafe { S2sModel::checked(model) }.and_then(|file| dispatch(&file, task)) {
+    match unsafe { S2sModel::run(model, task) } {
         Ok(n) => {
             *out_len = n;
             S2sStatus::Ok
@@ -275,19 +316,31 @@ impl S2sModel {
         self.bytes.is_null()
     }
 
-    /// The model file, parsed again from the checked bytes (without the CRC, which
-    /// `s2s_model_parse` checked).
+    /// Runs `task` on the model: the file, parsed again from the checked bytes (without
+    /// the CRC, which `s2s_model_parse` checked); in a one-model library, the model
+    /// embedded in it.
     ///
     /// # Safety
     ///
-    /// `model` is null or points to an `S2sModel` that `s2s_model_parse` filled, whose
-    /// bytes are unchanged since.
-    unsafe fn checked<'a>(model: *const S2sModel) -> Result<ModelFile<'a>, S2sStatus> {
+    /// `model` is null or points to an `S2sModel` that `s2s_model_parse` (or
+    /// `s2s_model_embedded`) filled, whose bytes are unchanged since.
+    unsafe fn run<T: Task>(model: *const S2sModel, task: T) -> Result<T::Out, S2sStatus> {
         // SAFETY: null or a valid `S2sModel` (this function's contract).
         let model = unsafe { model.as_ref() }.ok_or(S2sStatus::NullPointer)?;
-        // SAFETY: `s2s_model_parse` filled it from bytes valid for reading, unchanged
-        // since (this function's contract).
-        unsafe { model.file(false) }
+        #[cfg(s2s_embedded)]
+        {
+            let _ = model;
+            let mut bound = Err(Error::EmptyInput);
+            Net::<embedded::P>::embedded_into(&embedded::MODEL, &mut bound);
+            task.run(bound.as_ref().map_err(|e| S2sStatus::from(*e))?)
+        }
+        #[cfg(not(s2s_embedded))]
+        {
+            // SAFETY: `s2s_model_parse` filled it from bytes valid for reading, unchanged
+            // since (this function's contract).
+            let file = unsafe { model.file(false) }?;
+            dispatch(&file, task)
+        }
     }
 
     /// Parses the bytes (with the CRC or without).
@@ -317,26 +370,34 @@ impl S2sModel {
     }
 }
 
-/// Work on a model at its precision.
+/// Work on a bound model.
 trait Task {
     /// What the work gives.
     type Out;
-    /// Does the work at precision `P` (the model's).
-    fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<Self::Out, S2sStatus>;
+    /// Does the work on `net` (at its precision `P`).
+    fn run<P: ModelPrecision>(self, net: &Net<'_, P>) -> Result<Self::Out, S2sStatus>;
 }
 
-/// Runs `task` at the model's precision, if this library compiles it.
+/// Binds the model file at its precision, if this library compiles it, and runs `task`
+/// on it.
 fn dispatch<T: Task>(file: &ModelFile<'_>, task: T) -> Result<T::Out, S2sStatus> {
     match file.precision() {
         #[cfg(feature = "f32")]
-        PrecisionKind::F32 => task.run::<s2s_kernels::F32>(file),
+        PrecisionKind::F32 => bound::<s2s_kernels::F32, T>(file, task),
         #[cfg(feature = "w8f32")]
-        PrecisionKind::W8F32 => task.run::<s2s_kernels::W8F32>(file),
+        PrecisionKind::W8F32 => bound::<s2s_kernels::W8F32, T>(file, task),
         #[cfg(feature = "w8a16")]
-        PrecisionKind::W8A16 => task.run::<s2s_kernels::W8A16>(file),
+        PrecisionKind::W8A16 => bound::<s2s_kernels::W8A16, T>(file, task),
         #[allow(unreachable_patterns)] // when every precision is compiled
         _ => Err(S2sStatus::NotCompiled),
     }
+}
+
+/// Binds the model file at precision `P` and runs `task` on it.
+fn bound<P: ModelPrecision, T: Task>(file: &ModelFile<'_>, task: T) -> Result<T::Out, S2sStatus> {
+    let mut bound = Err(Error::EmptyInput);
+    bind::<P>(file, &mut bound);
+    task.run(bound.as_ref().map_err(|e| S2sStatus::from(*e))?)
 }
 
 /// `Net::bind_into`, out of line: binding's temporaries leave the stack before decoding
@@ -347,19 +408,17 @@ fn bind<'a, P: ModelPrecision>(file: &ModelFile<'a>, slot: &mut Result<Net<'a, P
 }
 
 /// Source positions to plan for: `positions`, at least the model's fixed length.
-fn planned(file: &ModelFile<'_>, positions: usize) -> usize {
-    positions.max(file.desc().src_pad_to)
+fn planned<P: ModelPrecision>(net: &Net<'_, P>, positions: usize) -> usize {
+    positions.max(net.desc.src_pad_to)
 }
 
-/// Binds the model (checks that this library runs it).
+/// Nothing: binding the model checks that this library runs it.
 struct Bind;
 
 impl Task for Bind {
     type Out = ();
-    fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<(), S2sStatus> {
-        let mut bound = Err(Error::EmptyInput);
-        bind::<P>(file, &mut bound);
-        bound.map(|_| ()).map_err(S2sStatus::from)
+    fn run<P: ModelPrecision>(self, _: &Net<'_, P>) -> Result<(), S2sStatus> {
+        Ok(())
     }
 }
 
@@ -368,8 +427,8 @@ struct Size(usize);
 
 impl Task for Size {
     type Out = usize;
-    fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<usize, S2sStatus> {
-        Ok(Plan::new::<P>(file.desc(), planned(file, self.0)).bytes())
+    fn run<P: ModelPrecision>(self, net: &Net<'_, P>) -> Result<usize, S2sStatus> {
+        Ok(Plan::new::<P>(&net.desc, planned(net, self.0)).bytes())
     }
 }
 
@@ -383,14 +442,11 @@ struct Translate<'w, 'l, 'o> {
 
 impl Task for Translate<'_, '_, '_> {
     type Out = usize;
-    fn run<P: ModelPrecision>(self, file: &ModelFile<'_>) -> Result<usize, S2sStatus> {
-        let mut bound = Err(Error::EmptyInput);
-        bind::<P>(file, &mut bound);
-        let net = bound.as_ref().map_err(|e| S2sStatus::from(*e))?;
+    fn run<P: ModelPrecision>(self, net: &Net<'_, P>) -> Result<usize, S2sStatus> {
         if net.desc.max_steps > S2S_MAX_STEPS {
             return Err(S2sStatus::TooManySteps);
         }
-        let mut runner = Runner::new(net, self.arena, planned(file, self.positions))?;
+        let mut runner = Runner::new(net, self.arena, planned(net, self.positions))?;
         let mut ids = [0u16; S2S_MAX_STEPS];
         let mut written = 0usize;
         let out = self.out;

@@ -6,7 +6,8 @@ use std::ffi::CStr;
 use std::ptr;
 
 use s2s_capi::{
-    s2s_model_parse, s2s_status_text, s2s_translate, s2s_workspace_bytes, S2sModel, S2sStatus,
+    s2s_model_embedded, s2s_model_parse, s2s_status_text, s2s_translate, s2s_workspace_bytes,
+    S2sModel, S2sStatus,
 };
 
 /// 8-byte aligned bytes.
@@ -114,4 +115,18 @@ fn every_status_has_its_text() {
     assert_eq!(text(10), "internal error");
     assert_eq!(text(11), "unknown status");
     assert_eq!(text(-1), "unknown status");
+}
+
+/// A library built without `S2S_EMBED` holds no model: `s2s_model_embedded` says so and
+/// leaves the handle as it was (tests/tests/embed.rs runs the C example on a library
+/// with one).
+#[test]
+fn a_library_without_an_embedded_model_says_so() {
+    let mut model = unparsed();
+    // SAFETY: a valid, writable handle; then a null one, which is refused.
+    unsafe {
+        assert_eq!(s2s_model_embedded(&mut model), S2sStatus::NotCompiled);
+        assert!(model.is_unparsed());
+        assert_eq!(s2s_model_embedded(ptr::null_mut()), S2sStatus::NullPointer);
+    }
 }

@@ -4,7 +4,9 @@
 //! with a second fixed text, [`Error::subject`] (a description field, a section, a
 //! vocabulary), so a device can report any failure with two `write_str` calls and no
 //! `core::fmt` formatting code. On the host, `Display` adds the numbers and the tensor's
-//! name.
+//! name. Every variant also has a stable numeric code, [`Error::code`] (1 to 99, by
+//! section), for a device that keeps no texts; [`Error::explain`] tells a code back. Codes
+//! and texts are one table, `codes!` below.
 
 use s2s_kernels::text::{Describe, Hex32, QuotedChar, Sink};
 use s2s_kernels::{say, PrecisionKind, ShapeError};
@@ -255,68 +257,110 @@ pub enum Error {
     NotCompiled(Feature),
 }
 
-impl Error {
-    /// A fixed text for this kind of error, for devices that print errors without
-    /// `core::fmt` (see also [`Error::subject`]).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Error::BadMagic => "not a model file (bad magic)",
-            Error::UnsupportedVersion { .. } => "model file of another format version",
-            Error::Truncated { .. } => "truncated model file",
-            Error::FileLength(_) => "stated file length too small",
-            Error::CrcMismatch { .. } => "corrupted model file (CRC mismatch)",
-            Error::UnknownPrecision(_) => "unknown precision code",
-            Error::ReservedNotZero => "reserved header field not zero",
-            Error::BadLayout(_) => "unknown weight layout, or not for this precision",
-            Error::SectionMisplaced(_) => "section not where the layout puts it",
-            Error::SectionOutOfFile(_) => "section runs past the end of the file",
-            Error::SectionLength(_) => "section of the wrong length",
-            Error::PaddingNotZero => "padding byte not zero",
-            Error::BadField(_) => "description field out of range",
-            Error::FieldOverflow { .. } => "value too large for its description field",
-            Error::Inconsistent(_) => "inconsistent model description",
-            Error::TokenOutOfRange { .. } => "token id outside its vocabulary",
-            Error::VocabCount { .. } => "wrong number of vocabulary strings",
-            Error::VocabIndex => "bad vocabulary index",
-            Error::VocabNotUtf8 => "vocabulary string not UTF-8",
-            Error::VocabOrder { .. } => "vocabulary order not sorted",
-            Error::EmptyToken { .. } => "empty token",
-            Error::DuplicateToken { .. } => "duplicate token",
-            Error::TooManyTensors(_) => "too many tensors",
-            Error::BiasMask => "bias mask names a layer without a bias slot",
-            Error::UnknownTensor(_) => "tensor not part of this model",
-            Error::DuplicateTensor(_) => "tensor appears twice",
-            Error::MissingTensor(_) => "tensor missing",
-            Error::UnknownDType { .. } => "unknown element type",
-            Error::TensorType { .. } => "tensor of the wrong element type",
-            Error::TensorLength(_) => "tensor length differs from its shape",
-            Error::TensorShape { .. } => "tensor of the wrong shape",
-            Error::TensorMisplaced(_) => "tensor not where the layout puts it",
-            Error::TensorOutsideData(_) => "tensor outside the data section",
-            Error::TrailingData => "bytes after the last tensor",
-            Error::BadRowQ(_) => "quantization data out of range",
-            Error::NonFinite(_) => "non-finite weight or scale",
-            Error::Misaligned(_) => "model not loaded at an 8-byte aligned address",
-            Error::PrecisionMismatch { .. } => "model bound at another precision",
-            Error::UnsupportedPrecision(_) => "precision not supported by this build",
-            Error::NotCompiled(_) => "model part not compiled in this build",
-            Error::ArenaTooSmall { .. } => "arena too small for the workspace",
-            Error::InputTooLong { .. } => "input too long",
-            Error::EmptyInput => "empty input",
-            Error::UnknownSymbol { .. } => "symbol not in the source vocabulary",
-            Error::NoSuchSlot => "no prefix slot of that name",
-            Error::NotInSlot { .. } => "token not one of its prefix slot's",
-            Error::NoPrefixToken { .. } => "prefix slot without a token",
-            Error::PrefixField => "prefix field not name=token",
-            Error::SlotTokenInSource { .. } => "prefix slot token typed in the source",
-            Error::BeamTooWide { .. } => "beam width over the workspace's capacity",
-            Error::OutputTooSmall { .. } => "output buffer shorter than the most steps",
-            Error::Rnn(_) => "recurrent layer shape error",
-            Error::Attention(_) => "attention shape error",
-            Error::Shape(_) => "kernel shape error",
-        }
-    }
+/// The one table of the errors' numeric codes and fixed texts: generates
+/// [`Error::as_str`], [`Error::code`] and [`Error::explain`]. Every variant is in it (the
+/// generated matches have no catch-all, so a variant left out does not compile), and a
+/// code given twice is an unreachable pattern of `explain`, which is denied.
+macro_rules! codes {
+    ($($name:ident = $code:literal => $text:literal,)+) => {
+        impl Error {
+            /// A fixed text for this kind of error, for devices that print errors without
+            /// `core::fmt` (see also [`Error::subject`]).
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    $(Error::$name { .. } => $text,)+
+                }
+            }
 
+            /// This kind of error's stable numeric code, 1 to 99 ([`Error::explain`] tells
+            /// it back): what a device without error texts reports (`ERR E<code>` on the
+            /// line protocol) for the host to look up.
+            pub fn code(&self) -> u16 {
+                match self {
+                    $(Error::$name { .. } => $code,)+
+                }
+            }
+
+            /// The variant's name and its fixed text ([`Error::as_str`]) for a code of
+            /// [`Error::code`]; `None` for a code that is none of this type's.
+            #[deny(unreachable_patterns)]
+            pub fn explain(code: u16) -> Option<(&'static str, &'static str)> {
+                match code {
+                    $($code => Some((stringify!($name), $text)),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+// The codes by section. They are stable: a code keeps its meaning and is never reused;
+// a new variant takes a free code of its section.
+codes! {
+    // the file and header (1-19)
+    BadMagic = 1 => "not a model file (bad magic)",
+    UnsupportedVersion = 2 => "model file of another format version",
+    Truncated = 3 => "truncated model file",
+    FileLength = 4 => "stated file length too small",
+    CrcMismatch = 5 => "corrupted model file (CRC mismatch)",
+    UnknownPrecision = 6 => "unknown precision code",
+    ReservedNotZero = 7 => "reserved header field not zero",
+    BadLayout = 8 => "unknown weight layout, or not for this precision",
+    SectionMisplaced = 9 => "section not where the layout puts it",
+    SectionOutOfFile = 10 => "section runs past the end of the file",
+    SectionLength = 11 => "section of the wrong length",
+    PaddingNotZero = 12 => "padding byte not zero",
+    // the description (20-29)
+    BadField = 20 => "description field out of range",
+    FieldOverflow = 21 => "value too large for its description field",
+    Inconsistent = 22 => "inconsistent model description",
+    TokenOutOfRange = 23 => "token id outside its vocabulary",
+    // the vocabularies (30-39)
+    VocabCount = 30 => "wrong number of vocabulary strings",
+    VocabIndex = 31 => "bad vocabulary index",
+    VocabNotUtf8 = 32 => "vocabulary string not UTF-8",
+    VocabOrder = 33 => "vocabulary order not sorted",
+    EmptyToken = 34 => "empty token",
+    DuplicateToken = 35 => "duplicate token",
+    // the tensors (40-59)
+    TooManyTensors = 40 => "too many tensors",
+    BiasMask = 41 => "bias mask names a layer without a bias slot",
+    UnknownTensor = 42 => "tensor not part of this model",
+    DuplicateTensor = 43 => "tensor appears twice",
+    MissingTensor = 44 => "tensor missing",
+    UnknownDType = 45 => "unknown element type",
+    TensorType = 46 => "tensor of the wrong element type",
+    TensorLength = 47 => "tensor length differs from its shape",
+    TensorShape = 48 => "tensor of the wrong shape",
+    TensorMisplaced = 49 => "tensor not where the layout puts it",
+    TensorOutsideData = 50 => "tensor outside the data section",
+    TrailingData = 51 => "bytes after the last tensor",
+    BadRowQ = 52 => "quantization data out of range",
+    NonFinite = 53 => "non-finite weight or scale",
+    Misaligned = 54 => "model not loaded at an 8-byte aligned address",
+    // running a model (60-89): the binding and the workspace (60-63), the source
+    // (64-66), the beam (67), prefixes (70-74)
+    PrecisionMismatch = 60 => "model bound at another precision",
+    UnsupportedPrecision = 61 => "precision not supported by this build",
+    ArenaTooSmall = 62 => "arena too small for the workspace",
+    OutputTooSmall = 63 => "output buffer shorter than the most steps",
+    InputTooLong = 64 => "input too long",
+    EmptyInput = 65 => "empty input",
+    UnknownSymbol = 66 => "symbol not in the source vocabulary",
+    BeamTooWide = 67 => "beam width over the workspace's capacity",
+    NoSuchSlot = 70 => "no prefix slot of that name",
+    NotInSlot = 71 => "token not one of its prefix slot's",
+    NoPrefixToken = 72 => "prefix slot without a token",
+    PrefixField = 73 => "prefix field not name=token",
+    SlotTokenInSource = 74 => "prefix slot token typed in the source",
+    // the layers' errors, and a part this build leaves out (90-99)
+    Rnn = 90 => "recurrent layer shape error",
+    Attention = 91 => "attention shape error",
+    Shape = 92 => "kernel shape error",
+    NotCompiled = 93 => "model part not compiled in this build",
+}
+
+impl Error {
     /// The fixed name this error is about, when it carries one: a description field, a
     /// section, the rule broken, a vocabulary.
     pub fn subject(&self) -> Option<&'static str> {
@@ -548,3 +592,187 @@ impl core::fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Feature;
+    use s2s_kernels::PrecisionKind;
+
+    /// One value of every variant, with its name.
+    fn every_variant() -> Vec<(&'static str, Error)> {
+        let shape = ShapeError {
+            what: "input",
+            expected: 2,
+            found: 3,
+        };
+        vec![
+            ("BadMagic", Error::BadMagic),
+            (
+                "UnsupportedVersion",
+                Error::UnsupportedVersion {
+                    found: 9,
+                    supported: 1,
+                },
+            ),
+            ("Truncated", Error::Truncated { needed: 9, len: 1 }),
+            ("FileLength", Error::FileLength(3)),
+            (
+                "CrcMismatch",
+                Error::CrcMismatch {
+                    stored: 1,
+                    computed: 2,
+                },
+            ),
+            ("UnknownPrecision", Error::UnknownPrecision(9)),
+            ("ReservedNotZero", Error::ReservedNotZero),
+            ("BadLayout", Error::BadLayout(9)),
+            ("SectionMisplaced", Error::SectionMisplaced("vocabulary")),
+            ("SectionOutOfFile", Error::SectionOutOfFile("data")),
+            ("SectionLength", Error::SectionLength("description")),
+            ("PaddingNotZero", Error::PaddingNotZero),
+            ("BadField", Error::BadField("cell")),
+            (
+                "FieldOverflow",
+                Error::FieldOverflow {
+                    field: "hidden",
+                    value: 1 << 20,
+                },
+            ),
+            ("Inconsistent", Error::Inconsistent("rule")),
+            (
+                "TokenOutOfRange",
+                Error::TokenOutOfRange {
+                    what: "end token",
+                    id: 9,
+                    vocab: 3,
+                },
+            ),
+            (
+                "VocabCount",
+                Error::VocabCount {
+                    found: 1,
+                    expected: 2,
+                },
+            ),
+            ("VocabIndex", Error::VocabIndex),
+            ("VocabNotUtf8", Error::VocabNotUtf8),
+            ("VocabOrder", Error::VocabOrder { vocab: "source" }),
+            (
+                "EmptyToken",
+                Error::EmptyToken {
+                    vocab: "target",
+                    id: 3,
+                },
+            ),
+            (
+                "DuplicateToken",
+                Error::DuplicateToken {
+                    vocab: "source",
+                    first: 1,
+                    second: 2,
+                },
+            ),
+            ("TooManyTensors", Error::TooManyTensors(999)),
+            ("BiasMask", Error::BiasMask),
+            ("UnknownTensor", Error::UnknownTensor(7)),
+            ("DuplicateTensor", Error::DuplicateTensor(7)),
+            ("MissingTensor", Error::MissingTensor(7)),
+            ("UnknownDType", Error::UnknownDType { id: 7, code: 9 }),
+            (
+                "TensorType",
+                Error::TensorType {
+                    id: 7,
+                    found: DType::F32,
+                },
+            ),
+            ("TensorLength", Error::TensorLength(7)),
+            (
+                "TensorShape",
+                Error::TensorShape {
+                    id: 7,
+                    expected: (1, 2),
+                    found: (2, 1),
+                },
+            ),
+            ("TensorMisplaced", Error::TensorMisplaced(7)),
+            ("TensorOutsideData", Error::TensorOutsideData(7)),
+            ("TrailingData", Error::TrailingData),
+            ("BadRowQ", Error::BadRowQ(7)),
+            ("NonFinite", Error::NonFinite(7)),
+            ("Misaligned", Error::Misaligned(7)),
+            (
+                "PrecisionMismatch",
+                Error::PrecisionMismatch {
+                    model: PrecisionKind::F32,
+                    runtime: PrecisionKind::W8A16,
+                },
+            ),
+            (
+                "UnsupportedPrecision",
+                Error::UnsupportedPrecision(PrecisionKind::W8F32),
+            ),
+            (
+                "ArenaTooSmall",
+                Error::ArenaTooSmall {
+                    needed: 2,
+                    available: 1,
+                },
+            ),
+            ("InputTooLong", Error::InputTooLong { len: 30, max: 25 }),
+            ("EmptyInput", Error::EmptyInput),
+            (
+                "UnknownSymbol",
+                Error::UnknownSymbol {
+                    position: 1,
+                    ch: 'x',
+                },
+            ),
+            ("NoSuchSlot", Error::NoSuchSlot),
+            ("NotInSlot", Error::NotInSlot { slot: 0 }),
+            ("NoPrefixToken", Error::NoPrefixToken { slot: 0 }),
+            ("PrefixField", Error::PrefixField),
+            (
+                "SlotTokenInSource",
+                Error::SlotTokenInSource { position: 2 },
+            ),
+            ("BeamTooWide", Error::BeamTooWide { width: 9, max: 4 }),
+            (
+                "OutputTooSmall",
+                Error::OutputTooSmall {
+                    needed: 32,
+                    available: 1,
+                },
+            ),
+            ("Rnn", Error::Rnn(rnn_core::Error::Shape(shape))),
+            (
+                "Attention",
+                Error::Attention(attention_core::Error::Shape(shape)),
+            ),
+            ("Shape", Error::Shape(shape)),
+            ("NotCompiled", Error::NotCompiled(Feature::Lstm)),
+        ]
+    }
+
+    #[test]
+    fn every_code_explains_its_variant_and_codes_are_distinct() {
+        let all = every_variant();
+        let mut codes = std::collections::BTreeSet::new();
+        for (name, e) in &all {
+            let code = e.code();
+            assert_eq!(Error::explain(code), Some((*name, e.as_str())), "{e:?}");
+            assert!(codes.insert(code), "{name}: code {code} given twice");
+            assert!((1..100).contains(&code), "{name}: code {code} outside 1-99");
+        }
+        // Every variant is listed once (by name).
+        let names: std::collections::BTreeSet<_> = all.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names.len(), all.len());
+        // Only the table's codes are explained.
+        let explained = (0..=u16::MAX)
+            .filter(|&c| Error::explain(c).is_some())
+            .count();
+        assert_eq!(explained, all.len());
+        assert_eq!(Error::explain(0), None);
+        assert_eq!(Error::explain(64), Some(("InputTooLong", "input too long")));
+    }
+}

@@ -51,6 +51,7 @@ pub mod beam;
 #[cfg(feature = "alloc")]
 pub mod builder;
 pub mod desc;
+pub mod embed;
 mod error;
 mod features;
 pub mod format;

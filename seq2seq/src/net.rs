@@ -69,21 +69,30 @@ impl<P: Precision> core::fmt::Debug for Net<'_, P> {
     }
 }
 
+/// Where a [`Net`]'s layers come from: a checked model file, or the tables of a model
+/// embedded at build time ([`crate::embed`]). One binding for both.
+pub(crate) trait Source<'a, P: Precision> {
+    /// The description.
+    fn desc(&self) -> &ModelDesc;
+    /// The layer `role`/`layer`/`dir` as the description specifies it.
+    fn linear(&self, role: Role, layer: usize, dir: usize) -> Result<Linear<'a, P>, Error>;
+    /// The source and target vocabularies, the separator and the vocabulary section.
+    fn vocabs(&self) -> (Vocab<'a>, Vocab<'a>, &'a str, &'a [u8]);
+}
+
 /// Reads dense layers from a file for one precision.
 struct Reader<'f, 'a> {
     file: &'f ModelFile<'a>,
 }
 
-impl<'a> Reader<'_, 'a> {
-    /// The layer `role`/`layer`/`dir` as the description specifies it. The parser has
-    /// checked every tensor's presence, type, shape and quantization data; what is
-    /// left is reading them as `P`'s types (and their alignment in memory).
-    fn linear<P: ModelPrecision>(
-        &self,
-        role: Role,
-        layer: usize,
-        dir: usize,
-    ) -> Result<Linear<'a, P>, Error> {
+impl<'a, P: ModelPrecision> Source<'a, P> for Reader<'_, 'a> {
+    fn desc(&self) -> &ModelDesc {
+        self.file.desc()
+    }
+
+    /// The parser has checked every tensor's presence, type, shape and quantization
+    /// data; what is left is reading them as `P`'s types (and their alignment in memory).
+    fn linear(&self, role: Role, layer: usize, dir: usize) -> Result<Linear<'a, P>, Error> {
         let id = |slot| TensorId::new(role, layer, dir, slot);
         let missing = |slot| Error::MissingTensor(id(slot).to_u32());
         let spec = self
@@ -106,6 +115,16 @@ impl<'a> Reader<'_, 'a> {
         let bias = self.file.data::<P::Bias>(id(Slot::Bias))?.map(|(_, b)| b);
         let layout = self.file.layout();
         Ok(Linear::new(spec.rows, spec.cols, spec.parts, w, q, bias)?.with_layout(layout)?)
+    }
+
+    fn vocabs(&self) -> (Vocab<'a>, Vocab<'a>, &'a str, &'a [u8]) {
+        let f = self.file;
+        (
+            f.src_vocab(),
+            f.tgt_vocab(),
+            f.separator(),
+            f.vocab_section(),
+        )
     }
 }
 
@@ -134,20 +153,26 @@ impl<'a, P: ModelPrecision> Net<'a, P> {
             *slot = Err(Error::NotCompiled(f));
             return;
         }
-        let r = Reader { file };
-        empty(&r, slot);
-        if let Ok(net) = slot {
-            if let Err(e) = fill(&r, net) {
-                *slot = Err(e);
-            }
+        bind_source(&Reader { file }, slot);
+    }
+}
+
+/// [`Net::bind_into`] from any [`Source`], its parts already checked.
+pub(crate) fn bind_source<'a, P: ModelPrecision, S: Source<'a, P>>(
+    source: &S,
+    slot: &mut Result<Net<'a, P>, Error>,
+) {
+    empty(source, slot);
+    if let Ok(net) = slot {
+        if let Err(e) = fill(source, net) {
+            *slot = Err(e);
         }
     }
 }
 
 /// A `Net` with its single layers and no stack yet, into `slot`.
 #[inline(never)]
-fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>, Error>) {
-    let file = r.file;
+fn empty<'a, P: ModelPrecision, S: Source<'a, P>>(r: &S, slot: &mut Result<Net<'a, P>, Error>) {
     let layers = (|| {
         Ok((
             r.linear(Role::EncEmb, 0, 0)?,
@@ -155,8 +180,9 @@ fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>
             r.linear(Role::Out, 0, 0)?,
         ))
     })();
+    let (src_vocab, tgt_vocab, separator, vocab) = r.vocabs();
     *slot = layers.map(|(src_emb, dec_emb, out)| Net {
-        desc: *file.desc(),
+        desc: *r.desc(),
         src_emb,
         encoder: HVec::new(),
         memory_proj: None,
@@ -167,15 +193,15 @@ fn empty<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, slot: &mut Result<Net<'a, P>
         decoder: HVec::new(),
         attentional: None,
         out,
-        src_vocab: file.src_vocab(),
-        tgt_vocab: file.tgt_vocab(),
-        separator: file.separator(),
-        vocab: file.vocab_section(),
+        src_vocab,
+        tgt_vocab,
+        separator,
+        vocab,
     });
 }
 
 /// The stacks, the attention and the bridges of an [`empty`] `Net`.
-fn fill<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, net: &mut Net<'a, P>) -> Result<(), Error> {
+fn fill<'a, P: ModelPrecision, S: Source<'a, P>>(r: &S, net: &mut Net<'a, P>) -> Result<(), Error> {
     bind_encoder(r, net)?;
     bind_attention(r, net)?;
     bind_decoder(r, net)
@@ -183,8 +209,8 @@ fn fill<'a, P: ModelPrecision>(r: &Reader<'_, 'a>, net: &mut Net<'a, P>) -> Resu
 
 /// The encoder layers and the memory projection.
 #[inline(never)]
-fn bind_encoder<'a, P: ModelPrecision>(
-    r: &Reader<'_, 'a>,
+fn bind_encoder<'a, P: ModelPrecision, S: Source<'a, P>>(
+    r: &S,
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;
@@ -215,8 +241,8 @@ fn bind_encoder<'a, P: ModelPrecision>(
     not(any(feature = "additive", feature = "multiplicative")),
     allow(unreachable_code, unused_variables)
 )]
-fn bind_attention<'a, P: ModelPrecision>(
-    r: &Reader<'_, 'a>,
+fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
+    r: &S,
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;
@@ -265,8 +291,8 @@ fn bind_attention<'a, P: ModelPrecision>(
 
 /// The bridges and the decoder cells.
 #[inline(never)]
-fn bind_decoder<'a, P: ModelPrecision>(
-    r: &Reader<'_, 'a>,
+fn bind_decoder<'a, P: ModelPrecision, S: Source<'a, P>>(
+    r: &S,
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;

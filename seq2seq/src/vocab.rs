@@ -23,6 +23,20 @@ fn u32_at(b: &[u8], i: usize) -> Option<usize> {
 }
 
 impl<'a> Vocab<'a> {
+    /// A vocabulary from its index (`(offset, length)` pairs, little-endian `u32`, one
+    /// per token) and the strings they point into, as [`Vocab::raw_parts`] gives them:
+    /// for a model embedded at build time ([`crate::embed`]), whose vocabulary section
+    /// the host checked (`s2s embed`). Nothing is checked here; a string that is not
+    /// where its pair says, or not UTF-8, reads as no token ([`Vocab::get`]).
+    pub const fn from_raw(index: &'a [u8], strings: &'a [u8]) -> Self {
+        Vocab { index, strings }
+    }
+
+    /// The index and the strings ([`Vocab::from_raw`]).
+    pub fn raw_parts(&self) -> (&'a [u8], &'a [u8]) {
+        (self.index, self.strings)
+    }
+
     /// Parses the vocabulary section (see [`crate::format`]) of a model described by
     /// `desc`:
     ///

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use s2s_tests::pytorch::{self, Tensor};
-use s2s_tests::{assert_one_error, assert_only, import, model_file, s2s, scratch_dir};
+use s2s_tests::{assert_one_error, assert_only, import, model_file, s2s, s2s_ok, scratch_dir};
 
 /// The PyTorch example's weights and model file, built once.
 fn example() -> &'static (PathBuf, PathBuf) {
@@ -436,5 +436,28 @@ fn heatmap_json_is_the_map_and_refuses_a_model_without_attention() {
     assert_one_error(
         &s2s(&[&"heatmap", &g2p, &"hello", &"--json"], ""),
         &[&g2p.display().to_string(), "no attention"],
+    );
+}
+
+#[test]
+fn explain_tells_a_code_back_and_refuses_an_unknown_one_in_one_line() {
+    // A code of the inference core (1-99) and one of the firmware's own (100 and up),
+    // as a number or as the device writes it.
+    for arg in ["64", "E64"] {
+        assert_eq!(
+            s2s_ok(&[&"explain", &arg], ""),
+            "E64 InputTooLong: input too long\n"
+        );
+    }
+    assert_eq!(
+        s2s_ok(&[&"explain", &"E100"], ""),
+        "E100 LineTooLong: line too long\n"
+    );
+    let out = s2s(&[&"explain", &"E999"], "");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_one_error(&out, &["E999", "no such error code"]);
+    assert_one_error(
+        &s2s(&[&"explain", &"x"], ""),
+        &["\"x\"", "not an error code"],
     );
 }

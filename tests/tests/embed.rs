@@ -1,7 +1,8 @@
 //! The embed examples (`examples/`, README "Use it in your firmware"): the Rust program
 //! (`examples/rust`, the `seq2seq` API) and the C program (`examples/c`, the `s2s-capi`
-//! static library and header) are built for the micro:bit and the AN386 with netra w8a16
-//! linked in, run under QEMU, and must print exactly what the host prints for their
+//! static library and header), each with netra w8a16 embedded at build time by `s2s
+//! embed` (the one-model build: no model-file parser), are built for the micro:bit and
+//! the AN386, run under QEMU, and must print exactly what the host prints for their
 //! fixed input (`s2s run --tsv`). Each example prints `source<TAB>output`: the source is
 //! read back from its output, so the input is defined once, in the example.
 //!
@@ -13,7 +14,7 @@ use std::process::Command;
 
 use s2s_device::board::{find, Board};
 use s2s_device::qemu::COMMON_ARGS;
-use s2s_tests::{model_file, repo_root, s2s_ok, target_dir};
+use s2s_tests::{model_file, repo_root, s2s_bin, s2s_ok, target_dir};
 
 /// The model both examples link in.
 const MODEL: &str = "netra-w8a16.s2s";
@@ -83,22 +84,36 @@ fn prints_the_hosts_output(board: &Board, elf: &Path) -> String {
     stderr
 }
 
-/// Builds the Rust example for `board` (its own workspace, like the firmware).
+/// Builds the Rust example for `board` (its own workspace, like the firmware) with the
+/// model module `s2s embed` writes for the board.
 fn rust_example(board: &Board) -> PathBuf {
     let dir = repo_root().join("examples/rust");
+    let module = target_dir().join(format!("embed-rust/netra-w8a16-{}.rs", board.name));
+    std::fs::create_dir_all(target_dir().join("embed-rust")).expect("embed-rust/");
+    s2s_ok(
+        &[
+            &"embed",
+            &model_file(MODEL),
+            &"--board",
+            &board.name,
+            &"-o",
+            &module,
+        ],
+        "",
+    );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     run(Command::new(cargo)
         .args(["build", "--release", "--target", board.target])
         .env("S2S_BOARD", board.name)
-        .env("S2S_MODEL", model_file(MODEL))
+        .env("S2S_EMBED", &module)
         .current_dir(&dir));
     dir.join("target")
         .join(board.target)
         .join("release/s2s-embed-example")
 }
 
-/// Builds the C example for `board` with its Makefile (with `STACK_REPORT=1`, the
-/// build that reports its stack peak).
+/// Builds the C example for `board` with its Makefile, the model embedded in the library
+/// by `s2s embed` (with `STACK_REPORT=1`, the build that reports its stack peak).
 fn c_example(board: &Board, stack_report: bool) -> PathBuf {
     let target = target_dir();
     run(Command::new("make")
@@ -107,6 +122,7 @@ fn c_example(board: &Board, stack_report: bool) -> PathBuf {
         .arg(format!("BOARD={}", board.name))
         .arg(format!("TARGET_DIR={}", target.display()))
         .arg(format!("S2S_MODEL={}", model_file(MODEL).display()))
+        .arg(format!("S2S={}", s2s_bin().display()))
         .arg(format!("STACK_REPORT={}", u8::from(stack_report))));
     let dir = match stack_report {
         true => format!("{}-stack", board.name),

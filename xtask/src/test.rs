@@ -38,6 +38,9 @@ const FEATURE_BUILDS: [(&str, &[&str]); 2] = [
 /// out. The first is the micro:bit's minimal netra build (see `MINIMAL_FIRMWARE`).
 const PART_BUILDS: [&str; 3] = ["gru,additive", "lstm,multiplicative,beam", "bridge"];
 
+/// The features of netra's one-model firmware (what `s2s qemu --one-model` builds).
+const ONE_MODEL_FEATURES: &str = "w8a16,gru,additive,error-codes";
+
 /// The minimal firmware checked by clippy and the no-panic link (with the default
 /// builds): the micro:bit serving netra w8a16 (`s2s inspect` gives its features).
 const MINIMAL_FIRMWARE: (&str, &str) = ("microbit", "w8a16,gru,additive");
@@ -173,17 +176,25 @@ impl Ctx {
             })?;
         }
         let (name, features) = MINIMAL_FIRMWARE;
-        steps.step(&format!("firmware clippy for {name}, minimal"), || {
-            let board = s2s_device::board::find(name).ok_or("no such board")?;
-            self.run(
-                self.cargo()
-                    .args(["clippy", "--release", "--target", board.target])
-                    .args(["--no-default-features", "--features", features])
-                    .args(["--", "-D", "warnings"])
-                    .env("S2S_BOARD", board.name)
-                    .current_dir(self.root.join("firmware")),
-            )
-        })?;
+        // The minimal build also with its errors as codes (`error-codes`, issue 32).
+        let coded = format!("{features},error-codes");
+        steps.step(
+            &format!("firmware clippy for {name}, minimal, and with error-codes"),
+            || {
+                let board = s2s_device::board::find(name).ok_or("no such board")?;
+                for features in [features, coded.as_str()] {
+                    self.run(
+                        self.cargo()
+                            .args(["clippy", "--release", "--target", board.target])
+                            .args(["--no-default-features", "--features", features])
+                            .args(["--", "-D", "warnings"])
+                            .env("S2S_BOARD", board.name)
+                            .current_dir(self.root.join("firmware")),
+                    )?;
+                }
+                Ok(())
+            },
+        )?;
         steps.step("embed examples: fmt and clippy", || self.embed_clippy())?;
         for board in boards::hal_boards() {
             steps.step(
@@ -203,10 +214,14 @@ impl Ctx {
                 },
             )?;
         }
-        steps.step(&format!("no-panic link check for {name}, minimal"), || {
-            let board = s2s_device::board::find(name).ok_or("no such board")?;
-            self.no_panic_check(board, Build::Minimal(features))
-        })?;
+        steps.step(
+            &format!("no-panic link check for {name}, minimal, and with error-codes"),
+            || {
+                let board = s2s_device::board::find(name).ok_or("no such board")?;
+                self.no_panic_check(board, Build::Minimal(features))?;
+                self.no_panic_check(board, Build::Minimal(&coded))
+            },
+        )?;
         steps.summary();
         println!("xtask test: all {} steps passed", steps.done.len());
         Ok(())
@@ -255,9 +270,11 @@ impl Ctx {
     }
 
     /// The Rust embed example (`examples/rust`, its own workspace like the firmware):
-    /// rustfmt, and clippy for both its boards' targets; and the C API's library for
-    /// the thumb targets (the host build is the workspace's). tests/tests/embed.rs
-    /// builds both examples and runs them.
+    /// rustfmt, and clippy for both its boards' targets with netra w8a16 embedded by
+    /// `s2s embed` (the firmware's one-model build too, with the parts netra needs); and
+    /// the C API's library for the thumb targets (the host build is the workspace's).
+    /// tests/tests/embed.rs builds both examples and runs them, tests/tests/one_model.rs
+    /// the one-model firmware.
     fn embed_clippy(&self) -> Result {
         let example = self.root.join("examples/rust");
         self.run(
@@ -265,17 +282,49 @@ impl Ctx {
                 .args(["fmt", "--", "--check"])
                 .current_dir(&example),
         )?;
-        for target in ["thumbv6m-none-eabi", "thumbv7em-none-eabihf"] {
+        let dir = self.target.join("embed-rust");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (target, board) in [
+            ("thumbv6m-none-eabi", "microbit"),
+            ("thumbv7em-none-eabihf", "mps2-an386"),
+        ] {
+            let module = dir.join(format!("netra-w8a16-{board}.rs"));
+            self.run(
+                Command::new(self.s2s())
+                    .arg("embed")
+                    .arg(self.target.join("models/netra-w8a16.s2s"))
+                    .args(["--board", board, "-o"])
+                    .arg(&module),
+            )?;
             self.run(
                 self.cargo()
                     .args(["clippy", "--release", "--target", target])
                     .args(["--", "-D", "warnings"])
+                    .env("S2S_BOARD", board)
+                    .env("S2S_EMBED", &module)
                     .current_dir(&example),
+            )?;
+            self.run(
+                self.cargo()
+                    .args(["clippy", "--release", "--target", target])
+                    .args(["--no-default-features", "--features", ONE_MODEL_FEATURES])
+                    .args(["--", "-D", "warnings"])
+                    .env("S2S_BOARD", board)
+                    .env("S2S_EMBED", &module)
+                    .current_dir(self.root.join("firmware")),
             )?;
             self.run(
                 self.cargo_for(&["s2s-capi"], "clippy")
                     .args(["--profile", "embed", "--target", target])
                     .args(["--", "-D", "warnings"]),
+            )?;
+            // The C example's library: the same model embedded.
+            self.run(
+                self.cargo_for(&["s2s-capi"], "clippy")
+                    .args(["--profile", "embed", "--target", target])
+                    .args(["--no-default-features", "--features", "w8a16,gru,additive"])
+                    .args(["--", "-D", "warnings"])
+                    .env("S2S_EMBED", &module),
             )?;
         }
         Ok(())

@@ -15,7 +15,7 @@ use cortex_m_rt::entry;
 use firmware::app::{self, HandlerError, LineHandler};
 use firmware::boards::board;
 use firmware::{measure, Counter as _};
-use s2s_kernels::text::Sink;
+use s2s_kernels::text::{Describe, Sink};
 
 /// Runs `subs r0, #1; bne` `n` times: 2n instructions (n > 0).
 #[inline(never)]
@@ -36,17 +36,33 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
-fn parse_u32(arg: &[u8]) -> Result<u32, HandlerError> {
-    let s = core::str::from_utf8(arg).map_err(|_| HandlerError("bad number"))?;
-    s.trim().parse().map_err(|_| HandlerError("bad number"))
+/// Why a probe command failed: its own texts (the session's refusals keep theirs).
+#[derive(Clone, Copy, Debug, defmt::Format)]
+struct ProbeError(&'static str);
+
+impl Describe for ProbeError {
+    fn describe(&self, out: &mut dyn Sink) -> core::fmt::Result {
+        out.put(self.0)
+    }
+}
+
+impl From<HandlerError> for ProbeError {
+    fn from(e: HandlerError) -> Self {
+        ProbeError(e.as_str())
+    }
+}
+
+fn parse_u32(arg: &[u8]) -> Result<u32, ProbeError> {
+    let s = core::str::from_utf8(arg).map_err(|_| ProbeError("bad number"))?;
+    s.trim().parse().map_err(|_| ProbeError("bad number"))
 }
 
 struct Probe;
 
 impl LineHandler for Probe {
-    type Error = HandlerError;
+    type Error = ProbeError;
 
-    fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), HandlerError> {
+    fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), ProbeError> {
         let (cmd, arg) = match line.iter().position(|&b| b == b' ') {
             Some(i) => (&line[..i], &line[i + 1..]),
             None => (line, &b""[..]),
@@ -67,7 +83,7 @@ impl LineHandler for Probe {
                 let region = measure::model_region();
                 let bytes = region
                     .get(..n)
-                    .ok_or(HandlerError("beyond the model region"))?;
+                    .ok_or(ProbeError("beyond the model region"))?;
                 let sum = fnv1a(bytes);
                 defmt::info!("SUM n={=usize} fnv1a={=u32:#010x}", n, sum);
                 writeln!(out, "SUM n={n} fnv1a=0x{sum:08x}")
@@ -81,9 +97,9 @@ impl LineHandler for Probe {
                     region.len()
                 )
             }
-            _ => return Err(HandlerError("unknown command (loop N | sum N | region)")),
+            _ => return Err(ProbeError("unknown command (loop N | sum N | region)")),
         };
-        result.map_err(|_| HandlerError("output failed"))
+        result.map_err(|_| ProbeError("output failed"))
     }
 }
 

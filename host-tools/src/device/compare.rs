@@ -1,9 +1,10 @@
 //! The device's outputs against the host running the same core on the same inputs.
 
+use s2s_device::protocol::code::DeviceCode;
 use s2s_device::protocol::PhaseCounts;
 
 use super::report::{Mismatch, QemuReport, Rejected, Spread};
-use super::session::DeviceSession;
+use super::session::{DeviceSession, Refused};
 use crate::error::{Error, Result};
 use crate::model::{Decoded, HostRunner, Keep, LoadedModel};
 use seq2seq::Prefix;
@@ -53,6 +54,18 @@ fn host_side(
             }
         }))
     })
+}
+
+/// Whether the device refused an input as the host did: the same message, or from a
+/// firmware that writes codes (`error-codes`) the same code; a line too long for the
+/// board's buffer is the device's own refusal.
+fn same_refusal(device: &Refused, host: &seq2seq::Error) -> bool {
+    match device.code() {
+        Some(code) => code == host.code() || code == DeviceCode::LineTooLong.code(),
+        None => {
+            device.reason == host.to_string() || device.reason == DeviceCode::LineTooLong.as_str()
+        }
+    }
 }
 
 /// Compares a device session with the host running the same `inputs` (ids, text, the
@@ -160,13 +173,11 @@ pub fn compare(
                     attention_rows += d.attention.len();
                 }
             }
-            (Err(de), Err(he)) if de.reason == he.to_string() || de.reason == "line too long" => {
-                rejected.push(Rejected {
-                    line: i + 1,
-                    input: input.clone(),
-                    reason: de.reason.clone(),
-                })
-            }
+            (Err(de), Err(he)) if same_refusal(de, he) => rejected.push(Rejected {
+                line: i + 1,
+                input: input.clone(),
+                reason: de.to_string(),
+            }),
             (Err(de), Err(he)) => mismatch(format!("device: ERR {de}; host: {he}")),
             (Err(de), Ok(hd)) => mismatch(format!("device: ERR {de}; host: ids {:?}", hd.ids)),
             (Ok(d), Err(he)) => mismatch(format!("device: ids {:?}; host: {he}", d.ids)),
@@ -231,4 +242,24 @@ fn compare_rows(dev: &[Vec<i64>], host: &[Vec<i64>]) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_agree_by_message_or_by_code() {
+        let host = seq2seq::Error::InputTooLong { len: 30, max: 25 };
+        let refused = |reason: &str| Refused {
+            reason: reason.into(),
+        };
+        assert!(same_refusal(&refused(&host.to_string()), &host));
+        assert!(same_refusal(&refused("E64"), &host));
+        assert!(!same_refusal(&refused("E65"), &host));
+        assert!(!same_refusal(&refused("empty input"), &host));
+        // A line too long for the board's buffer, in words or as its code.
+        assert!(same_refusal(&refused("line too long"), &host));
+        assert!(same_refusal(&refused("E100"), &host));
+    }
 }

@@ -64,7 +64,7 @@ impl Firmware {
         release: bool,
         features: &[&str],
     ) -> Result<PathBuf> {
-        self.cargo_build(board, bin, release, features, false)
+        self.cargo_build(board, bin, release, features, Variant::Default)
     }
 
     /// The minimal firmware: [`Firmware::build`] with only `features` (a precision and
@@ -78,7 +78,26 @@ impl Firmware {
         release: bool,
         features: &[&str],
     ) -> Result<PathBuf> {
-        self.cargo_build(board, bin, release, features, true)
+        self.cargo_build(board, bin, release, features, Variant::Minimal)
+    }
+
+    /// The one-model firmware: the model of `module` (written by `s2s embed` for
+    /// `board`, [`super::embed::embed`]) linked in, with only `features` (the model's
+    /// parts, [`minimal_features`]); in a target directory of its own (`target/one-model`).
+    pub fn build_one_model(
+        &self,
+        board: &Board,
+        module: &Path,
+        release: bool,
+        features: &[&str],
+    ) -> Result<PathBuf> {
+        self.cargo_build(
+            board,
+            "firmware",
+            release,
+            features,
+            Variant::OneModel(module),
+        )
     }
 
     /// The crate that builds `board`'s firmware: this directory for the boards with a
@@ -113,8 +132,10 @@ impl Firmware {
         bin: &str,
         release: bool,
         features: &[&str],
-        minimal: bool,
+        variant: Variant<'_>,
     ) -> Result<PathBuf> {
+        let minimal = variant != Variant::Default;
+        let mut cmd_env = Vec::new();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let dir = self.crate_dir(board);
         if dir != self.dir && (minimal || !features.is_empty() || bin != "firmware") {
@@ -126,15 +147,22 @@ impl Firmware {
             )));
         }
         let mut target_dir = self.target_dir(board);
-        if minimal {
-            target_dir.push("minimal");
+        match variant {
+            Variant::Default => {}
+            Variant::Minimal => target_dir.push("minimal"),
+            Variant::OneModel(module) => {
+                target_dir.push("one-model");
+                cmd_env.push(("S2S_EMBED", module.as_os_str().to_owned()));
+            }
         }
         let mut cmd = Command::new(cargo);
         cmd.current_dir(&dir)
             .args(["build", "--bin", bin, "--target", board.target])
             .arg("--target-dir")
             .arg(&target_dir)
-            .env("S2S_BOARD", board.name);
+            .env("S2S_BOARD", board.name)
+            .env_remove("S2S_EMBED")
+            .envs(cmd_env);
         if release {
             cmd.arg("--release");
         }
@@ -175,6 +203,17 @@ impl Firmware {
         let profile = if release { "release" } else { "debug" };
         Ok(target_dir.join(board.target).join(profile).join(bin))
     }
+}
+
+/// Which firmware build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant<'a> {
+    /// The default features.
+    Default,
+    /// Only the features given.
+    Minimal,
+    /// Only the features given, with the model of this module (`S2S_EMBED`).
+    OneModel(&'a Path),
 }
 
 pub use s2s_inspect::{minimal_command, minimal_features, smallest_board};

@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod cache;
 pub mod compare;
+pub mod embed;
 pub mod firmware;
 pub mod link;
 pub mod qemu;
@@ -66,6 +67,9 @@ pub struct QemuOptions {
     /// Build the minimal firmware for the model ([`Firmware::build_minimal`] with
     /// [`firmware::minimal_features`]) instead of the default one.
     pub minimal: bool,
+    /// Build the one-model firmware: the model linked in (`s2s embed`), only its parts
+    /// compiled, no model-file parser ([`Firmware::build_one_model`]).
+    pub one_model: bool,
     /// Build the firmware with its `profile` feature: the counts come by phase too
     /// ([`QemuReport::per_phase`]), and each includes the phase marks' counter reads.
     pub profile: bool,
@@ -83,6 +87,7 @@ impl QemuOptions {
             release: true,
             firmware_dir: None,
             minimal: false,
+            one_model: false,
             profile: false,
         }
     }
@@ -176,7 +181,15 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     }
     let attends = host.as_ref().is_ok_and(|m| m.file().desc().has_attention());
     let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let elf = if o.minimal {
+    let elf = if o.one_model {
+        let host = host?;
+        let mut features = one_model_features(&host.file());
+        if o.profile {
+            features.push("profile");
+        }
+        let module = embed_module(&firmware, &host, o.board)?;
+        firmware.build_one_model(o.board, &module, o.release, &features)?
+    } else if o.minimal {
         let mut features = firmware::minimal_features(&host?.file());
         if o.profile {
             features.push("profile");
@@ -188,7 +201,8 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
     };
     let sent = requests(inputs, o.attention, beam, &o.prefix);
     let pace = Pace::Answers { attends };
-    let run = qemu::run_paced(o.board, &elf, Some(model), &sent, pace, o.timeout)?;
+    let loaded = (!o.one_model).then_some(model);
+    let run = qemu::run_paced(o.board, &elf, loaded, &sent, pace, o.timeout)?;
     parse_session(&run, o.board, inputs.len(), o.attention, beam).map_err(|e| match e {
         Error::Device { board, message } => Error::Device {
             board,
@@ -196,6 +210,27 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         },
         e => e,
     })
+}
+
+/// The features of a one-model firmware for `file`: its parts (those of the minimal
+/// build, [`firmware::minimal_features`]) and `error-codes`.
+pub fn one_model_features(file: &seq2seq::ModelFile<'_>) -> Vec<&'static str> {
+    let mut features = firmware::minimal_features(file);
+    features.push("error-codes");
+    features
+}
+
+/// Writes `s2s embed`'s module of `model` for `board` beside the one-model build (only
+/// when it changed, so that cargo does not rebuild it) and returns its path.
+fn embed_module(firmware: &Firmware, model: &LoadedModel, board: &Board) -> Result<PathBuf> {
+    let rs = embed::embed(model, board)?;
+    let dir = firmware.target_dir(board).join("one-model");
+    let path = dir.join(format!("model-{:08x}.rs", model.file().crc()));
+    if std::fs::read(&path).ok().as_deref() != Some(rs.as_bytes()) {
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        crate::io::write_atomic(&path, rs.as_bytes())?;
+    }
+    Ok(path)
 }
 
 /// Reads the sources of a run from `input` (standard input for `None`): each line's

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use s2s_device::exit::Exit;
+use s2s_device::protocol::code::Reason;
 use s2s_device::protocol::{parse_reply, unescape, AttWeight, PhaseCounts, Reply};
 use s2s_device::Board;
 
@@ -61,12 +62,21 @@ pub struct DeviceStats {
     pub model_bytes: usize,
 }
 
-/// The firmware's refusal of one input line: the reason its `ERR` reply gives.
+/// The firmware's refusal of one input line: the reason its `ERR` reply gives. Shown as
+/// written, or, from a firmware that writes codes (`error-codes`), as `E64 (input too
+/// long)` ([`Reason`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
+#[error("{}", Reason(reason))]
 pub struct Refused {
-    /// The reason, as the firmware wrote it.
+    /// The reason, as the firmware wrote it (words, or `E<code>`).
     pub reason: String,
+}
+
+impl Refused {
+    /// The code of a reason written as one (`E<code>`).
+    pub fn code(&self) -> Option<u16> {
+        Reason(&self.reason).code()
+    }
 }
 
 /// A parsed firmware session.
@@ -197,7 +207,8 @@ pub fn parse_lines(
         return Err(Error::device(
             name,
             format!(
-                "the firmware cannot serve the model: ERR model: {reason} ({})",
+                "the firmware cannot serve the model: ERR model: {} ({})",
+                Reason(reason),
                 run.status
             ),
         ));
@@ -225,7 +236,7 @@ pub fn parse_lines(
         if let Some(Reply::Err(reason)) = lines.peek() {
             return Err(Error::device(
                 name,
-                format!("the firmware refuses `beam {k}`: ERR {reason}"),
+                format!("the firmware refuses `beam {k}`: ERR {}", Reason(reason)),
             ));
         }
         lines.next(&format!("expected `OK beam {k}`"), |r| {
@@ -383,6 +394,32 @@ mod tests {
     }
 
     #[test]
+    fn coded_refusals_are_read_and_shown_with_their_texts() {
+        let run = run_of(
+            &[
+                "READY microbit",
+                MODEL,
+                "ERR E64",
+                "ERR E100",
+                "ERR empty input",
+                "DONE lines=3 errors=3 handler_ticks=1 handler_insns=1",
+                STATS,
+            ],
+            0,
+        );
+        let s = parse_session(&run, microbit(), 3, false, None).unwrap();
+        let refused: Vec<_> = s.outputs.iter().map(|o| o.as_ref().unwrap_err()).collect();
+        assert_eq!(refused[0].reason, "E64");
+        assert_eq!(refused[0].code(), Some(64));
+        assert_eq!(refused[0].to_string(), "E64 (input too long)");
+        assert_eq!(refused[1].to_string(), "E100 (line too long)");
+        assert_eq!(
+            (refused[2].code(), refused[2].to_string()),
+            (None, "empty input".into())
+        );
+    }
+
+    #[test]
     fn model_errors_and_faults_are_reported_with_the_firmware_line() {
         let run = run_of(
             &[
@@ -396,6 +433,15 @@ mod tests {
             .to_string();
         assert!(
             e.contains("ERR model: corrupted: CRC") && e.contains("exit status 3"),
+            "{e}"
+        );
+        // From a firmware that writes codes (`error-codes`): the code and its text.
+        let run = run_of(&["READY microbit", "ERR model: E93"], 3);
+        let e = parse_session(&run, microbit(), 1, false, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ERR model: E93 (model part not compiled in this build) (exit status 3"),
             "{e}"
         );
         let run = run_of(&["READY microbit", MODEL, "PANIC oops at x.rs:1"], 101);

@@ -11,7 +11,9 @@ mod table;
 mod types;
 
 pub use table::BOARDS;
-pub use types::{Board, Capacities, Driver, Flashing, Hardware, MemoryMap, ModuleFile, Region};
+pub use types::{
+    same, Board, Capacities, Driver, Flashing, Hardware, MemoryMap, ModuleFile, OneModel, Region,
+};
 
 /// The boards whose firmware is the `firmware` crate with a register driver under QEMU
 /// ([`Driver::Registers`]): every binary of that crate runs on them.

@@ -188,11 +188,52 @@ impl Board {
 
     /// The flash of a program that links its model in (the embed examples,
     /// `examples/`): the runtime flash and the model region, which follows it.
-    pub fn app_flash(&self) -> Region {
+    pub const fn app_flash(&self) -> Region {
         let m = &self.memory;
         Region {
             origin: m.flash.origin,
             length: m.model.end().saturating_sub(m.flash.origin as u64) as u32,
+        }
+    }
+
+    /// `memory.x` of a program whose model is embedded at build time (`s2s embed`):
+    /// [`Board::write_app_memory_x`] and the output section `.s2s_model` after `.rodata`
+    /// that gathers the model's statics (their link section), bracketed by
+    /// `__model_start` and `__model_end`, so that the model's flash is known apart from
+    /// the program's.
+    pub fn write_one_model_memory_x(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        self.write_app_memory_x(out)?;
+        writeln!(
+            out,
+            "SECTIONS {{\n  .s2s_model : ALIGN(8) {{\n    __model_start = .;\n    \
+             KEEP(*(.s2s_model .s2s_model.*));\n    . = ALIGN(8);\n    __model_end = .;\n  \
+             }} > FLASH\n}} INSERT AFTER .rodata;"
+        )
+    }
+
+    /// What the one-model runtime (the firmware with its model linked in: `s2s embed`,
+    /// `S2S_EMBED`) needs on this board beside the model: its flash ceiling, its statics
+    /// other than the workspace, and a stack. Measured (BENCHMARKS.md, "A build for one
+    /// model"): the Armv6-M build at opt-level s, the others at their firmware's level.
+    /// `s2s embed` refuses a model that does not fit beside it, and the firmware's build
+    /// checks it again.
+    pub const fn one_model(&self) -> OneModel {
+        if same(self.target, "thumbv6m-none-eabi") {
+            // micro:bit, netra w8a16: 39,960 bytes of flash, 4 bytes of statics beside
+            // the arena, a stack peak of 4,720 bytes; the stack: the peak and a margin.
+            OneModel {
+                flash: 48 << 10,
+                statics: 64,
+                stack: 6 << 10,
+            }
+        } else {
+            // AN386 (opt-level 3), netra w8a16: 70,288 bytes of flash, a stack peak of
+            // 6,248 bytes.
+            OneModel {
+                flash: 96 << 10,
+                statics: 64,
+                stack: 9 << 10,
+            }
         }
     }
 
@@ -214,6 +255,33 @@ impl Board {
         }
         writeln!(out, "}}")
     }
+}
+
+/// What the one-model runtime needs beside its model ([`Board::one_model`]), in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OneModel {
+    /// Flash for its code and constants (its ceiling).
+    pub flash: u32,
+    /// RAM for its statics other than the workspace arena.
+    pub statics: u32,
+    /// The stack it is given at least (its measured peak and a margin).
+    pub stack: u32,
+}
+
+/// Two strings equal, in a constant.
+pub const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// `name` with `-` written as `_`, plus `.rs`: the board's driver file.

@@ -4,7 +4,8 @@
 //! device: READY <board>
 //! device: MODEL <precision> params=<n> bytes=<n> crc=0x<crc> arena=<workspace>/<capacity>
 //!               positions=<n>
-//!         (or `ERR model: <reason>` and exit status 3)
+//!         (or `ERR model: <reason>` and exit status 3; `<reason>` is `E<code>` from a
+//!         firmware without error texts, see [`code`])
 //! host:   <source>                 one per line; `\r` ignored; at most `max_line` bytes
 //! device: OUT <id> <id> ...        output ids, end token excluded
 //! device: TXT <text>               the output text; `\`, newline, CR escaped
@@ -13,7 +14,8 @@
 //!         `profile` build: the same by phase, `s2s_kernels::Phase::ALL`, the phase
 //!         marks counted, and the instructions of one)
 //! device: ATT <step> <w0> ...      with attention on: the step's weights, as stored
-//!         (or `ERR <reason>` for this line alone; the session goes on)
+//!         (or `ERR <reason>` for this line alone, `ERR E<code>` without error texts;
+//!         the session goes on)
 //! host:   \x01attention on|off     a command (byte 0x01 first, so no source is one)
 //! device: OK attention on|off
 //! host:   \x01beam <K>             the following sources beam-searched K wide
@@ -35,7 +37,9 @@
 //!
 //! * Fields are `key=value` words after the line's keyword, and parsers skip keys they
 //!   do not know: per-phase counters are more keys on the `CNT` line.
-//! * Per-line errors are `ERR <reason>` answers to one request; the session goes on.
+//! * Per-line errors are `ERR <reason>` answers to one request; the session goes on. A
+//!   reason is words, or `E<code>` ([`code`]: one number space for the inference core's
+//!   errors and the firmware's, told back on the host by [`code::explain`]).
 //! * A request's options (e.g. a beam width) are commands ([`Command`]) that set them
 //!   for the lines that follow, answered by `OK ...` or refused by `ERR ...`; more
 //!   answers per line (n-best) are more reply lines before the next request's.
@@ -45,6 +49,7 @@
 //! * Nothing here needs semihosting: a real board runs the same lines over its serial
 //!   port; only the exit statuses ([`crate::exit`]) are QEMU's.
 
+pub mod code;
 mod fields;
 mod reply;
 mod reply_parse;
@@ -52,9 +57,10 @@ mod request;
 
 pub use fields::{unescape, Escape};
 pub use reply::{
-    write_att, write_cnt, write_done, write_err, write_hardfault, write_model, write_model_error,
-    write_ok, write_out, write_panic, write_ready, write_stats, write_txt, Att, AttWeight, Cnt,
-    Done, Fault, ModelInfo, PhaseCounts, Reply, Stats, PHASES,
+    write_att, write_cnt, write_done, write_err, write_err_code, write_hardfault, write_model,
+    write_model_error, write_model_error_code, write_ok, write_out, write_panic, write_ready,
+    write_stats, write_txt, Att, AttWeight, Cnt, Done, Fault, ModelInfo, PhaseCounts, Reply, Stats,
+    PHASES,
 };
 pub use reply_parse::{parse_reply, ParseError};
 pub use request::{check_source, parse_request, write_request, Command, Request, ACK, END};

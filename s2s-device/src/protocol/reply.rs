@@ -6,6 +6,7 @@ use core::fmt::{self, Display, Write};
 use s2s_kernels::text::{Describe, Sink};
 use s2s_kernels::Phase;
 
+use super::code::ErrorCode;
 use super::fields::{put_field, put_hex32, put_i64, put_u64, Escape};
 use super::request::Command;
 
@@ -154,7 +155,8 @@ pub enum Reply<'a> {
     Ready(&'a str),
     /// `MODEL ...`.
     Model(ModelInfo<'a>),
-    /// `ERR model: <reason>`: the model cannot be served.
+    /// `ERR model: <reason>`: the model cannot be served. The reason is words or
+    /// `E<code>` ([`super::code::Reason`] shows either).
     ModelError(&'a str),
     /// `OUT <ids>`: the ids as written (see [`Reply::ids`]).
     Out(&'a str),
@@ -166,7 +168,8 @@ pub enum Reply<'a> {
     Att(Att<'a>),
     /// `OK <command>`.
     Ok(Command<'a>),
-    /// `ERR <reason>`: this request failed.
+    /// `ERR <reason>`: this request failed. The reason is words or `E<code>`
+    /// ([`super::code::Reason`] shows either).
     Err(&'a str),
     /// `DONE ...`.
     Done(Done),
@@ -217,6 +220,11 @@ pub fn write_model_error(out: &mut dyn Sink, reason: &dyn Describe) -> fmt::Resu
     out.put(MODEL_ERROR)?;
     reason.describe(out)?;
     out.put("\n")
+}
+
+/// `ERR model: E<code>`: the model refused by its code alone ([`ErrorCode`]).
+pub fn write_model_error_code(out: &mut dyn Sink, code: u16) -> fmt::Result {
+    write_model_error(out, &ErrorCode(code))
 }
 
 /// `OUT <id> <id> ...` (`OUT` alone for no ids).
@@ -313,6 +321,11 @@ pub fn write_err(out: &mut dyn Sink, reason: &dyn Describe) -> fmt::Result {
     out.put("ERR ")?;
     reason.describe(out)?;
     out.put("\n")
+}
+
+/// `ERR E<code>`: a request refused by its code alone ([`ErrorCode`]).
+pub fn write_err_code(out: &mut dyn Sink, code: u16) -> fmt::Result {
+    write_err(out, &ErrorCode(code))
 }
 
 /// `DONE lines=.. errors=.. handler_ticks=.. handler_insns=..`.

@@ -176,6 +176,14 @@ mod tests {
             round_trip(|s| write_err(s, &"line too long")).1,
             Reply::Err("line too long")
         );
+        // The code form, from a firmware without error texts.
+        let (line, r) = round_trip(|s| write_err_code(s, 64));
+        assert_eq!((line.as_str(), r), ("ERR E64", Reply::Err("E64")));
+        let (line, r) = round_trip(|s| write_model_error_code(s, 111));
+        assert_eq!(
+            (line.as_str(), r),
+            ("ERR model: E111", Reply::ModelError("E111"))
+        );
         let (line, r) = round_trip(|s| write_out(s, &[3, 65535, 0]));
         assert_eq!(
             (line.as_str(), r),
@@ -277,6 +285,47 @@ mod tests {
             "HARDFAULT pc=0x00000100 lr=0xfffffff9 xpsr=0x01000003"
         );
         assert_eq!(r, Reply::HardFault(fault));
+    }
+
+    #[test]
+    fn coded_reasons_round_trip_through_both_err_lines() {
+        use crate::protocol::code::{parse_code, DeviceCode, ErrorCode, Reason};
+        let core = seq2seq::Error::UnknownSymbol {
+            position: 3,
+            ch: 'x',
+        };
+        let codes = DeviceCode::ALL.iter().map(|d| d.code());
+        for code in codes.chain([core.code(), 0, 9, 65_535]) {
+            let (line, r) = round_trip(|s| write_err_code(s, code));
+            assert_eq!(line, format!("ERR E{code}"));
+            let Reply::Err(reason) = r else {
+                panic!("{line}")
+            };
+            assert_eq!(parse_code(reason), Some(code), "{line}");
+            // The same line through `write_err` and the code's writer.
+            let (again, _) = round_trip(|s| write_err(s, &ErrorCode(code)));
+            assert_eq!(again, line);
+            let (line, r) = round_trip(|s| write_model_error_code(s, code));
+            assert_eq!(line, format!("ERR model: E{code}"));
+            let Reply::ModelError(reason) = r else {
+                panic!("{line}")
+            };
+            assert_eq!(Reason(reason).code(), Some(code), "{line}");
+        }
+        let Ok(Reply::Err(reason)) = parse_reply("ERR E66") else {
+            panic!()
+        };
+        assert_eq!(
+            Reason(reason).to_string(),
+            "E66 (symbol not in the source vocabulary)"
+        );
+        // Reasons in words are read as before, and are no codes.
+        for words in ["line too long", "E64 and more", "Empty input"] {
+            let line = format!("ERR {words}");
+            assert_eq!(parse_reply(&line), Ok(Reply::Err(words)));
+            assert_eq!(Reason(words).code(), None);
+            assert_eq!(Reason(words).to_string(), words);
+        }
     }
 
     #[test]

@@ -135,8 +135,22 @@ macro_rules! say {
     }};
 }
 
-/// Writes `v` in decimal. Out of line and in 32-bit arithmetic where the value allows:
-/// a device calls it for every number it writes.
+/// `(v / 10, v % 10)` in 32-bit divisions: the long division of `v`'s four 16-bit limbs
+/// by 10 (each partial dividend, `remainder << 16 | limb`, is below `10 << 16`). A
+/// Cortex-M has no 64-bit divide: this keeps the library's 64-bit division routine
+/// (about 1 KB on the micro:bit) out of a device's image.
+fn div10(v: u64) -> (u64, u32) {
+    let (mut q, mut rem) = (0u64, 0u32);
+    for shift in [48, 32, 16, 0] {
+        let d = (rem << 16) | ((v >> shift) as u32 & 0xffff);
+        q |= u64::from(d / 10) << shift;
+        rem = d % 10;
+    }
+    (q, rem)
+}
+
+/// Writes `v` in decimal. Out of line and in 32-bit arithmetic: a device calls it for
+/// every number it writes.
 #[inline(never)]
 pub fn put_u64(out: &mut dyn Sink, v: u64) -> fmt::Result {
     // The digits, last first, from the end of `buf` (20 places hold u64::MAX).
@@ -145,11 +159,12 @@ pub fn put_u64(out: &mut dyn Sink, v: u64) -> fmt::Result {
     let mut used = 0;
     let mut wide = v;
     while wide > u64::from(u32::MAX) {
+        let (q, digit) = div10(wide);
         if let Some(slot) = slots.next() {
-            *slot = b'0' + (wide % 10) as u8;
+            *slot = b'0' + digit as u8;
             used += 1;
         }
-        wide /= 10;
+        wide = q;
     }
     let mut narrow = wide as u32;
     for slot in slots {

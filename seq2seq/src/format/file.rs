@@ -242,7 +242,7 @@ impl<'a> ModelFile<'a> {
     }
 
     /// The vocabulary section's bytes.
-    pub(crate) fn vocab_section(&self) -> &'a [u8] {
+    pub fn vocab_section(&self) -> &'a [u8] {
         self.vocab
     }
     /// Number of tensors.
