@@ -16,7 +16,7 @@ use std::process::Command;
 use s2s_tests::{model_file, repo_root, s2s_bin, scratch_dir};
 
 /// The README's commands not run here, by their first words, and why.
-const NOT_RUN: [(&str, &str); 6] = [
+const NOT_RUN: [(&str, &str); 5] = [
     (
         "s2s import --config models/",
         "`cargo xtask models` runs these very imports (and tests/tests/import.rs checks them)",
@@ -33,10 +33,6 @@ const NOT_RUN: [(&str, &str); 6] = [
     (
         "cd examples/",
         "the embedding examples: tests/tests/embed.rs builds and runs them",
-    ),
-    (
-        "cargo run --release",
-        "the Rust embedding example (tests/tests/embed.rs)",
     ),
 ];
 
