@@ -464,11 +464,11 @@ struct AttPrinter<'o> {
     failed: bool,
 }
 
-impl<P: Precision> Observer<P> for AttPrinter<'_>
-where
-    P::Act: RawAct,
-{
-    fn step(&mut self, step: &Step<'_, P>) {
+impl AttPrinter<'_> {
+    fn step<P: Precision>(&mut self, step: &Step<'_, P>)
+    where
+        P::Act: RawAct,
+    {
         let Some(weights) = step.weights else {
             return;
         };
@@ -479,6 +479,43 @@ where
         if !self.failed && line().is_err() {
             self.failed = true;
         }
+    }
+}
+
+/// The observer of a line's decode: the [`Meter`], and on the attention rows' second run
+/// the [`AttPrinter`]. One type for both runs, so that the runner is compiled once for
+/// them (a second observer type was a second copy of the encoder pass, about 1.8 KB on
+/// the micro:bit).
+struct LineObserver<'c, 'o, C> {
+    meter: Meter<'c, C>,
+    att: Option<AttPrinter<'o>>,
+}
+
+impl<P: Precision, C: Counter> Observer<P> for LineObserver<'_, '_, C>
+where
+    P::Act: RawAct,
+{
+    fn encoded(&mut self, positions: usize) {
+        Observer::<P>::encoded(&mut self.meter, positions);
+    }
+
+    fn step(&mut self, step: &Step<'_, P>) {
+        self.meter.step(step);
+        if let Some(att) = &mut self.att {
+            att.step(step);
+        }
+    }
+
+    fn searched(&mut self, index: usize, expanded: usize) {
+        Observer::<P>::searched(&mut self.meter, index, expanded);
+    }
+
+    #[cfg(feature = "profile")]
+    const PHASES: bool = true;
+
+    #[cfg(feature = "profile")]
+    fn phase(&mut self, phase: s2s_kernels::Phase) {
+        Observer::<P>::phase(&mut self.meter, phase);
     }
 }
 
@@ -561,19 +598,22 @@ where
     fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), LineError> {
         let text = core::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
 
-        let mut meter = Meter {
-            counter: &mut self.counter,
-            enc: 0,
-            ticks: &mut self.ticks,
-            steps: 0,
-            #[cfg(feature = "profile")]
-            profile: &mut self.profile,
+        let mut meter = LineObserver {
+            meter: Meter {
+                counter: &mut self.counter,
+                enc: 0,
+                ticks: &mut self.ticks,
+                steps: 0,
+                #[cfg(feature = "profile")]
+                profile: &mut self.profile,
+            },
+            att: None,
         };
         #[cfg(feature = "profile")]
-        let mark_insns = meter.mark_insns::<P>();
+        let mark_insns = meter.meter.mark_insns::<P>();
         // A pin error has nowhere to go: the decode goes on untimed by the analyser.
         let _ = self.busy.set_high();
-        meter.counter.start();
+        meter.meter.counter.start();
         let decoded = if MAX_BEAM != 0 && self.beam > 1 {
             let search = Search::of(&self.net.desc, self.beam.into());
             self.runner.beam_line::<Error>(
@@ -594,7 +634,7 @@ where
         };
         let _ = self.busy.set_low();
         let n = decoded?;
-        let (enc, steps) = (meter.enc, meter.steps);
+        let (enc, steps) = (meter.meter.enc, meter.meter.steps);
 
         let ids = self.ids.get(..n).unwrap_or(&[]);
         protocol::write_out(out, ids)?;
@@ -621,15 +661,24 @@ where
         // deterministic, the counts above stay those of an unobserved run, and no RAM
         // holds steps x positions weights.
         if self.attention && self.net.attention.is_some() && self.beam == 1 {
-            let mut printer = AttPrinter { out, failed: false };
-            self.runner.translate_line::<Error>(
-                text,
-                &self.prefix,
+            let mut printer = LineObserver {
+                meter: Meter {
+                    counter: &mut self.counter,
+                    enc: 0,
+                    ticks: &mut self.ticks,
+                    steps: 0,
+                    #[cfg(feature = "profile")]
+                    profile: &mut self.profile,
+                },
+                att: Some(AttPrinter { out, failed: false }),
+            };
+            greedy(
+                &mut self.runner,
+                (text, &self.prefix),
                 &mut self.ids,
                 &mut printer,
-                |_| Ok(()),
             )?;
-            if printer.failed {
+            if printer.att.is_some_and(|a| a.failed) {
                 return Err(LineError::Output);
             }
         }

@@ -22,7 +22,7 @@ const NETRA_MAX_LEN: usize = 25;
 /// section excluded), as measured (BENCHMARKS.md, "A build for one model"): the size of a
 /// build is deterministic; lower it when a change makes the runtime smaller. The goals
 /// (issue 32) are 24,000 and 28,000 bytes.
-const FLASH_CEILINGS: [(&str, usize); 2] = [("microbit", 39_040), ("mps2-an386", 69_040)];
+const FLASH_CEILINGS: [(&str, usize); 2] = [("microbit", 36_632), ("mps2-an386", 64_392)];
 
 fn board(name: &str) -> &'static Board {
     find(name).unwrap_or_else(|| panic!("{name} is in the board table"))
