@@ -53,7 +53,7 @@ pub fn embed(model: &LoadedModel, board: &Board) -> Result<String> {
     let mut m = Module::default();
     let mut layers = String::new();
     for spec in desc.layer_specs() {
-        layers += &m.layer(&file, &spec)?;
+        layers += &m.layer(&file, &spec, &name)?;
     }
     let vocab = m.vocab(&file);
     let flash = board.app_flash().length as usize;
@@ -179,14 +179,19 @@ impl Module {
     }
 
     /// The `Layer` literal of one dense layer.
-    fn layer(&mut self, file: &ModelFile<'_>, s: &LayerSpec) -> Result<String> {
+    /// A weights tensor the checked file lacks (which the parser refuses) is an error
+    /// naming it rather than a module that does not compile.
+    fn layer(&mut self, file: &ModelFile<'_>, s: &LayerSpec, name: &str) -> Result<String> {
         let mut data = |slot| -> Option<String> {
             let id = TensorId::new(s.role, s.layer, s.dir, slot);
             let t = file.find(id)?;
-            let bytes = file.bytes().get(t.offset..t.offset + t.len)?;
+            let bytes = file.bytes().get(t.offset..t.offset.checked_add(t.len)?)?;
             Some(self.tensor(Some(t.dtype), bytes))
         };
-        let w = data(Slot::Weight).unwrap_or_default();
+        let w = data(Slot::Weight).ok_or_else(|| {
+            let id = TensorId::new(s.role, s.layer, s.dir, Slot::Weight);
+            Error::invalid(name, Place::File, format!("no weights tensor {id}"))
+        })?;
         let q = data(Slot::RowQ).unwrap_or_else(|| "&[]".into());
         let bias = match data(Slot::Bias) {
             Some(b) => format!("Some({b})"),
