@@ -482,6 +482,24 @@ impl AttPrinter<'_> {
     }
 }
 
+/// A [`LineObserver`] over the handler `$h`'s counter and step counts, with the `ATT`
+/// printer `$att` (or `None`).
+macro_rules! line_observer {
+    ($h:expr, $att:expr) => {
+        LineObserver {
+            meter: Meter {
+                counter: &mut $h.counter,
+                enc: 0,
+                ticks: &mut $h.ticks,
+                steps: 0,
+                #[cfg(feature = "profile")]
+                profile: &mut $h.profile,
+            },
+            att: $att,
+        }
+    };
+}
+
 /// The observer of a line's decode: the [`Meter`], and on the attention rows' second run
 /// the [`AttPrinter`]. One type for both runs, so that the runner is compiled once for
 /// them (a second observer type was a second copy of the encoder pass, about 1.8 KB on
@@ -598,17 +616,7 @@ where
     fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), LineError> {
         let text = core::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
 
-        let mut meter = LineObserver {
-            meter: Meter {
-                counter: &mut self.counter,
-                enc: 0,
-                ticks: &mut self.ticks,
-                steps: 0,
-                #[cfg(feature = "profile")]
-                profile: &mut self.profile,
-            },
-            att: None,
-        };
+        let mut meter = line_observer!(self, None);
         #[cfg(feature = "profile")]
         let mark_insns = meter.meter.mark_insns::<P>();
         // A pin error has nowhere to go: the decode goes on untimed by the analyser.
@@ -661,17 +669,7 @@ where
         // deterministic, the counts above stay those of an unobserved run, and no RAM
         // holds steps x positions weights.
         if self.attention && self.net.attention.is_some() && self.beam == 1 {
-            let mut printer = LineObserver {
-                meter: Meter {
-                    counter: &mut self.counter,
-                    enc: 0,
-                    ticks: &mut self.ticks,
-                    steps: 0,
-                    #[cfg(feature = "profile")]
-                    profile: &mut self.profile,
-                },
-                att: Some(AttPrinter { out, failed: false }),
-            };
+            let mut printer = line_observer!(self, Some(AttPrinter { out, failed: false }));
             greedy(
                 &mut self.runner,
                 (text, &self.prefix),
