@@ -38,20 +38,7 @@ fn main() {
     let mut memory = String::new();
     // A one-model build: the module `s2s embed` wrote, with the model in FLASH beside
     // the runtime (no model region).
-    println!("cargo:rerun-if-env-changed=S2S_EMBED");
-    println!("cargo::rustc-check-cfg=cfg(s2s_embedded)");
-    if let Some(module) = env::var_os("S2S_EMBED") {
-        let module = PathBuf::from(module);
-        if !module.is_file() {
-            panic!(
-                "S2S_EMBED={}: no such file (write it with `s2s embed MODEL --board {} -o FILE`)",
-                module.display(),
-                b.name
-            );
-        }
-        println!("cargo:rerun-if-changed={}", module.display());
-        println!("cargo:rustc-env=S2S_EMBED_RS={}", module.display());
-        println!("cargo:rustc-cfg=s2s_embedded");
+    if s2s_device::embed::module(None).is_some() {
         // The model's statics in a section of their own: the "model region" of the
         // measurements.
         b.write_one_model_memory_x(&mut memory)

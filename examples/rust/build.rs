@@ -12,7 +12,6 @@ use s2s_device::board;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=S2S_BOARD");
-    println!("cargo:rerun-if-env-changed=S2S_EMBED");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
 
     let target = env::var("TARGET").unwrap_or_default();
@@ -33,18 +32,7 @@ fn main() {
     println!("cargo:rustc-link-search={}", out.display());
 
     let dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let module = match env::var_os("S2S_EMBED") {
-        Some(p) => PathBuf::from(p),
-        None => dir.join(format!("../../target/models/netra-w8a16-{}.rs", b.name)),
-    };
-    let module = fs::canonicalize(&module).unwrap_or_else(|e| {
-        panic!(
-            "S2S_EMBED={}: {e} (write it with `s2s embed MODEL.s2s --board {} -o FILE`)",
-            module.display(),
-            b.name
-        )
-    });
-    println!("cargo:rerun-if-changed={}", module.display());
     // `include!(env!("S2S_EMBED_RS"))` in main.rs.
-    println!("cargo:rustc-env=S2S_EMBED_RS={}", module.display());
+    let default = dir.join(format!("../../target/models/netra-w8a16-{}.rs", b.name));
+    s2s_device::embed::module(Some(&default));
 }

@@ -105,7 +105,7 @@ fn rust_example(board: &Board) -> PathBuf {
     run(Command::new(cargo)
         .args(["build", "--release", "--target", board.target])
         .env("S2S_BOARD", board.name)
-        .env("S2S_EMBED", &module)
+        .env(s2s_device::EMBED_VAR, &module)
         .current_dir(&dir));
     dir.join("target")
         .join(board.target)

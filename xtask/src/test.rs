@@ -301,7 +301,7 @@ impl Ctx {
                     .args(["clippy", "--release", "--target", target])
                     .args(["--", "-D", "warnings"])
                     .env("S2S_BOARD", board)
-                    .env("S2S_EMBED", &module)
+                    .env(s2s_device::EMBED_VAR, &module)
                     .current_dir(&example),
             )?;
             self.run(
@@ -310,7 +310,7 @@ impl Ctx {
                     .args(["--no-default-features", "--features", ONE_MODEL_FEATURES])
                     .args(["--", "-D", "warnings"])
                     .env("S2S_BOARD", board)
-                    .env("S2S_EMBED", &module)
+                    .env(s2s_device::EMBED_VAR, &module)
                     .current_dir(self.root.join("firmware")),
             )?;
             self.run(
@@ -324,7 +324,7 @@ impl Ctx {
                     .args(["--profile", "embed", "--target", target])
                     .args(["--no-default-features", "--features", "w8a16,gru,additive"])
                     .args(["--", "-D", "warnings"])
-                    .env("S2S_EMBED", &module),
+                    .env(s2s_device::EMBED_VAR, &module),
             )?;
         }
         Ok(())

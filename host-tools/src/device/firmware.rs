@@ -152,7 +152,7 @@ impl Firmware {
             Variant::Minimal => target_dir.push("minimal"),
             Variant::OneModel(module) => {
                 target_dir.push("one-model");
-                cmd_env.push(("S2S_EMBED", module.as_os_str().to_owned()));
+                cmd_env.push((s2s_device::EMBED_VAR, module.as_os_str().to_owned()));
             }
         }
         let mut cmd = Command::new(cargo);
@@ -161,7 +161,7 @@ impl Firmware {
             .arg("--target-dir")
             .arg(&target_dir)
             .env("S2S_BOARD", board.name)
-            .env_remove("S2S_EMBED")
+            .env_remove(s2s_device::EMBED_VAR)
             .envs(cmd_env);
         if release {
             cmd.arg("--release");
