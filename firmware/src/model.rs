@@ -29,12 +29,11 @@ use core::convert::Infallible;
 use core::fmt;
 
 use s2s_device::exit::Exit;
-use s2s_device::protocol::code::{DeviceCode, ErrorCode};
-use s2s_device::protocol::{self, AttWeight, Command};
+use s2s_device::protocol::{self, Command};
 
-use s2s_kernels::text::{Describe, Sink};
-use s2s_kernels::{say, Precision, PrecisionKind};
-use seq2seq::run::{Observer, Step};
+use s2s_kernels::text::Sink;
+use s2s_kernels::{Precision, PrecisionKind};
+use seq2seq::run::Observer;
 use seq2seq::vocab::decode_target;
 #[cfg(not(s2s_embedded))]
 use seq2seq::ModelFile;
@@ -43,173 +42,19 @@ use seq2seq::{BeamPlan, Error, ModelPrecision, Net, Plan, Prefix, Runner, Search
 use embedded_hal::digital::OutputPin;
 use embedded_io::{Read, Write};
 
-use crate::app::{self, FmtOut, HandlerError, LineHandler};
+mod error;
+mod observe;
+
+pub use error::{LineError, ServeError};
+pub use observe::RawAct;
+use observe::{AttPrinter, LineObserver};
+
+use crate::app::{self, FmtOut, LineHandler};
 use crate::capacity::{ARENA_BYTES, MAX_BEAM, MAX_POSITIONS, MAX_STEPS};
 use crate::meter::Meter;
 #[cfg(feature = "profile")]
 use crate::meter::{write_cnt_phases, Profile};
 use crate::{measure, Counter, BOARD};
-
-/// Why an input line failed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LineError {
-    /// The line is not UTF-8.
-    NotUtf8,
-    /// A line the session refuses (too long, an unknown command).
-    Session(HandlerError),
-    /// Writing the output failed.
-    Output,
-    /// The model rejected the input (unknown symbol, too long, empty, ...).
-    Model(Error),
-}
-
-impl LineError {
-    /// A fixed text for this kind of error (the defmt log's).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            LineError::NotUtf8 => DeviceCode::NotUtf8.as_str(),
-            LineError::Session(e) => e.as_str(),
-            LineError::Output => DeviceCode::OutputFailed.as_str(),
-            LineError::Model(e) => e.as_str(),
-        }
-    }
-
-    /// The error's code (`protocol::code`): the core's for the model's errors, else the
-    /// firmware's own.
-    pub fn code(&self) -> u16 {
-        match self {
-            LineError::NotUtf8 => DeviceCode::NotUtf8.code(),
-            LineError::Session(e) => e.code(),
-            LineError::Output => DeviceCode::OutputFailed.code(),
-            LineError::Model(e) => e.code(),
-        }
-    }
-}
-
-impl Describe for LineError {
-    /// The text of `ERR <reason>`; with the `error-codes` feature `E<code>` alone.
-    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
-        if cfg!(feature = "error-codes") {
-            return ErrorCode(self.code()).describe(out);
-        }
-        match self {
-            LineError::Session(e) => e.describe(out),
-            LineError::Model(e) => e.describe(out),
-            LineError::NotUtf8 | LineError::Output => out.put(self.as_str()),
-        }
-    }
-}
-
-impl defmt::Format for LineError {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.as_str())
-    }
-}
-
-impl From<Error> for LineError {
-    fn from(e: Error) -> Self {
-        LineError::Model(e)
-    }
-}
-
-impl From<HandlerError> for LineError {
-    fn from(e: HandlerError) -> Self {
-        LineError::Session(e)
-    }
-}
-
-impl From<fmt::Error> for LineError {
-    fn from(_: fmt::Error) -> Self {
-        LineError::Output
-    }
-}
-
-/// Why the model cannot be served.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ServeError {
-    /// No model, a bad model file, or a precision this build leaves out.
-    Model(Error),
-    /// A valid model beyond this board's [capacities](crate::capacity).
-    Capacity(Error),
-    /// Binding the model (nearly) exhausted the stack: the statics may be corrupted, so
-    /// nothing more is attempted (see `measure::stack_exhausted`).
-    StackOverflow {
-        /// Bytes of stack the board has.
-        stack: usize,
-    },
-}
-
-impl ServeError {
-    /// A fixed text for this kind of error (the defmt log's).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ServeError::Model(e) => e.as_str(),
-            ServeError::Capacity(e) => e.as_str(),
-            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.as_str(),
-        }
-    }
-
-    /// The error's code (`protocol::code`): the core's for a refused model, else the
-    /// firmware's own (beyond the board's capacities, the stack exhausted).
-    pub fn code(&self) -> u16 {
-        match self {
-            ServeError::Model(e) => e.code(),
-            ServeError::Capacity(_) => DeviceCode::BeyondCapacity.code(),
-            ServeError::StackOverflow { .. } => DeviceCode::StackExhausted.code(),
-        }
-    }
-}
-
-impl Describe for ServeError {
-    /// The text of `ERR model: <reason>`; with the `error-codes` feature `E<code>` alone.
-    fn describe(&self, out: &mut dyn Sink) -> fmt::Result {
-        if cfg!(feature = "error-codes") {
-            return ErrorCode(self.code()).describe(out);
-        }
-        match *self {
-            ServeError::Model(e) => e.describe(out),
-            ServeError::Capacity(e) => say!(out;
-                e, " (capacities of ", BOARD.name, ": arena ", ARENA_BYTES, " bytes, ",
-                MAX_POSITIONS, " positions, ", MAX_STEPS, " steps)"
-            ),
-            ServeError::StackOverflow { stack } => say!(out;
-                "binding the model exhausted the ", stack, "-byte stack of ", BOARD.name,
-                " (statics may be corrupted)"
-            ),
-        }
-    }
-}
-
-impl defmt::Format for ServeError {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.as_str())
-    }
-}
-
-impl From<Error> for ServeError {
-    fn from(e: Error) -> Self {
-        ServeError::Model(e)
-    }
-}
-
-/// Activation values as the `ATT` lines carry them: exact (f32 as its bit pattern,
-/// Q0.15 as the integer).
-pub trait RawAct: Copy {
-    /// The value as an attention weight of the protocol.
-    fn raw(self) -> AttWeight;
-}
-
-impl RawAct for f32 {
-    fn raw(self) -> AttWeight {
-        AttWeight::F32Bits(self.to_bits())
-    }
-}
-
-impl RawAct for i16 {
-    fn raw(self) -> AttWeight {
-        AttWeight::Q15(self)
-    }
-}
 
 /// What the model runner drives on the board: the link to the host, the counter type
 /// `C` it times with, and a pin raised while each line is decoded (`NoPin` for none).
@@ -458,30 +303,6 @@ fn greedy<P: Precision, O: Observer<P>>(
     runner.translate_line::<Error>(text, prefix, ids, observer, |_| Ok(()))
 }
 
-/// Prints one `ATT` line per decoder step.
-struct AttPrinter<'o> {
-    out: &'o mut dyn Sink,
-    failed: bool,
-}
-
-impl AttPrinter<'_> {
-    fn step<P: Precision>(&mut self, step: &Step<'_, P>)
-    where
-        P::Act: RawAct,
-    {
-        let Some(weights) = step.weights else {
-            return;
-        };
-        let mut line = || {
-            let step = step.index as u64;
-            protocol::write_att(self.out, step, weights.iter().map(|w| w.raw()))
-        };
-        if !self.failed && line().is_err() {
-            self.failed = true;
-        }
-    }
-}
-
 /// A [`LineObserver`] over the handler `$h`'s counter and step counts, with the `ATT`
 /// printer `$att` (or `None`).
 macro_rules! line_observer {
@@ -498,43 +319,6 @@ macro_rules! line_observer {
             att: $att,
         }
     };
-}
-
-/// The observer of a line's decode: the [`Meter`], and on the attention rows' second run
-/// the [`AttPrinter`]. One type for both runs, so that the runner is compiled once for
-/// them (a second observer type was a second copy of the encoder pass, about 1.8 KB on
-/// the micro:bit).
-struct LineObserver<'c, 'o, C> {
-    meter: Meter<'c, C>,
-    att: Option<AttPrinter<'o>>,
-}
-
-impl<P: Precision, C: Counter> Observer<P> for LineObserver<'_, '_, C>
-where
-    P::Act: RawAct,
-{
-    fn encoded(&mut self, positions: usize) {
-        Observer::<P>::encoded(&mut self.meter, positions);
-    }
-
-    fn step(&mut self, step: &Step<'_, P>) {
-        self.meter.step(step);
-        if let Some(att) = &mut self.att {
-            att.step(step);
-        }
-    }
-
-    fn searched(&mut self, index: usize, expanded: usize) {
-        Observer::<P>::searched(&mut self.meter, index, expanded);
-    }
-
-    #[cfg(feature = "profile")]
-    const PHASES: bool = true;
-
-    #[cfg(feature = "profile")]
-    fn phase(&mut self, phase: s2s_kernels::Phase) {
-        Observer::<P>::phase(&mut self.meter, phase);
-    }
 }
 
 impl<'n, 'w, P: Precision, C: Counter, B> ModelHandler<'n, 'w, P, C, B>
