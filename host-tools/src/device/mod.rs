@@ -225,7 +225,12 @@ pub fn one_model_features(file: &seq2seq::ModelFile<'_>) -> Vec<&'static str> {
 fn embed_module(firmware: &Firmware, model: &LoadedModel, board: &Board) -> Result<PathBuf> {
     let rs = embed::embed(model, board)?;
     let dir = firmware.target_dir(board).join("one-model");
-    let path = dir.join(format!("model-{:08x}.rs", model.file().crc()));
+    // Per board: the boards share the firmware crate's target directory.
+    let path = dir.join(format!(
+        "model-{}-{:08x}.rs",
+        board.name,
+        model.file().crc()
+    ));
     if std::fs::read(&path).ok().as_deref() != Some(rs.as_bytes()) {
         std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         crate::io::write_atomic(&path, rs.as_bytes())?;
