@@ -69,3 +69,51 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
     }
     Ok(())
 }
+
+/// The encoder, bridge and decoder over lanes in lockstep, lane `i` fed `targets[i]`
+/// then the end token whatever its logits say (teacher forcing): the observers see
+/// every step (its logits, attention and probes) with the token fed after it. Nothing
+/// is written and `max_steps` does not cap the steps. (Apart from [`run_lanes`], so
+/// that a build that never forces, such as the firmware's, compiles none of it.)
+pub(super) fn force_lanes<P: Precision, O: Observer<P>, const L: usize>(
+    net: &Net<'_, P>,
+    positions: usize,
+    lanes: &mut [Lane<'_, P>],
+    targets: &[&[u16]],
+    obs: &mut [O],
+) -> Result<(), Error> {
+    let d = &net.desc;
+    if targets.len() < lanes.len() {
+        return Err(Error::Inconsistent("fewer forced targets than lanes"));
+    }
+    let steps = targets.iter().map(|t| t.len() + 1).max().unwrap_or(0);
+    let lay = encode_lanes::<P, O, L>(net, positions, lanes, obs)?;
+    for index in 0..steps {
+        if lanes.iter().all(|l| l.done) {
+            break;
+        }
+        step_lanes::<P, O, L>(net, lanes, &lay, obs)?;
+        for ((lane, o), target) in lanes
+            .iter_mut()
+            .zip(obs.iter_mut())
+            .zip(targets)
+            .filter(|((l, _), _)| !l.done)
+        {
+            let y = target.get(index).copied().unwrap_or(d.tgt_end);
+            let weights = match net.attention {
+                Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
+                None => None,
+            };
+            o.step(&Step {
+                index,
+                token: y,
+                weights,
+                logits: &lane.wide[b::LOGITS][..],
+            });
+            lane.y = y;
+            lane.done = y == d.tgt_end;
+            lane.n += usize::from(!lane.done);
+        }
+    }
+    Ok(())
+}

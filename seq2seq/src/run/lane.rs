@@ -58,6 +58,20 @@ fn take<'w, T: bytemuck::Pod>(
 }
 
 impl<'w, P: Precision> Lane<'w, P> {
+    /// Puts source ids (end token and padding included, `valid` unpadded) into the lane.
+    #[inline(always)]
+    pub(super) fn load(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
+        if src.len() > self.src_ids.len() {
+            return Err(Error::InputTooLong {
+                len: src.len(),
+                max: self.src_ids.len(),
+            });
+        }
+        self.src_ids[..src.len()].copy_from_slice(src);
+        (self.t, self.valid) = (src.len(), valid);
+        Ok(())
+    }
+
     /// A lane's buffers, the sizes of `plan`, split off the front of `rest`, or `None`
     /// if `rest` is shorter than the plan.
     pub(super) fn carve(plan: &Plan, rest: &mut &'w mut [u32]) -> Option<Self> {

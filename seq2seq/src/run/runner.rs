@@ -6,7 +6,7 @@ use heapless::Vec as HVec;
 use s2s_kernels::part::Part as _;
 use s2s_kernels::Precision;
 
-use super::greedy::run_lanes;
+use super::greedy::{force_lanes, run_lanes};
 use super::lane::Lane;
 use super::observe::{ObsRef, Observer};
 use crate::beam::BeamWork;
@@ -134,18 +134,34 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         self.run_lanes(1, &mut [out], core::slice::from_mut(obs))
     }
 
+    /// Teacher forcing: runs up to `L` sources of ids (`sources[i]` is `(ids, valid)` as
+    /// [`Runner::run`] takes them) with lane `i` fed `targets[i]` (target ids, without the
+    /// start and end tokens) then the end token, whatever the model would choose;
+    /// `obs[i]` sees each of lane `i`'s `targets[i].len() + 1` steps (the logits that
+    /// score the token fed next). For the loss of a quantized model on known outputs
+    /// (`s2s train --quantize`).
+    pub fn force<O: Observer<P>>(
+        &mut self,
+        sources: &[(&[u16], usize)],
+        targets: &[&[u16]],
+        obs: &mut [O],
+    ) -> Result<(), Error> {
+        let k = sources.len();
+        if k > L || targets.len() != k || obs.len() != k {
+            return Err(Error::Inconsistent(
+                "forced sources, targets and observers differ in number or exceed the lanes",
+            ));
+        }
+        for (lane, &(src, valid)) in self.lanes.iter_mut().zip(sources) {
+            lane.load(src, valid)?;
+        }
+        let lanes = self.lanes.part_mut(..k, "lanes")?;
+        force_lanes::<P, O, L>(self.net, self.positions, lanes, targets, obs)
+    }
+
     /// Puts source ids (end token and padding included, `valid` unpadded) into lane 0.
     pub(super) fn load_ids(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
-        let lane = &mut self.lanes[0];
-        if src.len() > lane.src_ids.len() {
-            return Err(Error::InputTooLong {
-                len: src.len(),
-                max: lane.src_ids.len(),
-            });
-        }
-        lane.src_ids[..src.len()].copy_from_slice(src);
-        (lane.t, lane.valid) = (src.len(), valid);
-        Ok(())
+        self.lanes[0].load(src, valid)
     }
 
     /// Tokenizes `line` after `prefix` into lane 0.
