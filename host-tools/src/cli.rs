@@ -59,18 +59,24 @@ pub enum Cmd {
         explain: bool,
     },
     /// Train a model from `source<TAB>target` pairs: the configuration of import without
-    /// `[weights]` (vocabularies may be left out: they are built from the data).
+    /// `[weights]` (vocabularies may be left out: they are built from the data), or an
+    /// f32 model file to fine-tune (--init).
     Train {
         /// Model configuration (architecture, vocabularies).
-        #[arg(long)]
-        config: PathBuf,
+        #[arg(long, required_unless_present = "init", conflicts_with = "init")]
+        config: Option<PathBuf>,
+        /// Start from this f32 model file (any imported or trained one): its
+        /// architecture, vocabularies and weights, instead of --config.
+        #[arg(long, value_name = "MODEL.s2s")]
+        init: Option<PathBuf>,
         /// Training pairs, `source<TAB>target` per line.
         #[arg(long)]
         data: PathBuf,
         /// Validation pairs (default: 5 % of --data, chosen by the seed, held out).
         #[arg(long)]
         valid: Option<PathBuf>,
-        /// Model file to write (the best epoch's f32 weights).
+        /// Model file to write (the best epoch's weights: f32, or with --quantize the
+        /// integer file that was trained).
         #[arg(short, long)]
         output: PathBuf,
         #[command(flatten)]
@@ -467,6 +473,11 @@ pub struct TrainArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Quantization-aware training: every batch's loss is that of the integer model in
+    /// this format (as `s2s quantize` stores it, rounded to nearest, one plane), and the
+    /// file written is that model. No dropout.
+    #[arg(long, value_enum, value_name = "SCHEME")]
+    pub quantize: Option<SchemeArg>,
 }
 
 /// Beam search instead of greedy decoding.

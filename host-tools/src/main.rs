@@ -163,11 +163,19 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
         }
         Cmd::Train {
             config,
+            init,
             data,
             valid,
             output,
             options,
-        } => train(&config, &data, valid.as_deref(), &output, options)?,
+        } => {
+            let start = match (&init, &config) {
+                (Some(m), _) => TrainStart::Init(m),
+                (None, Some(c)) => TrainStart::Config(c),
+                (None, None) => return Err(host_tools::Error::usage("--config or --init")),
+            };
+            train(start, &data, valid.as_deref(), &output, options)?
+        }
         Cmd::Generate {
             task,
             seed,
@@ -461,10 +469,16 @@ fn serial(
     Err(host_tools::Error::usage(device::SERIAL_FEATURE))
 }
 
+/// Where `s2s train` starts.
+enum TrainStart<'a> {
+    Config(&'a std::path::Path),
+    Init(&'a std::path::Path),
+}
+
 /// `s2s train`.
 #[cfg(feature = "train")]
 fn train(
-    config: &std::path::Path,
+    start: TrainStart<'_>,
     data: &std::path::Path,
     valid: Option<&std::path::Path>,
     output: &std::path::Path,
@@ -485,15 +499,27 @@ fn train(
         log: a.log,
         report: a.report,
         quiet: a.quiet,
+        quantize: a.quantize.map(|s| match s {
+            SchemeArg::W8a16 => host_tools::quantize::Scheme::W8a16,
+            SchemeArg::W8f32 => host_tools::quantize::Scheme::W8f32,
+        }),
     };
-    let r = host_tools::train::train_file(config, data, valid, output, &options)?;
+    let start = match start {
+        TrainStart::Config(p) => host_tools::train::Start::Config(p),
+        TrainStart::Init(p) => host_tools::train::Start::Init(p),
+    };
+    let r = host_tools::train::train_file(start, data, valid, output, &options)?;
     if !a.quiet {
         eprintln!("{}", r.agreement.summary());
     }
     eprintln!(
-        "wrote {} ({} bytes, {} parameters, epoch {} of {}: validation TER {:.2} %, SER {:.2} %)",
+        "wrote {} ({} bytes, {}{} parameters, epoch {} of {}: validation TER {:.2} %, SER {:.2} %)",
         output.display(),
         r.file_bytes,
+        match options.quantize {
+            Some(_) => format!("{}, ", r.precision),
+            None => String::new(),
+        },
         r.parameters,
         r.best_epoch,
         r.epochs,
@@ -506,7 +532,7 @@ fn train(
 /// `s2s train` in a build without the `train` feature.
 #[cfg(not(feature = "train"))]
 fn train(
-    _: &std::path::Path,
+    _: TrainStart<'_>,
     _: &std::path::Path,
     _: Option<&std::path::Path>,
     _: &std::path::Path,

@@ -79,6 +79,19 @@ pub fn quantize(
     quantize_rounded(m, scheme, planes, layout, calib, &layers)
 }
 
+/// Quantizes an f32 model as quantization-aware training sees it: every weight
+/// rounded to nearest (no error compensation), one plane, row-major; `calib` gives the
+/// w8a16 formats.
+pub fn quantize_nearest(
+    m: &LoadedModel,
+    scheme: Scheme,
+    calib: Option<&Calibration>,
+) -> Result<ModelBuilder> {
+    can_quantize(m, scheme, Layout::Row)?;
+    let layers = planes::round_layers(m, None)?;
+    quantize_rounded(m, scheme, &Planes::None, Layout::Row, calib, &layers).map(|(b, _)| b)
+}
+
 /// Refuses what cannot be quantized: a model that is not f32, a layout other than
 /// `row` for w8f32.
 fn can_quantize(m: &LoadedModel, scheme: Scheme, layout: Layout) -> Result {

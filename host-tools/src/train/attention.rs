@@ -6,7 +6,7 @@ use candle_core::{Result, Tensor, D};
 use seq2seq::desc::{ModelDesc, ScoreKind};
 
 use super::cell::matmul_last;
-use super::params::Params;
+use super::params::Weights;
 
 /// The attention's weights, looked up once per batch.
 pub struct Attention {
@@ -31,7 +31,7 @@ pub struct Memory {
 
 impl Attention {
     /// The attention of `desc`, or `None` for a decoder without attention.
-    pub fn new(desc: &ModelDesc, p: &Params) -> Result<Option<Attention>> {
+    pub fn new(desc: &ModelDesc, p: &Weights) -> Result<Option<Attention>> {
         if !desc.has_attention() {
             return Ok(None);
         }
@@ -57,7 +57,7 @@ impl Attention {
 
     /// The keys of `values` (`batch x positions x M`): `U m` (+ bias) for an additive
     /// score with a key matrix, `W m` for the general score, else the values.
-    pub fn memory(desc: &ModelDesc, p: &Params, values: Tensor, mask: Tensor) -> Result<Memory> {
+    pub fn memory(desc: &ModelDesc, p: &Weights, values: Tensor, mask: Tensor) -> Result<Memory> {
         let layer = match desc.score {
             ScoreKind::Additive if desc.attn_key_proj => Some("attention.key"),
             ScoreKind::General => Some("attention.general"),

@@ -9,7 +9,7 @@
 use candle_core::{Result, Tensor, D};
 use rnn_core::ResetMode;
 
-use super::params::Params;
+use super::params::Weights;
 
 /// The kind of recurrent cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct Cell {
 impl Cell {
     /// The cell whose input layer is `w_ih` and recurrent layer `w_hh` (names as in the
     /// model file, e.g. `encoder.w_ih.l0.fwd`).
-    pub fn new(p: &Params, kind: CellKind, w_ih: &str, w_hh: &str) -> Result<Cell> {
+    pub fn new(p: &Weights, kind: CellKind, w_ih: &str, w_hh: &str) -> Result<Cell> {
         let (wi, bi) = p.linear(w_ih);
         let (wh, bh) = p.linear(w_hh);
         let bi = bi.expect("recurrent layers have an input bias");

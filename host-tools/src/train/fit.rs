@@ -18,6 +18,8 @@ use super::params::Params;
 use super::TrainOptions;
 use crate::data::rng::SplitMix64;
 use crate::error::Result;
+use crate::model::LoadedModel;
+use super::quant::{self, Quantizer};
 use crate::eval::rates::Counts;
 
 /// Examples decoded per batch during validation.
@@ -39,7 +41,13 @@ pub struct Fit<'a> {
     pub ckpt: &'a Checkpoints,
     /// The CSV log.
     pub log: &'a std::path::Path,
+    /// Quantization-aware training: the quantizer, and the f32 model file of
+    /// parameters (which it quantizes).
+    pub quant: Option<(&'a std::sync::Mutex<Quantizer>, &'a ToModel<'a>)>,
 }
+
+/// The f32 model file of parameters.
+pub type ToModel<'a> = dyn Fn(&Params) -> Result<LoadedModel> + Sync + 'a;
 
 /// The random numbers of epoch `epoch`: from the seed and the epoch alone, so a resumed
 /// run draws what an uninterrupted one would.
@@ -106,7 +114,7 @@ impl Fit<'_> {
         let mut progress = Progress::new(opt.quiet);
         if state.history.is_empty() {
             let t = Instant::now();
-            let (loss, ter, ser) = evaluate(desc, self.params, self.valid)?;
+            let (loss, ter, ser) = self.validate()?;
             let row = EpochRow {
                 epoch: 0,
                 valid_loss: loss,
@@ -136,7 +144,14 @@ impl Fit<'_> {
             for idx in &batches {
                 let refs: Vec<&Example> = idx.iter().map(|&i| &self.train[i]).collect();
                 let b = make_batch(&refs, start, end, &Device::Cpu)?;
-                let loss = Model::train(desc, self.params, opt.dropout, &mut rng).loss(&b)?;
+                let loss = match self.quant {
+                    Some((q, to_model)) => {
+                        let m = lock(q).quantize(&to_model(self.params)?)?;
+                        let exact = quant::forced_logits(&m, &refs, b.steps, &b.tgt_mask)?;
+                        Model::quantized(desc, self.params)?.loss_with(&b, Some(&exact))?
+                    }
+                    None => Model::train(desc, self.params, opt.dropout, &mut rng).loss(&b)?,
+                };
                 let grads = loss.backward()?;
                 adam.update(self.params, &grads, opt.clip)?;
                 sum += f64::from(loss.to_scalar::<f32>()?) * b.tokens as f64;
@@ -146,7 +161,7 @@ impl Fit<'_> {
             let train_seconds = t.elapsed().as_secs_f64();
             progress.validating();
             let t = Instant::now();
-            let (valid_loss, ter, ser) = evaluate(desc, self.params, self.valid)?;
+            let (valid_loss, ter, ser) = self.validate()?;
             let better = ter < state.best_ter;
             let row = EpochRow {
                 epoch,
@@ -177,6 +192,22 @@ impl Fit<'_> {
         Ok(state)
     }
 
+    /// Validation loss, token and sequence error rates: of the float model, or with
+    /// `--quantize` of the integer model, its formats calibrated on the parameters as
+    /// they are now (the calibration the next epoch trains with and a file of these
+    /// parameters is written with).
+    fn validate(&self) -> Result<(f64, f64, f64)> {
+        match self.quant {
+            Some((q, to_model)) => {
+                let f32_model = to_model(self.params)?;
+                let mut q = lock(q);
+                q.calibrate(&f32_model)?;
+                quant::evaluate(&q.quantize(&f32_model)?, self.valid)
+            }
+            None => Ok(evaluate(self.desc, self.params, self.valid)?),
+        }
+    }
+
     fn checkpoint(&self, state: &mut TrainState, adam: &Adam, best: bool) -> Result {
         let mut last = self.params.tensors("p/");
         last.extend(adam.tensors(self.params));
@@ -184,4 +215,9 @@ impl Fit<'_> {
         self.ckpt.save(last, best, state)?;
         write_csv(self.log, &state.history)
     }
+}
+
+/// The quantizer (a poisoned lock: a thread panicked with it, which the run reports).
+fn lock<'q>(q: &'q std::sync::Mutex<Quantizer>) -> std::sync::MutexGuard<'q, Quantizer> {
+    q.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -159,3 +159,37 @@ pub fn check_sizes(
 fn gigabytes(n: u64) -> String {
     format!("{:.1} GB", n as f64 / 1e9)
 }
+
+/// [`check_sizes`] for a model file (`s2s train --init`): the error names the file.
+pub fn check_model_size(
+    path: &std::path::Path,
+    desc: &ModelDesc,
+    batch: usize,
+    positions: usize,
+    memory: Option<u64>,
+) -> Result {
+    if desc.max_steps > MAX_TRAIN_STEPS {
+        return Err(Error::invalid(
+            path.display(),
+            Place::File,
+            format!(
+                "max_steps = {}: s2s train trains at most {MAX_TRAIN_STEPS} decoder steps",
+                desc.max_steps
+            ),
+        ));
+    }
+    let need = estimate_bytes(desc, batch, positions);
+    let limit = memory.map_or(MAX_TRAIN_BYTES, |m| m.min(MAX_TRAIN_BYTES));
+    if need > limit {
+        return Err(Error::invalid(
+            path.display(),
+            Place::File,
+            format!(
+                "training would need about {}, more than {}",
+                gigabytes(need),
+                gigabytes(limit)
+            ),
+        ));
+    }
+    Ok(())
+}

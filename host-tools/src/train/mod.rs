@@ -20,6 +20,7 @@ pub mod limits;
 pub mod log;
 pub mod model;
 pub mod params;
+pub mod quant;
 #[cfg(test)]
 mod tests;
 
@@ -39,7 +40,8 @@ use adam::Adam;
 use agree::Agreement;
 use checkpoint::{Checkpoints, TrainState};
 use examples::{build_vocabularies, encode_pairs};
-use fit::{decode_all, evaluate, Fit};
+use fit::{decode_all, evaluate, Fit, ToModel};
+use quant::Quantizer;
 use params::Params;
 
 impl From<candle_core::Error> for Error {
@@ -80,6 +82,8 @@ pub struct TrainOptions {
     pub report: Option<PathBuf>,
     /// No progress output.
     pub quiet: bool,
+    /// Quantization-aware training for this number format; the written file is in it.
+    pub quantize: Option<crate::quantize::Scheme>,
 }
 
 impl Default for TrainOptions {
@@ -99,8 +103,18 @@ impl Default for TrainOptions {
             log: None,
             report: None,
             quiet: false,
+            quantize: None,
         }
     }
+}
+
+/// Where a run's model comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a> {
+    /// A configuration (architecture, vocabularies or none): fresh weights.
+    Config(&'a Path),
+    /// An f32 model file (`--init`): its architecture, vocabularies and weights.
+    Init(&'a Path),
 }
 
 /// Share of the training pairs held out for validation when no validation file is
@@ -138,6 +152,8 @@ pub struct TrainReport {
     pub agreement: Agreement,
     /// Bytes written.
     pub file_bytes: usize,
+    /// The written file's precision (`f32`, or the `--quantize` format).
+    pub precision: String,
 }
 
 /// Tells candle how to use the threads: matrix products split over `threads` (candle
@@ -221,11 +237,185 @@ fn too_long_for(
         .collect()
 }
 
-/// `s2s train`: trains the model of `config` on the pairs of `data` (validating on
-/// `valid`, or on [`HOLDOUT_SHARE`] of `data`), and writes the best epoch's weights to
-/// `output` as an f32 model file, with a checkpoint after every epoch.
-pub fn train_file(
+/// What `s2s train` cannot train, as one message (`None`: it can): LSTM cells, hard
+/// sigmoids, masked outputs, a mean or shared bridge, input feeding, another
+/// attentional activation, prefix slots, a minimum output length.
+pub fn trainable(desc: &seq2seq::ModelDesc) -> std::result::Result<(), &'static str> {
+    if desc.cells != seq2seq::Cells::GRU {
+        return Err(
+            "s2s train trains GRU cells with the logistic sigmoid and an unmasked encoder; \
+             this model has LSTM cells, a hard sigmoid or `masked_output` \
+             (import such a model trained elsewhere with `s2s import`)",
+        );
+    }
+    let x = &desc.extras;
+    if desc.init == seq2seq::desc::Init::Mean
+        || x.bridge_shared
+        || x.input_feed
+        || x.att_act != seq2seq::desc::Activation::Tanh
+    {
+        return Err(
+            "s2s train trains per-layer bridges of the final states, no input feeding and a \
+             tanh attentional layer; this model has a mean or shared bridge, input feeding \
+             or another attentional activation (import such a model trained elsewhere with \
+             `s2s import`)",
+        );
+    }
+    if x.slots().next().is_some() || x.min_steps > 0 {
+        return Err(
+            "s2s train trains models without prefix slots or a minimum output length; \
+             this model has source.prefix_slots or target.min_steps (import such a model \
+             trained elsewhere with `s2s import`)",
+        );
+    }
+    Ok(())
+}
+
+
+/// The model a run trains: its description, vocabularies, first weights and what
+/// names it.
+struct Setup {
+    desc: seq2seq::ModelDesc,
+    src_vocab: Vec<String>,
+    tgt_vocab: Vec<String>,
+    separator: String,
+    name: String,
+    boards: Vec<&'static s2s_device::Board>,
+    /// The configuration (its keys name a size the machine cannot train).
+    cfg: Option<Config>,
+    /// `--init`: the model file (its weights are the first ones).
+    init: Option<LoadedModel>,
+    /// The bytes the checkpoint's fingerprint covers (configuration or model file).
+    source_bytes: Vec<u8>,
+}
+
+/// Reads the configuration (vocabularies built from `pairs` where it leaves them out).
+fn from_config<'p>(
     config: &Path,
+    pairs: impl Iterator<Item = &'p Pair> + Clone,
+) -> Result<Setup> {
+    let mut cfg = Config::load(config)?;
+    if !cfg.weights.is_empty() {
+        return Err(cfg.error(
+            Place::File,
+            "[weights] maps a weights file for `s2s import`; training makes its own weights: remove it",
+        ));
+    }
+    let boards = cfg
+        .model
+        .boards
+        .iter()
+        .map(|name| {
+            s2s_device::board::find(name).ok_or_else(|| {
+                let names: Vec<&str> = s2s_device::board::names().collect();
+                cfg.error(
+                    Place::Inside("[model] boards".into()),
+                    format!("unknown board {name:?} (boards: {})", names.join(", ")),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    build_vocabularies(&mut cfg, pairs);
+    let desc = cfg.desc()?;
+    trainable(&desc).map_err(|m| cfg.error(Place::File, m))?;
+    Ok(Setup {
+        desc,
+        src_vocab: cfg.source.tokens.clone(),
+        tgt_vocab: cfg.target.tokens.clone(),
+        separator: cfg.target.separator.clone(),
+        name: cfg.model.name.clone(),
+        boards,
+        source_bytes: std::fs::read(config).map_err(Error::io(config))?,
+        cfg: Some(cfg),
+        init: None,
+    })
+}
+
+/// Reads the f32 model file of `--init`: its description (which `s2s train` must be
+/// able to train), vocabularies and weights.
+fn from_model(path: &Path) -> Result<Setup> {
+    let m = LoadedModel::load(path)?;
+    let file = m.file();
+    let bad = |msg: String| Error::invalid(path.display(), Place::File, msg);
+    if file.precision() != s2s_kernels::PrecisionKind::F32 {
+        return Err(bad(format!(
+            "--init needs an f32 model file, this one is {} (start from the f32 file it was \
+             quantized from)",
+            file.precision().name()
+        )));
+    }
+    let desc = *file.desc();
+    trainable(&desc).map_err(|msg| bad(msg.to_string()))?;
+    let words = |v: seq2seq::vocab::Vocab<'_>| -> Vec<String> {
+        (0..v.len() as u16)
+            .filter_map(|i| v.get(i).map(str::to_string))
+            .collect()
+    };
+    let name = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    Ok(Setup {
+        desc,
+        src_vocab: words(file.src_vocab()),
+        tgt_vocab: words(file.tgt_vocab()),
+        separator: file.separator().to_string(),
+        name,
+        boards: Vec::new(),
+        cfg: None,
+        source_bytes: m.bytes().to_vec(),
+        init: Some(m),
+    })
+}
+
+/// With `--init`, refuses data whose sources have symbols the model's vocabulary lacks
+/// (they would all read as its unknown token, or not at all): one line naming the
+/// file, the line and the symbol. (Target tokens outside the vocabulary are refused
+/// when the pairs are encoded.)
+fn check_sources(m: &LoadedModel, pairs: &[Pair], path: &Path) -> Result {
+    let file = m.file();
+    let (desc, vocab) = (file.desc(), file.src_vocab());
+    for p in pairs {
+        let unknown = if desc.split == seq2seq::desc::Split::Whitespace {
+            p.source
+                .split_whitespace()
+                .map(|w| w.to_string())
+                .find(|w| vocab.find(&lower(desc, w)).is_none())
+        } else {
+            p.source
+                .chars()
+                .map(|c| c.to_string())
+                .find(|c| vocab.find(&lower(desc, c)).is_none())
+        };
+        if let Some(sym) = unknown {
+            return Err(Error::invalid(
+                path.display(),
+                Place::Line(p.line),
+                format!(
+                    "source symbol {sym:?} is not in the vocabulary of {} (--init trains on \
+                     data its vocabularies cover)",
+                    m.path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `s` as the model reads it (lowercased when it says so).
+fn lower(desc: &seq2seq::ModelDesc, s: &str) -> String {
+    if desc.lowercase {
+        s.to_ascii_lowercase()
+    } else {
+        s.to_string()
+    }
+}
+
+/// `s2s train`: trains the model of `start` (a configuration, or an f32 model file to
+/// fine-tune) on the pairs of `data` (validating on `valid`, or on [`HOLDOUT_SHARE`] of
+/// `data`), and writes the best epoch's weights to `output`: an f32 model file, or with
+/// `--quantize` the integer file that was trained; a checkpoint after every epoch.
+pub fn train_file(
+    start: Start<'_>,
     data: &Path,
     valid: Option<&Path>,
     output: &Path,
@@ -242,13 +432,10 @@ pub fn train_file(
         ("--log", Some(&log)),
         ("--report", opt.report.as_deref()),
     ])?;
-    let mut cfg = Config::load(config)?;
-    if !cfg.weights.is_empty() {
-        return Err(cfg.error(
-            Place::File,
-            "[weights] maps a weights file for `s2s import`; training makes its own weights: remove it",
-        ));
-    }
+    let init = match start {
+        Start::Init(path) => Some(from_model(path)?),
+        Start::Config(_) => None,
+    };
     let pairs = read_pairs(data)?;
     let (train_pairs, valid_pairs, valid_name) = match valid {
         Some(v) => (pairs, read_pairs(v)?, v.to_path_buf()),
@@ -276,52 +463,16 @@ pub fn train_file(
             "no source<TAB>target pairs",
         ));
     }
-    let boards = cfg
-        .model
-        .boards
-        .iter()
-        .map(|name| {
-            s2s_device::board::find(name).ok_or_else(|| {
-                let names: Vec<&str> = s2s_device::board::names().collect();
-                cfg.error(
-                    Place::Inside("[model] boards".into()),
-                    format!("unknown board {name:?} (boards: {})", names.join(", ")),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    build_vocabularies(&mut cfg, train_pairs.iter().chain(&valid_pairs));
-    let desc = cfg.desc()?;
-    if desc.cells != seq2seq::Cells::GRU {
-        return Err(cfg.error(
-            Place::File,
-            "s2s train trains GRU cells with the logistic sigmoid and an unmasked encoder; \
-             this configuration asks for LSTM cells, a hard sigmoid or `masked_output` \
-             (import such a model trained elsewhere with `s2s import`)",
-        ));
+    let setup = match (start, init) {
+        (_, Some(s)) => s,
+        (Start::Config(config), None) => from_config(config, train_pairs.iter().chain(&valid_pairs))?,
+        (Start::Init(_), None) => unreachable!("read above"),
+    };
+    if let Some(m) = &setup.init {
+        check_sources(m, &train_pairs, data)?;
+        check_sources(m, &valid_pairs, &valid_name)?;
     }
-    let x = &desc.extras;
-    if desc.init == seq2seq::desc::Init::Mean
-        || x.bridge_shared
-        || x.input_feed
-        || x.att_act != seq2seq::desc::Activation::Tanh
-    {
-        return Err(cfg.error(
-            Place::File,
-            "s2s train trains per-layer bridges of the final states, no input feeding and a \
-             tanh attentional layer; this configuration asks for a mean or shared bridge, \
-             input feeding or another attentional activation (import such a model trained \
-             elsewhere with `s2s import`)",
-        ));
-    }
-    if x.slots().next().is_some() || x.min_steps > 0 {
-        return Err(cfg.error(
-            Place::File,
-            "s2s train trains models without prefix slots or a minimum output length; \
-             this configuration has source.prefix_slots or target.min_steps (import such a \
-             model trained elsewhere with `s2s import`)",
-        ));
-    }
+    let desc = setup.desc;
     // Source positions: a character each at most, and the prefix and end tokens.
     let positions = train_pairs
         .iter()
@@ -332,7 +483,13 @@ pub fn train_file(
         .min(crate::model::HOST_MAX_POSITIONS)
         .max(desc.src_pad_to);
     let batch = opt.batch.min(train_pairs.len());
-    limits::check_sizes(&cfg, &desc, batch, positions, limits::machine_memory())?;
+    let memory = limits::machine_memory();
+    match (&setup.cfg, start) {
+        (Some(cfg), _) => limits::check_sizes(cfg, &desc, batch, positions, memory)?,
+        (None, Start::Init(path)) | (None, Start::Config(path)) => {
+            limits::check_model_size(path, &desc, batch, positions, memory)?
+        }
+    }
     let threads = match opt.threads {
         0 => std::env::var("RAYON_NUM_THREADS")
             .ok()
@@ -354,12 +511,12 @@ pub fn train_file(
     };
     let read = |p: &Path| std::fs::read(p).map_err(Error::io(p));
     let settings = format!(
-        "{} {} {} {} {} {}",
-        opt.batch, opt.lr, opt.lr_decay, opt.clip, opt.dropout, opt.seed
+        "{} {} {} {} {} {} {:?}",
+        opt.batch, opt.lr, opt.lr_decay, opt.clip, opt.dropout, opt.seed, opt.quantize
     );
     let valid_bytes = valid.map(read).transpose()?.unwrap_or_default();
     let print = fingerprint(&[
-        &read(config)?,
+        &setup.source_bytes,
         &read(data)?,
         &valid_bytes,
         settings.as_bytes(),
@@ -367,19 +524,35 @@ pub fn train_file(
 
     pool.install(|| {
         let mut rng = SplitMix64::new(opt.seed);
-        let params = Params::init(&desc, &mut rng, &Device::Cpu)?;
-        let (src_vocab, tgt_vocab) = (&cfg.source.tokens, &cfg.target.tokens);
-        let sep = &cfg.target.separator;
-        let skeleton = params
-            .to_builder(desc, src_vocab, tgt_vocab, sep)?
-            .to_bytes()
-            .map_err(Error::model(output))?;
-        let skeleton = LoadedModel::from_bytes(output, &skeleton)?;
+        let params = match &setup.init {
+            Some(m) => Params::from_file(&m.file()).map_err(|e| {
+                Error::invalid(m.path.display(), Place::File, format!("--init: {e}"))
+            })?,
+            None => Params::init(&desc, &mut rng, &Device::Cpu)?,
+        };
+        let (src_vocab, tgt_vocab, sep) = (&setup.src_vocab, &setup.tgt_vocab, &setup.separator);
+        let to_model = |p: &Params| -> Result<LoadedModel> {
+            let bytes = p
+                .to_builder(desc, src_vocab, tgt_vocab, sep)?
+                .to_bytes()
+                .map_err(Error::model(output))?;
+            LoadedModel::from_bytes(output, &bytes)
+        };
+        let skeleton = to_model(&params)?;
         let train_ex = encode_pairs(&skeleton.file(), &train_pairs, data)?;
         let valid_ex = encode_pairs(&skeleton.file(), &valid_pairs, &valid_name)?;
-        for w in too_long_for(&boards, desc.src_pad_to, &train_pairs, &train_ex) {
+        for w in too_long_for(&setup.boards, desc.src_pad_to, &train_pairs, &train_ex) {
             eprintln!("warning: {}: {w}", data.display());
         }
+        let quantizer = match opt.quantize {
+            Some(scheme) => {
+                let sources: Vec<String> = train_pairs.iter().map(|p| p.source.clone()).collect();
+                let mut q = Quantizer::new(scheme, &sources);
+                quant::check(&mut q, &skeleton)?;
+                Some(std::sync::Mutex::new(q))
+            }
+            None => None,
+        };
         let mut adam = Adam::new(&params, opt.lr)?;
         let mut state = TrainState {
             fingerprint: print.clone(),
@@ -417,8 +590,10 @@ pub fn train_file(
         }
         if !opt.quiet {
             eprintln!(
-                "training {} ({} parameters) on {} pairs, validating on {}, {threads} threads",
-                cfg.model.name,
+                "training {}{} ({} parameters) on {} pairs, validating on {}, {threads} threads",
+                setup.name,
+                opt.quantize
+                    .map_or(String::new(), |s| format!(" for {}", quant::scheme_name(s))),
                 params.count(),
                 train_ex.len(),
                 valid_ex.len()
@@ -432,23 +607,35 @@ pub fn train_file(
             opt,
             ckpt: &ckpt,
             log: &log,
+            quant: quantizer.as_ref().map(|q| (q, &to_model as &ToModel<'_>)),
         };
         let state = fit.run(state, &mut adam)?;
 
-        // The best epoch's weights, through the builder import uses.
+        // The best epoch's weights, through the builder import uses (and with
+        // `--quantize`, the quantizer, with the formats calibrated on them, as that
+        // epoch's validation did).
         params.load(&ckpt.load(&state.best_file)?, "p/")?;
-        let bytes = params
-            .to_builder(desc, src_vocab, tgt_vocab, sep)?
-            .to_bytes()
-            .map_err(Error::model(output))?;
+        let float = to_model(&params)?;
+        let sources: Vec<String> = valid_pairs.iter().map(|p| p.source.clone()).collect();
+        let (bytes, ours, (best_loss, ter, ser)) = match &quantizer {
+            Some(q) => {
+                let mut q = q.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                q.calibrate(&float)?;
+                let m = q.quantize(&float)?;
+                let ours = quant::greedy(&m, &valid_ex)?;
+                let figures = quant::evaluate(&m, &valid_ex)?;
+                (m.bytes().to_vec(), ours, figures)
+            }
+            None => (
+                float.bytes().to_vec(),
+                decode_all(&desc, &params, &valid_ex, false)?,
+                evaluate(&desc, &params, &valid_ex)?,
+            ),
+        };
         let written = LoadedModel::from_bytes(output, &bytes)?;
         write_atomic(output, &bytes)?;
-
-        let sources: Vec<String> = valid_pairs.iter().map(|p| p.source.clone()).collect();
-        let ours = decode_all(&desc, &params, &valid_ex, false)?;
         let theirs = decode_lines(&written, &sources, Keep::default())?;
         let agreement = Agreement::new(&sources, &ours, &theirs);
-        let (best_loss, ter, ser) = evaluate(&desc, &params, &valid_ex)?;
         let trained: Vec<f64> = state
             .history
             .iter()
@@ -470,6 +657,7 @@ pub fn train_file(
             threads,
             agreement,
             file_bytes: bytes.len(),
+            precision: written.file().precision().name().to_string(),
         };
         if let Some(path) = &opt.report {
             let json = serde_json::to_string_pretty(&report).map_err(|e| Error::Io {

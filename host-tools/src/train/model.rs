@@ -8,7 +8,7 @@ use seq2seq::desc::{Init, ModelDesc, Ordering, Part};
 use super::attention::{Attention, Memory};
 use super::cell::{matmul_last, Cell, CellKind, State};
 use super::examples::Batch;
-use super::params::Params;
+use super::params::{Params, Weights};
 use crate::data::rng::SplitMix64;
 use crate::model::top_two;
 
@@ -16,7 +16,7 @@ use crate::model::top_two;
 /// evaluation mode.
 pub struct Model<'a> {
     desc: &'a ModelDesc,
-    p: &'a Params,
+    p: Weights,
     dropout: f32,
     rng: Option<&'a mut SplitMix64>,
 }
@@ -46,10 +46,10 @@ pub struct Greedy {
 
 impl<'a> Model<'a> {
     /// Evaluation mode: no dropout.
-    pub fn eval(desc: &'a ModelDesc, p: &'a Params) -> Self {
+    pub fn eval(desc: &'a ModelDesc, p: &Params) -> Self {
         Model {
             desc,
-            p,
+            p: p.weights(),
             dropout: 0.0,
             rng: None,
         }
@@ -58,16 +58,27 @@ impl<'a> Model<'a> {
     /// Training mode: dropout `dropout` with masks from `rng`.
     pub fn train(
         desc: &'a ModelDesc,
-        p: &'a Params,
+        p: &Params,
         dropout: f32,
         rng: &'a mut SplitMix64,
     ) -> Self {
         Model {
             desc,
-            p,
+            p: p.weights(),
             dropout,
             rng: Some(rng),
         }
+    }
+
+    /// Quantization-aware training: no dropout (the integer model it stands for has
+    /// none), the weights on their int8 grid ([`Params::quantized_weights`]).
+    pub fn quantized(desc: &'a ModelDesc, p: &Params) -> Result<Self> {
+        Ok(Model {
+            desc,
+            p: p.quantized_weights()?,
+            dropout: 0.0,
+            rng: None,
+        })
     }
 
     /// Inverted dropout: each value kept with probability `1 - p` and scaled by
@@ -108,7 +119,7 @@ impl<'a> Model<'a> {
                 .take(1 + d.enc_bidir as usize)
             {
                 let cell = Cell::new(
-                    self.p,
+                    &self.p,
                     kind,
                     &format!("encoder.w_ih.l{l}.{name}"),
                     &format!("encoder.w_hh.l{l}.{name}"),
@@ -152,7 +163,7 @@ impl<'a> Model<'a> {
                 }
                 None => x,
             };
-            Some(Attention::memory(d, self.p, values, b.attend.clone())?)
+            Some(Attention::memory(d, &self.p, values, b.attend.clone())?)
         } else {
             None
         };
@@ -188,7 +199,7 @@ impl<'a> Model<'a> {
         let cells = (0..d.dec_layers)
             .map(|l| {
                 Cell::new(
-                    self.p,
+                    &self.p,
                     kind,
                     &format!("decoder.w_ih.l{l}"),
                     &format!("decoder.w_hh.l{l}"),
@@ -201,7 +212,7 @@ impl<'a> Model<'a> {
         };
         Ok(Decoder {
             cells,
-            attention: Attention::new(d, self.p)?,
+            attention: Attention::new(d, &self.p)?,
             attentional: d.attentional.map(|_| dense("attentional")).transpose()?,
             out: dense("output")?,
             emb: self.p.linear("decoder.embedding").0.clone(),
@@ -275,9 +286,15 @@ impl<'a> Model<'a> {
         Ok((new, Tensor::cat(&parts, 1)?, att.map(|(w, _)| w)))
     }
 
-    /// The mean cross-entropy of the batch's targets under teacher forcing, and the
-    /// number of target tokens it averages over.
+    /// The mean cross-entropy of the batch's targets under teacher forcing.
     pub fn loss(&mut self, b: &Batch) -> Result<Tensor> {
+        self.loss_with(b, None)
+    }
+
+    /// [`Model::loss`] with the logits' forward values taken from `exact` (`batch x
+    /// steps x vocab`, the integer model's: quantization-aware training), the gradient
+    /// through this model's.
+    pub fn loss_with(&mut self, b: &Batch, exact: Option<&Tensor>) -> Result<Tensor> {
         let (mem, mut states) = self.encode(b)?;
         let dec = self.decoder()?;
         let emb = Self::embed(&dec.emb, &b.tgt_in)?;
@@ -294,6 +311,10 @@ impl<'a> Model<'a> {
         }
         let x = self.drop(Tensor::stack(&parts, 1)?)?;
         let logits = matmul_last(&x, &dec.out.0)?.broadcast_add(&dec.out.1)?;
+        let logits = match exact {
+            Some(e) => super::quant::straight_through(&logits, e)?,
+            None => logits,
+        };
         let v = logits.dim(D::Minus1)?;
         let logp = candle_nn::ops::log_softmax(&logits.reshape((b.size * b.steps, v))?, 1)?;
         let picked = logp.gather(&b.tgt_out, 1)?.squeeze(1)?;

@@ -23,6 +23,27 @@ pub fn has_bias(role: Role) -> bool {
     )
 }
 
+/// The weights a forward pass reads, by layer: the parameters themselves
+/// ([`Params::weights`]) or their int8 grid passed straight through
+/// ([`Params::quantized_weights`], quantization-aware training).
+pub struct Weights {
+    map: HashMap<String, Tensor>,
+}
+
+impl Weights {
+    /// The weight and bias of a layer (`encoder.w_ih.l0.fwd`, `output`, ...).
+    ///
+    /// # Panics
+    /// If the model has no such layer (a bug in the training model, not bad input).
+    pub fn linear(&self, layer: &str) -> (&Tensor, Option<&Tensor>) {
+        let w = self
+            .map
+            .get(&format!("{layer}.weight"))
+            .unwrap_or_else(|| panic!("no layer {layer}"));
+        (w, self.map.get(&format!("{layer}.bias")))
+    }
+}
+
 /// The parameters of one model.
 pub struct Params {
     /// `layer.weight` / `layer.bias` -> variable, in [`ModelDesc::layer_specs`] order.
@@ -78,6 +99,55 @@ impl Params {
         Ok(Params { vars, index, specs })
     }
 
+    /// The parameters of an f32 model file (`s2s train --init`): every layer's weights,
+    /// and its bias where the file has one. A bias the training model would leave out
+    /// (of an embedding or `v`) or a missing one it needs (recurrent and dense layers)
+    /// is an error naming the layer.
+    pub fn from_file(file: &seq2seq::ModelFile<'_>) -> std::result::Result<Params, String> {
+        use seq2seq::format::{Slot, TensorId};
+        let desc = file.desc();
+        let (mut vars, mut specs) = (Vec::new(), Vec::new());
+        let var = |data: &[f32], shape: &[usize]| -> std::result::Result<Var, String> {
+            Tensor::from_vec(data.to_vec(), shape, &Device::Cpu)
+                .and_then(|t| Var::from_tensor(&t))
+                .map_err(|e| e.to_string())
+        };
+        for spec in desc.layer_specs() {
+            let name = layer_name(&spec);
+            let id = |slot| TensorId::new(spec.role, spec.layer, spec.dir, slot);
+            let (_, w) = file
+                .data::<f32>(id(Slot::Weight))
+                .map_err(|e| format!("{name}: {e}"))?
+                .ok_or_else(|| format!("{name}: no weights"))?;
+            vars.push((format!("{name}.weight"), var(w, &[spec.rows, spec.cols])?));
+            let bias = file
+                .data::<f32>(id(Slot::Bias))
+                .map_err(|e| format!("{name}: {e}"))?;
+            // What the training model reads: a bias it needs, one it takes when there is
+            // one, one it has no place for.
+            let needs = matches!(
+                spec.role,
+                Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Attentional | Role::Out
+            );
+            let unused = matches!(spec.role, Role::EncEmb | Role::DecEmb | Role::AttnV | Role::BridgeC);
+            match bias {
+                Some(_) if unused => {
+                    return Err(format!("{name} has a bias, which s2s train has no place for"))
+                }
+                Some((_, b)) => vars.push((format!("{name}.bias"), var(b, &[spec.rows])?)),
+                None if needs => return Err(format!("{name} has no bias, which s2s train needs")),
+                None => {}
+            }
+            specs.push((name, spec));
+        }
+        let index = vars
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        Ok(Params { vars, index, specs })
+    }
+
     /// The weight and bias of a layer (`encoder.w_ih.l0.fwd`, `output`, ...).
     ///
     /// # Panics
@@ -87,6 +157,37 @@ impl Params {
             .get(&format!("{layer}.weight"))
             .unwrap_or_else(|| panic!("no layer {layer}"));
         (w, self.get(&format!("{layer}.bias")))
+    }
+
+    /// The parameters as the forward pass reads them.
+    pub fn weights(&self) -> Weights {
+        Weights {
+            map: self
+                .vars
+                .iter()
+                .map(|(n, v)| (n.clone(), v.as_tensor().clone()))
+                .collect(),
+        }
+    }
+
+    /// The weights on their int8 grid per row as `s2s quantize` stores them, the
+    /// rounding passed straight through by the gradient; biases as they are (the integer
+    /// path keeps them in `Q16.15`).
+    pub fn quantized_weights(&self) -> Result<Weights> {
+        let map = self
+            .vars
+            .iter()
+            .map(|(n, v)| {
+                let t = v.as_tensor();
+                let t = if n.ends_with(".weight") {
+                    super::quant::fake_quant_rows(t)?
+                } else {
+                    t.clone()
+                };
+                Ok((n.clone(), t))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Weights { map })
     }
 
     /// Whether the model has this layer.

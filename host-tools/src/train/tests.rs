@@ -11,7 +11,7 @@ use super::examples::{build_vocabularies, encode_pairs, make_batch, Example};
 use super::fit::decode_all;
 use super::model::Model;
 use super::params::Params;
-use super::{train_file, TrainOptions};
+use super::{train_file, Start, TrainOptions};
 use crate::data::rng::SplitMix64;
 use crate::data::{dates, Pair};
 use crate::import::config::Config;
@@ -302,7 +302,7 @@ fn small_run(dir: &Path, out: &str, epochs: usize, resume: bool) -> (Vec<u8>, su
         quiet: true,
         ..TrainOptions::default()
     };
-    let r = train_file(&cfg, &data, Some(&valid), &output, &opt).unwrap();
+    let r = train_file(Start::Config(&cfg), &data, Some(&valid), &output, &opt).unwrap();
     (std::fs::read(&output).unwrap(), r)
 }
 
@@ -326,7 +326,7 @@ fn the_same_seed_gives_the_same_weights_resumed_or_not() {
         quiet: true,
         ..TrainOptions::default()
     };
-    let e = train_file(&cfg, &dir.join("train.tsv"), None, &dir.join("c.s2s"), &opt).unwrap_err();
+    let e = train_file(Start::Config(&cfg), &dir.join("train.tsv"), None, &dir.join("c.s2s"), &opt).unwrap_err();
     assert!(e.to_string().contains("--resume"), "{e}");
     // A different seed gives other weights.
     let d = {
@@ -334,7 +334,7 @@ fn the_same_seed_gives_the_same_weights_resumed_or_not() {
         o.seed = 8;
         o.epochs = 1;
         o.checkpoints = Some(dir.join("d.ckpt"));
-        train_file(&cfg, &dir.join("train.tsv"), None, &dir.join("d.s2s"), &o).unwrap();
+        train_file(Start::Config(&cfg), &dir.join("train.tsv"), None, &dir.join("d.s2s"), &o).unwrap();
         std::fs::read(dir.join("d.s2s")).unwrap()
     };
     assert_ne!(a, d);
@@ -361,7 +361,7 @@ fn the_untrained_model_does_not_count_against_the_patience() {
         quiet: true,
         ..TrainOptions::default()
     };
-    let r = train_file(&cfg, &data, Some(&valid), &dir.join("p.s2s"), &opt).unwrap();
+    let r = train_file(Start::Config(&cfg), &data, Some(&valid), &dir.join("p.s2s"), &opt).unwrap();
     assert_eq!((r.epochs, r.best_epoch), (2, 1), "{r:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -400,19 +400,19 @@ fn bad_inputs_are_one_line_errors() {
     };
     let data = dir.join("d.tsv");
     std::fs::write(&data, "abc\tx\nno tab here\n").unwrap();
-    let e = train_file(&path, &data, None, &out, &opt)
+    let e = train_file(Start::Config(&path), &data, None, &out, &opt)
         .unwrap_err()
         .to_string();
     assert!(e.contains("d.tsv:2") && e.contains("source<TAB>"), "{e}");
     std::fs::write(&data, "abc\tx\nabd\t0123456789abcdef\n").unwrap();
-    let e = train_file(&path, &data, None, &out, &opt)
+    let e = train_file(Start::Config(&path), &data, None, &out, &opt)
         .unwrap_err()
         .to_string();
     assert!(e.contains("d.tsv:2") && e.contains("max_steps"), "{e}");
     let with_weights = dir.join("w.toml");
     let text = std::fs::read_to_string(&path).unwrap() + "[weights]\n\"output\" = \"fc\"\n";
     std::fs::write(&with_weights, text).unwrap();
-    let e = train_file(&with_weights, &data, None, &out, &opt)
+    let e = train_file(Start::Config(&with_weights), &data, None, &out, &opt)
         .unwrap_err()
         .to_string();
     assert!(e.contains("w.toml") && e.contains("[weights]"), "{e}");
@@ -433,7 +433,7 @@ fn bad_inputs_are_one_line_errors() {
         text.replace("[encoder]\n", "[encoder]\ncell = \"lstm\"\n"),
     )
     .unwrap();
-    let e = train_file(&lstm, &data, None, &out, &opt)
+    let e = train_file(Start::Config(&lstm), &data, None, &out, &opt)
         .unwrap_err()
         .to_string();
     assert!(e.contains("lstm.toml") && e.contains("GRU cells"), "{e}");
@@ -444,7 +444,7 @@ fn bad_inputs_are_one_line_errors() {
     });
     assert!(text.contains("init = \"mean\""), "{text}");
     std::fs::write(&mean, text).unwrap();
-    let e = train_file(&mean, &data, None, &out, &opt)
+    let e = train_file(Start::Config(&mean), &data, None, &out, &opt)
         .unwrap_err()
         .to_string();
     assert!(
