@@ -15,12 +15,12 @@ use super::examples::{epoch_batches, eval_batches, make_batch, Example};
 use super::log::{write_csv, Progress};
 use super::model::{Greedy, Model};
 use super::params::Params;
+use super::quant::{self, Quantizer};
 use super::TrainOptions;
 use crate::data::rng::SplitMix64;
 use crate::error::Result;
-use crate::model::LoadedModel;
-use super::quant::{self, Quantizer};
 use crate::eval::rates::Counts;
+use crate::model::LoadedModel;
 
 /// Examples decoded per batch during validation.
 const EVAL_BATCH: usize = 256;

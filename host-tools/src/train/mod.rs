@@ -41,8 +41,8 @@ use agree::Agreement;
 use checkpoint::{Checkpoints, TrainState};
 use examples::{build_vocabularies, encode_pairs};
 use fit::{decode_all, evaluate, Fit, ToModel};
-use quant::Quantizer;
 use params::Params;
+use quant::Quantizer;
 
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
@@ -271,7 +271,6 @@ pub fn trainable(desc: &seq2seq::ModelDesc) -> std::result::Result<(), &'static 
     Ok(())
 }
 
-
 /// The model a run trains: its description, vocabularies, first weights and what
 /// names it.
 struct Setup {
@@ -290,10 +289,7 @@ struct Setup {
 }
 
 /// Reads the configuration (vocabularies built from `pairs` where it leaves them out).
-fn from_config<'p>(
-    config: &Path,
-    pairs: impl Iterator<Item = &'p Pair> + Clone,
-) -> Result<Setup> {
+fn from_config<'p>(config: &Path, pairs: impl Iterator<Item = &'p Pair> + Clone) -> Result<Setup> {
     let mut cfg = Config::load(config)?;
     if !cfg.weights.is_empty() {
         return Err(cfg.error(
@@ -465,7 +461,9 @@ pub fn train_file(
     }
     let setup = match (start, init) {
         (_, Some(s)) => s,
-        (Start::Config(config), None) => from_config(config, train_pairs.iter().chain(&valid_pairs))?,
+        (Start::Config(config), None) => {
+            from_config(config, train_pairs.iter().chain(&valid_pairs))?
+        }
         (Start::Init(_), None) => unreachable!("read above"),
     };
     if let Some(m) = &setup.init {

@@ -56,12 +56,7 @@ impl<'a> Model<'a> {
     }
 
     /// Training mode: dropout `dropout` with masks from `rng`.
-    pub fn train(
-        desc: &'a ModelDesc,
-        p: &Params,
-        dropout: f32,
-        rng: &'a mut SplitMix64,
-    ) -> Self {
+    pub fn train(desc: &'a ModelDesc, p: &Params, dropout: f32, rng: &'a mut SplitMix64) -> Self {
         Model {
             desc,
             p: p.weights(),

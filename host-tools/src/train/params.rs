@@ -127,12 +127,22 @@ impl Params {
             // one, one it has no place for.
             let needs = matches!(
                 spec.role,
-                Role::EncWih | Role::EncWhh | Role::DecWih | Role::DecWhh | Role::Attentional | Role::Out
+                Role::EncWih
+                    | Role::EncWhh
+                    | Role::DecWih
+                    | Role::DecWhh
+                    | Role::Attentional
+                    | Role::Out
             );
-            let unused = matches!(spec.role, Role::EncEmb | Role::DecEmb | Role::AttnV | Role::BridgeC);
+            let unused = matches!(
+                spec.role,
+                Role::EncEmb | Role::DecEmb | Role::AttnV | Role::BridgeC
+            );
             match bias {
                 Some(_) if unused => {
-                    return Err(format!("{name} has a bias, which s2s train has no place for"))
+                    return Err(format!(
+                        "{name} has a bias, which s2s train has no place for"
+                    ))
                 }
                 Some((_, b)) => vars.push((format!("{name}.bias"), var(b, &[spec.rows])?)),
                 None if needs => return Err(format!("{name} has no bias, which s2s train needs")),

@@ -104,7 +104,12 @@ fn source_ids(ex: &[&Example]) -> Vec<(Vec<u16>, usize)> {
 /// Positions of the longest source of `ex` (or the model's fixed length).
 fn positions(m: &LoadedModel, ex: &[&Example]) -> usize {
     let pad = m.file().desc().src_pad_to;
-    ex.iter().map(|e| e.src.len()).max().unwrap_or(1).max(pad).max(1)
+    ex.iter()
+        .map(|e| e.src.len())
+        .max()
+        .unwrap_or(1)
+        .max(pad)
+        .max(1)
 }
 
 /// Teacher-forced logits of `ex` through `net`, `LANES` at a time: `[i][step][v]`.
@@ -159,13 +164,15 @@ fn greedy_core<P: ModelPrecision>(
 fn over_threads<T: Send>(
     m: &LoadedModel,
     ex: &[&Example],
-    f: impl Fn(&CoreNet<'_>, usize, &[&Example]) -> std::result::Result<Vec<T>, seq2seq::Error>
-        + Sync,
+    f: impl Fn(&CoreNet<'_>, usize, &[&Example]) -> std::result::Result<Vec<T>, seq2seq::Error> + Sync,
 ) -> Result<Vec<T>> {
     let file = m.file();
     let net = CoreNet::bind(&file).map_err(Error::model(&m.path))?;
     let positions = positions(m, ex);
-    let share = ex.len().div_ceil(rayon::current_num_threads().max(1)).max(LANES);
+    let share = ex
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(LANES);
     let parts: Vec<std::result::Result<Vec<T>, seq2seq::Error>> = ex
         .par_chunks(share)
         .map(|part| f(&net, positions, part))
@@ -197,7 +204,12 @@ impl<'a> CoreNet<'a> {
 /// The integer model's teacher-forced logits of `ex` as a `batch x steps x vocab`
 /// tensor: sequence `i`'s `tgt.len() + 1` steps, zeros after them (masked out of the
 /// loss).
-pub fn forced_logits(m: &LoadedModel, ex: &[&Example], steps: usize, like: &Tensor) -> Result<Tensor> {
+pub fn forced_logits(
+    m: &LoadedModel,
+    ex: &[&Example],
+    steps: usize,
+    like: &Tensor,
+) -> Result<Tensor> {
     let v = m.file().desc().tgt_vocab;
     let rows = over_threads(m, ex, |net, positions, part| match net {
         CoreNet::W8A16(n) => forced(n, positions, part),

@@ -326,7 +326,14 @@ fn the_same_seed_gives_the_same_weights_resumed_or_not() {
         quiet: true,
         ..TrainOptions::default()
     };
-    let e = train_file(Start::Config(&cfg), &dir.join("train.tsv"), None, &dir.join("c.s2s"), &opt).unwrap_err();
+    let e = train_file(
+        Start::Config(&cfg),
+        &dir.join("train.tsv"),
+        None,
+        &dir.join("c.s2s"),
+        &opt,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("--resume"), "{e}");
     // A different seed gives other weights.
     let d = {
@@ -334,7 +341,14 @@ fn the_same_seed_gives_the_same_weights_resumed_or_not() {
         o.seed = 8;
         o.epochs = 1;
         o.checkpoints = Some(dir.join("d.ckpt"));
-        train_file(Start::Config(&cfg), &dir.join("train.tsv"), None, &dir.join("d.s2s"), &o).unwrap();
+        train_file(
+            Start::Config(&cfg),
+            &dir.join("train.tsv"),
+            None,
+            &dir.join("d.s2s"),
+            &o,
+        )
+        .unwrap();
         std::fs::read(dir.join("d.s2s")).unwrap()
     };
     assert_ne!(a, d);
@@ -361,7 +375,14 @@ fn the_untrained_model_does_not_count_against_the_patience() {
         quiet: true,
         ..TrainOptions::default()
     };
-    let r = train_file(Start::Config(&cfg), &data, Some(&valid), &dir.join("p.s2s"), &opt).unwrap();
+    let r = train_file(
+        Start::Config(&cfg),
+        &data,
+        Some(&valid),
+        &dir.join("p.s2s"),
+        &opt,
+    )
+    .unwrap();
     assert_eq!((r.epochs, r.best_epoch), (2, 1), "{r:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -502,4 +523,136 @@ fn sources_longer_than_a_board_takes_are_counted_per_board() {
             cap + 1
         )]
     );
+}
+
+/// A short run of every architecture with `--quantize`: the file written is in that
+/// format, decodes every validation source as the training code's integer model does,
+/// and its teacher-forced loss is the one training minimised.
+#[test]
+fn quantization_aware_training_writes_the_integer_model_it_trained() {
+    use crate::quantize::Scheme;
+    let dir = tmp("qat");
+    let all = dates::generate(90, 6);
+    let (data, valid) = (dir.join("train.tsv"), dir.join("valid.tsv"));
+    crate::data::write_pairs(&data, &all[..60]).unwrap();
+    crate::data::write_pairs(&valid, &all[60..]).unwrap();
+    for (i, (what, body)) in VARIANTS.iter().enumerate() {
+        let scheme = [Scheme::W8a16, Scheme::W8f32][i % 2];
+        let path = config(
+            &dir,
+            &format!("q{i}"),
+            body,
+            body.contains("mask = \"none\""),
+        );
+        let out = dir.join(format!("q{i}.s2s"));
+        let opt = TrainOptions {
+            epochs: 2,
+            batch: 16,
+            lr: 3e-3,
+            seed: 5,
+            threads: 2,
+            quiet: true,
+            quantize: Some(scheme),
+            ..TrainOptions::default()
+        };
+        let r = train_file(Start::Config(&path), &data, Some(&valid), &out, &opt)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let m = LoadedModel::load(&out).unwrap();
+        let want = super::quant::scheme_name(scheme);
+        assert_eq!(m.file().precision().name(), want, "{what}");
+        assert_eq!(r.precision, want);
+        assert_eq!(
+            r.agreement.equal,
+            r.agreement.sequences,
+            "{what}: {}",
+            r.agreement.summary()
+        );
+        assert_eq!(r.agreement.sequences, 30);
+        // The loss of the integer model, teacher-forced, is what the training graph
+        // computes with the integer logits put in.
+        let desc = *m.file().desc();
+        let ex = encode_pairs(&m.file(), &pairs(8, 9), Path::new("x")).unwrap();
+        let refs: Vec<&Example> = ex.iter().collect();
+        let (start, end) = (u32::from(desc.tgt_start), u32::from(desc.tgt_end));
+        let b = make_batch(&refs, start, end, &Device::Cpu).unwrap();
+        let exact = super::quant::forced_logits(&m, &refs, b.steps, &b.tgt_mask).unwrap();
+        let p = Params::init(&desc, &mut SplitMix64::new(1), &Device::Cpu).unwrap();
+        let graph = Model::quantized(&desc, &p)
+            .unwrap()
+            .loss_with(&b, Some(&exact))
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        let (integer, _, _) = super::quant::evaluate(&m, &ex).unwrap();
+        assert!(
+            (f64::from(graph) - integer).abs() < 1e-4 * integer.max(1.0),
+            "{what}: the graph's loss {graph} is not the integer model's {integer}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--init`: the run starts from the file's weights (its first validation is the file's
+/// own), and refuses a quantized file and data outside its vocabularies in one line.
+#[test]
+fn init_starts_from_the_model_file() {
+    let dir = tmp("init");
+    let (_, first) = small_run(&dir, "a.s2s", 2, false);
+    let (data, valid) = (dir.join("train.tsv"), dir.join("valid.tsv"));
+    let opt = TrainOptions {
+        epochs: 1,
+        batch: 16,
+        lr: 1e-3,
+        threads: 2,
+        quiet: true,
+        ..TrainOptions::default()
+    };
+    let a = dir.join("a.s2s");
+    let r = train_file(
+        Start::Init(&a),
+        &data,
+        Some(&valid),
+        &dir.join("b.s2s"),
+        &opt,
+    )
+    .unwrap();
+    assert!(
+        (r.initial_valid_loss - first.best_valid_loss).abs() < 1e-9,
+        "{} against {}",
+        r.initial_valid_loss,
+        first.best_valid_loss
+    );
+    // A quantized file.
+    let q = dir.join("q.s2s");
+    let m = LoadedModel::load(&a).unwrap();
+    let b = crate::quantize::quantize_nearest(&m, crate::quantize::Scheme::W8f32, None).unwrap();
+    std::fs::write(&q, b.to_bytes().unwrap()).unwrap();
+    let e = train_file(
+        Start::Init(&q),
+        &data,
+        Some(&valid),
+        &dir.join("c.s2s"),
+        &opt,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("--init needs an f32 model file, this one is w8f32"),
+        "{e}"
+    );
+    // A source symbol the model has never seen, on line 2.
+    let odd = dir.join("odd.tsv");
+    std::fs::write(&odd, "1 jan 2000\t2000-01-01\n1 jan 2000§\t2000-01-01\n").unwrap();
+    let e = train_file(
+        Start::Init(&a),
+        &odd,
+        Some(&valid),
+        &dir.join("d.s2s"),
+        &opt,
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("odd.tsv:2: source symbol \"§\""), "{text}");
+    assert!(!dir.join("d.s2s").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
