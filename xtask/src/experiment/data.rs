@@ -77,6 +77,38 @@ pub fn cmudict(e: &Exp) -> Result {
     Ok(())
 }
 
+/// g2p-en decodes at most 20 steps (19 phonemes and the end token): the CMUdict
+/// training and validation pairs it can be trained on, `cmudict/train-g2p-en.tsv` and
+/// `valid-g2p-en.tsv` (one training and one validation word fewer).
+pub fn cmudict_g2p_en(e: &Exp) -> Result {
+    for split in ["train", "valid"] {
+        let from = e.path(&format!("cmudict/{split}.tsv"));
+        let to = e.path(&format!("cmudict/{split}-g2p-en.tsv"));
+        if crate::files::fresh(&[&to], &[&from]) {
+            println!("{}: up to date", e.ctx.show(&to));
+            continue;
+        }
+        let text = crate::files::read(&from)?;
+        let (mut kept, mut dropped) = (String::new(), 0usize);
+        for line in text.lines() {
+            let long = !line.starts_with('#')
+                && line
+                    .split('\t')
+                    .nth(1)
+                    .is_some_and(|t| t.split_whitespace().count() > 19);
+            if long {
+                dropped += 1;
+            } else {
+                kept += line;
+                kept.push('\n');
+            }
+        }
+        crate::files::write(&to, &kept)?;
+        println!("wrote {} ({dropped} pairs over 19 phonemes left out)", e.ctx.show(&to));
+    }
+    Ok(())
+}
+
 /// Runs `s2s generate` for a task unless its files exist.
 fn generate(
     e: &Exp,

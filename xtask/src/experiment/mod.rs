@@ -90,6 +90,26 @@ const STAGES: &[Stage] = &[
         run: report::dates_eval,
     },
     Stage {
+        name: "qat-g2p-en-data",
+        what: "the CMUdict split without targets over g2p-en's 19 phonemes",
+        run: data::cmudict_g2p_en,
+    },
+    Stage {
+        name: "qat-g2p-en",
+        what: "fine-tune g2p-en with quantization-aware training in w8a16",
+        run: |e| e.train("qat-g2p-en"),
+    },
+    Stage {
+        name: "qat-cmudict-bahdanau",
+        what: "train the Bahdanau model with quantization-aware training in w8a16",
+        run: |e| e.train("qat-cmudict-bahdanau"),
+    },
+    Stage {
+        name: "qat-eval",
+        what: "PER of the QAT files against their f32 models and post-training quantization",
+        run: report::qat_eval,
+    },
+    Stage {
         name: "device",
         what:
             "w8a16 models under QEMU: the best CMUdict model on the AN386, dates on the micro:bit",
@@ -179,10 +199,13 @@ impl Exp<'_> {
             .iter()
             .find(|r| r.name == name)
             .ok_or_else(|| format!("no run {name}"))?;
-        let config = self.ctx.root.join(run.config);
+        let config = match run.init {
+            true => self.ctx.target.join(run.config),
+            false => self.ctx.root.join(run.config),
+        };
         let (train, valid) = (
-            self.path(&format!("{}/train.tsv", run.data)),
-            self.path(&format!("{}/valid.tsv", run.data)),
+            self.path(&format!("{}/{}.tsv", run.data, run.split.0)),
+            self.path(&format!("{}/{}.tsv", run.data, run.split.1)),
         );
         for f in [&train, &valid] {
             if !f.is_file() {
@@ -206,7 +229,7 @@ impl Exp<'_> {
         let threads = run.threads.to_string();
         let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
             &"train",
-            &"--config",
+            if run.init { &"--init" } else { &"--config" },
             &config,
             &"--data",
             &train,

@@ -320,3 +320,72 @@ pub fn device(e: &Exp) -> Result {
         serde_json::to_string_pretty(&Value::Object(summary)).map_err(|err| err.to_string())?;
     crate::files::write(&e.result("device.json"), &text)
 }
+
+/// Quantization-aware training against its alternatives, on the CMUdict test split:
+/// g2p-en in f32, post-training quantized (the models step's file, and one weight
+/// plane rounded to nearest as QAT stores it) and fine-tuned with QAT; the Bahdanau
+/// model's f32 and QAT runs where they exist. PER/WER per model
+/// (`results/qat-test.json`) and each file's size against its f32 file
+/// (`results/qat-sizes.tsv`).
+pub fn qat_eval(e: &Exp) -> Result {
+    e.dirs()?;
+    let models_dir = e.ctx.target.join("models");
+    let f32_g2p = models_dir.join("g2p-en.s2s");
+    let calib = e.path("cmudict/calib.txt");
+    crate::files::write(&calib, &sources(&read(&e.path("cmudict/train.tsv"))?, 1000))?;
+    let ptq1 = e.path("g2p-en-ptq-one-plane.s2s");
+    e.run_s2s(&[
+        &"quantize",
+        &f32_g2p,
+        &"--scheme",
+        &"w8a16",
+        &"--calib",
+        &calib,
+        &"--planes",
+        &"none",
+        &"-o",
+        &ptq1,
+    ])?;
+    let mut pairs: Vec<(PathBuf, PathBuf)> = vec![
+        (f32_g2p.clone(), f32_g2p.clone()),
+        (models_dir.join("g2p-en-w8a16.s2s"), f32_g2p.clone()),
+        (ptq1, f32_g2p.clone()),
+    ];
+    pairs.extend(e.need(&["qat-g2p-en"])?.into_iter().map(|m| (m, f32_g2p.clone())));
+    let bahdanau = e.path("cmudict-bahdanau.s2s");
+    for name in ["cmudict-bahdanau", "qat-cmudict-bahdanau"] {
+        let m = e.path(&format!("{name}.s2s"));
+        if m.is_file() {
+            pairs.push((m, bahdanau.clone()));
+        } else {
+            println!("{} is missing (stage {name}): left out", e.ctx.show(&m));
+        }
+    }
+    let mut sizes = String::from("model\tbytes\tpercent of its f32 file\n");
+    for (m, reference) in &pairs {
+        let size = |p: &PathBuf| std::fs::metadata(p).map(|m| m.len()).map_err(Error::io(p));
+        let (a, b) = (size(m)?, if reference.is_file() { size(reference)? } else { 0 });
+        let _ = writeln!(
+            sizes,
+            "{}\t{a}\t{:.1}",
+            e.ctx.show(m),
+            if b > 0 { 100.0 * a as f64 / b as f64 } else { f64::NAN }
+        );
+    }
+    print!("{sizes}");
+    crate::files::write(&e.result("qat-sizes.tsv"), &sizes)?;
+    let json = e.result("qat-test.json");
+    let test = e.path("cmudict/test.tsv");
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"eval"];
+    for (m, _) in &pairs {
+        args.push(m);
+    }
+    args.extend([
+        &"--data" as &dyn AsRef<std::ffi::OsStr>,
+        &test,
+        &"--json",
+        &json,
+    ]);
+    print!("{}", e.capture_s2s(&args)?);
+    Ok(())
+}

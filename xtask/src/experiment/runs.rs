@@ -5,8 +5,13 @@
 pub struct Run {
     /// Its name: the stage, and the files `target/experiments/<name>.*`.
     pub name: &'static str,
-    /// The model configuration, from the repository root.
+    /// The model configuration, from the repository root; or with `init`, the model
+    /// file in the target directory it starts from (`s2s train --init`).
     pub config: &'static str,
+    /// Whether `config` is a model file to start from (`--init`).
+    pub init: bool,
+    /// The training and validation files' names in `data` (`train`, `valid`).
+    pub split: (&'static str, &'static str),
     /// The data directory in `target/experiments/` (`train.tsv`, `valid.tsv`, `test.tsv`).
     pub data: &'static str,
     /// `--seed`.
@@ -61,12 +66,56 @@ const LENGTH: &[&str] = &[
     "--quiet",
 ];
 
+/// Quantization-aware fine-tuning of g2p-en: a few epochs at a small learning rate
+/// from the published weights.
+const QAT_G2P_EN: &[&str] = &[
+    "--quantize",
+    "w8a16",
+    "--epochs",
+    "4",
+    "--batch",
+    "64",
+    "--lr",
+    "0.0002",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--patience",
+    "2",
+    "--quiet",
+];
+
+/// The CMUdict runs' options with quantization-aware training in w8a16 (their
+/// dropout does not apply: the integer model has none).
+const QAT_CMUDICT: &[&str] = &[
+    "--quantize",
+    "w8a16",
+    "--epochs",
+    "25",
+    "--batch",
+    "64",
+    "--lr",
+    "0.001",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--dropout",
+    "0.2",
+    "--patience",
+    "4",
+    "--quiet",
+];
+
 /// Every run.
 pub const RUNS: &[Run] = &[
     Run {
         name: "cmudict-vanilla",
         config: "models/experiments/cmudict-vanilla.toml",
         data: "cmudict",
+        init: false,
+        split: ("train", "valid"),
         seed: 1,
         args: CMUDICT,
         threads: 1,
@@ -76,6 +125,8 @@ pub const RUNS: &[Run] = &[
         name: "cmudict-bahdanau",
         config: "models/experiments/cmudict-bahdanau.toml",
         data: "cmudict",
+        init: false,
+        split: ("train", "valid"),
         seed: 1,
         args: CMUDICT,
         threads: 1,
@@ -85,6 +136,8 @@ pub const RUNS: &[Run] = &[
         name: "cmudict-luong",
         config: "models/experiments/cmudict-luong.toml",
         data: "cmudict",
+        init: false,
+        split: ("train", "valid"),
         seed: 1,
         args: CMUDICT,
         threads: 1,
@@ -94,6 +147,8 @@ pub const RUNS: &[Run] = &[
         name: "length-vanilla",
         config: "models/experiments/length-vanilla.toml",
         data: "length",
+        init: false,
+        split: ("train", "valid"),
         seed: 2,
         args: LENGTH,
         threads: 1,
@@ -103,6 +158,8 @@ pub const RUNS: &[Run] = &[
         name: "length-bahdanau",
         config: "models/experiments/length-bahdanau.toml",
         data: "length",
+        init: false,
+        split: ("train", "valid"),
         seed: 2,
         args: LENGTH,
         threads: 1,
@@ -112,6 +169,8 @@ pub const RUNS: &[Run] = &[
         name: "dates",
         config: "models/train/dates.toml",
         data: "dates",
+        init: false,
+        split: ("train", "valid"),
         seed: 3,
         args: &[
             "--epochs",
@@ -132,5 +191,27 @@ pub const RUNS: &[Run] = &[
         ],
         threads: 0,
         budget_minutes: 15,
+    },
+    Run {
+        name: "qat-g2p-en",
+        config: "models/g2p-en.s2s",
+        init: true,
+        data: "cmudict",
+        split: ("train-g2p-en", "valid-g2p-en"),
+        seed: 1,
+        args: QAT_G2P_EN,
+        threads: 1,
+        budget_minutes: 45,
+    },
+    Run {
+        name: "qat-cmudict-bahdanau",
+        config: "models/experiments/cmudict-bahdanau.toml",
+        init: false,
+        data: "cmudict",
+        split: ("train", "valid"),
+        seed: 1,
+        args: QAT_CMUDICT,
+        threads: 1,
+        budget_minutes: 120,
     },
 ];
