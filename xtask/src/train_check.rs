@@ -1,6 +1,9 @@
-//! The CI-sized training run of `cargo xtask test`: the date model trained from a few
+//! The CI-sized training runs of `cargo xtask test`: the date model trained from a few
 //! hundred generated pairs with the release `s2s` (about half a minute on 2 cores),
-//! checked against the acceptance rules of `s2s train`.
+//! checked against the acceptance rules of `s2s train`; then fine-tuned from that file
+//! with quantization-aware training (`--init`, `--quantize w8a16`), whose file must
+//! decode every validation source as the training code's integer model and give the
+//! host's outputs on the AN386 and the micro:bit under QEMU.
 
 use std::path::Path;
 use std::process::Command;
@@ -66,13 +69,81 @@ impl Ctx {
                 ])
                 .arg(&report),
         )?;
-        check_report(&report)
+        check_report(&report, Rules::FLOAT)?;
+
+        // Quantization-aware fine-tuning of that file.
+        let qat = dir.join("dates-w8a16.s2s");
+        let qat_report = dir.join("qat-report.json");
+        self.run(
+            Command::new(&s2s)
+                .arg("train")
+                .arg("--init")
+                .arg(dir.join("dates.s2s"))
+                .arg("--data")
+                .arg(dir.join("train.tsv"))
+                .arg("--valid")
+                .arg(dir.join("valid.tsv"))
+                .arg("-o")
+                .arg(&qat)
+                .args(["--quantize", "w8a16", "--epochs", "3", "--batch", "16"])
+                .args(["--lr", "0.001", "--seed", "1", "--threads", "2", "--quiet"])
+                .arg("--report")
+                .arg(&qat_report),
+        )?;
+        check_report(&qat_report, Rules::QUANTIZED)?;
+        let inputs = dir.join("device-inputs.txt");
+        let valid = crate::files::read(&dir.join("valid.txt"))?;
+        let first: String = valid.lines().take(QEMU_INPUTS).map(|l| format!("{l}\n")).collect();
+        crate::files::write(&inputs, &first)?;
+        for board in ["mps2-an386", "microbit"] {
+            let out = self.capture(
+                Command::new(&s2s)
+                    .arg("qemu")
+                    .arg(&qat)
+                    .args(["--board", board, "--input"])
+                    .arg(&inputs),
+            )?;
+            let line = out.lines().find(|l| l.starts_with("mismatches")).unwrap_or("");
+            println!("{board}: {line}");
+            if line.split_whitespace().nth(1) != Some("0") {
+                return Err(format!("{}: on {board}: {line:?}, expected 0 mismatches", qat.display()).into());
+            }
+        }
+        Ok(())
     }
+}
+
+/// Validation sources run under QEMU on each board.
+const QEMU_INPUTS: usize = 20;
+
+/// What a report must show.
+struct Rules {
+    /// The validation loss falls below half its initial value.
+    halves_loss: bool,
+    /// The lowest share of validation sources decoded as the training code does (%).
+    min_agreement: f64,
+    /// The written file's precision.
+    precision: &'static str,
+}
+
+impl Rules {
+    const FLOAT: Rules = Rules {
+        halves_loss: true,
+        min_agreement: MIN_AGREEMENT,
+        precision: "f32",
+    };
+    /// Fine-tuned (the loss starts low) and exact: every source as the training code's
+    /// integer model.
+    const QUANTIZED: Rules = Rules {
+        halves_loss: false,
+        min_agreement: 100.0,
+        precision: "w8a16",
+    };
 }
 
 /// The rules: validation loss below half the initial loss, sequence accuracy above the
 /// floor, the written file decoding like the training code.
-fn check_report(path: &Path) -> Result {
+fn check_report(path: &Path, rules: Rules) -> Result {
     let text = crate::files::read(path)?;
     let r: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -95,17 +166,21 @@ fn check_report(path: &Path) -> Result {
         .collect();
     let agreement = 100.0 * equal as f64 / n.max(1) as f64;
     println!(
-        "validation loss {initial:.4} -> {best:.4}; sequence accuracy {accuracy:.2} % (floor {MIN_SEQUENCE_ACCURACY} %); the file decodes {equal} of {n} as the training code ({agreement:.2} %, floor {MIN_AGREEMENT} %), {} differences away from a near tie",
+        "validation loss {initial:.4} -> {best:.4}; sequence accuracy {accuracy:.2} % (floor {MIN_SEQUENCE_ACCURACY} %); the file decodes {equal} of {n} as the training code ({agreement:.2} %, floor {} %), {} differences away from a near tie",
+        rules.min_agreement,
         far.len()
     );
     let mut failed = Vec::new();
-    if best.is_nan() || best >= initial / 2.0 {
+    if r["precision"].as_str() != Some(rules.precision) {
+        failed.push("the written file is not in the precision asked for");
+    }
+    if rules.halves_loss && (best.is_nan() || best >= initial / 2.0) {
         failed.push("the validation loss did not fall below half its initial value");
     }
     if accuracy.is_nan() || accuracy < MIN_SEQUENCE_ACCURACY {
         failed.push("the validation sequence accuracy is below its floor");
     }
-    if agreement < MIN_AGREEMENT || !far.is_empty() {
+    if agreement < rules.min_agreement || !far.is_empty() {
         failed.push("the written model does not decode like the training code");
     }
     if failed.is_empty() {
