@@ -126,6 +126,68 @@ fn train_runs_at_the_max_steps_bound() {
     assert!(dir.join("m.s2s").is_file());
 }
 
+// ------------------------------------------ issue 33: --init and --quantize
+
+/// `s2s train --init` refuses, in one line before anything is written: a quantized
+/// model file, data with a source symbol or a target token outside the model's
+/// vocabularies (naming the file and line), and `--config` beside it; a run from the
+/// f32 file with `--quantize` writes the integer file.
+#[test]
+fn train_init_refuses_what_it_cannot_fine_tune() {
+    let dir = train_dir("hostile-train-init", 10, 12);
+    let (r, _) = train(&dir, &["--epochs", "1", "--batch", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let base = dir.join("base.s2s");
+    std::fs::rename(dir.join("m.s2s"), &base).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
+    let _ = std::fs::remove_file(dir.join("m.csv"));
+    let q = dir.join("q.s2s");
+    let r = s2s(&[&"quantize", &base, &"--scheme", &"w8f32", &"-o", &q], "");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let init = |model: &Path, data: &str, extra: &[&str]| -> Output {
+        let d = dir.join("fine.tsv");
+        std::fs::write(&d, data).unwrap();
+        let o = dir.join("out.s2s");
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            vec![&"train", &"--init", &model, &"--data", &d, &"-o", &o, &"-q"];
+        for e in extra {
+            args.push(e);
+        }
+        s2s(&args, "")
+    };
+    let pairs = "abc\tx\nabd\ty\nbcd\tx\n";
+    let files = ["base.s2s", "c.toml", "d.tsv", "fine.tsv", "q.s2s"];
+    assert_one_error(
+        &init(&q, pairs, &[]),
+        &["q.s2s", "--init needs an f32 model file, this one is w8f32"],
+    );
+    assert_only(&dir, &files);
+    assert_one_error(
+        &init(&base, "abc\tx\nabz\ty\nbcd\tx\n", &[]),
+        &["fine.tsv:2", "source symbol \"z\"", "base.s2s"],
+    );
+    assert_only(&dir, &files);
+    assert_one_error(
+        &init(&base, "abc\tx\nabd\ty\nbcd\tw\n", &[]),
+        &["fine.tsv:3", "target token \"w\""],
+    );
+    assert_only(&dir, &files);
+    let c = dir.join("c.toml");
+    let r = init(&base, pairs, &["--config", c.to_str().unwrap()]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("--config"));
+    assert_only(&dir, &files);
+    // The f32 file fine-tuned for w8a16: the written file is w8a16.
+    let r = init(
+        &base,
+        pairs,
+        &["--quantize", "w8a16", "--epochs", "1", "--batch", "2"],
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r = s2s(&[&"inspect", &dir.join("out.s2s")], "");
+    assert!(String::from_utf8_lossy(&r.stdout).contains("w8a16"));
+}
+
 // -------------------------------------------------------- finding 5: generate
 
 #[test]

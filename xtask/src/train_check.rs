@@ -93,7 +93,11 @@ impl Ctx {
         check_report(&qat_report, Rules::QUANTIZED)?;
         let inputs = dir.join("device-inputs.txt");
         let valid = crate::files::read(&dir.join("valid.txt"))?;
-        let first: String = valid.lines().take(QEMU_INPUTS).map(|l| format!("{l}\n")).collect();
+        let first: String = valid
+            .lines()
+            .take(QEMU_INPUTS)
+            .map(|l| format!("{l}\n"))
+            .collect();
         crate::files::write(&inputs, &first)?;
         for board in ["mps2-an386", "microbit"] {
             let out = self.capture(
@@ -103,10 +107,17 @@ impl Ctx {
                     .args(["--board", board, "--input"])
                     .arg(&inputs),
             )?;
-            let line = out.lines().find(|l| l.starts_with("mismatches")).unwrap_or("");
+            let line = out
+                .lines()
+                .find(|l| l.starts_with("mismatches"))
+                .unwrap_or("");
             println!("{board}: {line}");
             if line.split_whitespace().nth(1) != Some("0") {
-                return Err(format!("{}: on {board}: {line:?}, expected 0 mismatches", qat.display()).into());
+                return Err(format!(
+                    "{}: on {board}: {line:?}, expected 0 mismatches",
+                    qat.display()
+                )
+                .into());
             }
         }
         Ok(())

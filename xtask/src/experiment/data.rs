@@ -104,7 +104,10 @@ pub fn cmudict_g2p_en(e: &Exp) -> Result {
             }
         }
         crate::files::write(&to, &kept)?;
-        println!("wrote {} ({dropped} pairs over 19 phonemes left out)", e.ctx.show(&to));
+        println!(
+            "wrote {} ({dropped} pairs over 19 phonemes left out)",
+            e.ctx.show(&to)
+        );
     }
     Ok(())
 }

@@ -351,7 +351,11 @@ pub fn qat_eval(e: &Exp) -> Result {
         (models_dir.join("g2p-en-w8a16.s2s"), f32_g2p.clone()),
         (ptq1, f32_g2p.clone()),
     ];
-    pairs.extend(e.need(&["qat-g2p-en"])?.into_iter().map(|m| (m, f32_g2p.clone())));
+    pairs.extend(
+        e.need(&["qat-g2p-en"])?
+            .into_iter()
+            .map(|m| (m, f32_g2p.clone())),
+    );
     let bahdanau = e.path("cmudict-bahdanau.s2s");
     for name in ["cmudict-bahdanau", "qat-cmudict-bahdanau"] {
         let m = e.path(&format!("{name}.s2s"));
@@ -364,12 +368,23 @@ pub fn qat_eval(e: &Exp) -> Result {
     let mut sizes = String::from("model\tbytes\tpercent of its f32 file\n");
     for (m, reference) in &pairs {
         let size = |p: &PathBuf| std::fs::metadata(p).map(|m| m.len()).map_err(Error::io(p));
-        let (a, b) = (size(m)?, if reference.is_file() { size(reference)? } else { 0 });
+        let (a, b) = (
+            size(m)?,
+            if reference.is_file() {
+                size(reference)?
+            } else {
+                0
+            },
+        );
         let _ = writeln!(
             sizes,
             "{}\t{a}\t{:.1}",
             e.ctx.show(m),
-            if b > 0 { 100.0 * a as f64 / b as f64 } else { f64::NAN }
+            if b > 0 {
+                100.0 * a as f64 / b as f64
+            } else {
+                f64::NAN
+            }
         );
     }
     print!("{sizes}");
