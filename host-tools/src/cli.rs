@@ -448,6 +448,10 @@ pub struct TrainArgs {
     /// Dropout on embeddings, between stacked layers and before the output layer.
     #[arg(long, default_value_t = 0.1)]
     pub dropout: f32,
+    /// Label smoothing of the training loss: each target token's negative
+    /// log-probability weighted 1 - EPS, the mean over the vocabulary EPS (0: none).
+    #[arg(long, default_value_t = 0.0, value_name = "EPS")]
+    pub label_smoothing: f32,
     /// Stop after this many epochs without a better validation token error.
     #[arg(long, default_value_t = 5)]
     pub patience: usize,

@@ -491,6 +491,7 @@ fn train(
         lr_decay: a.lr_decay,
         clip: a.clip,
         dropout: a.dropout,
+        label_smoothing: a.label_smoothing,
         patience: a.patience,
         seed: a.seed,
         threads: a.threads,

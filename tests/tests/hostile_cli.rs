@@ -78,6 +78,8 @@ fn train_refuses_options_out_of_range_and_writes_nothing() {
         ("--dropout", "1"),
         ("--dropout", "NaN"),
         ("--dropout", "-0.1"),
+        ("--label-smoothing", "1"),
+        ("--label-smoothing", "-0.1"),
         ("--lr", "-1"),
         ("--lr", "0"),
         ("--lr", "inf"),

@@ -148,9 +148,13 @@ impl Fit<'_> {
                     Some((q, to_model)) => {
                         let m = lock(q).quantize(&to_model(self.params)?)?;
                         let exact = quant::forced_logits(&m, &refs, b.steps, &b.tgt_mask)?;
-                        Model::quantized(desc, self.params)?.loss_with(&b, Some(&exact))?
+                        Model::quantized(desc, self.params)?
+                            .smoothed(opt.label_smoothing)
+                            .loss_with(&b, Some(&exact))?
                     }
-                    None => Model::train(desc, self.params, opt.dropout, &mut rng).loss(&b)?,
+                    None => Model::train(desc, self.params, opt.dropout, &mut rng)
+                        .smoothed(opt.label_smoothing)
+                        .loss(&b)?,
                 };
                 let grads = loss.backward()?;
                 adam.update(self.params, &grads, opt.clip)?;

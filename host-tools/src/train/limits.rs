@@ -22,7 +22,7 @@ pub const MAX_TRAIN_BYTES: u64 = 64 << 30;
 /// Most `--threads`.
 pub const MAX_THREADS: usize = 1024;
 
-/// Refuses options out of their range: `--dropout` in [0, 1), `--lr` finite and above
+/// Refuses options out of their range: `--dropout` and `--label-smoothing` in [0, 1), `--lr` finite and above
 /// 0, `--lr-decay` in (0, 1], `--clip` finite and at least 0, `--batch` and `--epochs`
 /// at least 1, `--threads` at most [`MAX_THREADS`].
 pub fn check_options(opt: &TrainOptions) -> Result {
@@ -30,6 +30,12 @@ pub fn check_options(opt: &TrainOptions) -> Result {
     if !(0.0..1.0).contains(&d) {
         return Err(Error::usage(format!(
             "--dropout {d}: the dropout rate is at least 0 and below 1"
+        )));
+    }
+    let e = opt.label_smoothing;
+    if !(0.0..1.0).contains(&e) {
+        return Err(Error::usage(format!(
+            "--label-smoothing {e}: the smoothing is at least 0 and below 1"
         )));
     }
     if !(opt.lr.is_finite() && opt.lr > 0.0) {

@@ -66,6 +66,9 @@ pub struct TrainOptions {
     pub clip: f64,
     /// Dropout on embeddings, between stacked layers and before the output layer.
     pub dropout: f32,
+    /// Label smoothing of the training loss (0: none; the validation loss is never
+    /// smoothed).
+    pub label_smoothing: f32,
     /// Stop after this many epochs without a better validation token error.
     pub patience: usize,
     /// Seed of every random number (initial weights, order, dropout, held-out pairs).
@@ -95,6 +98,7 @@ impl Default for TrainOptions {
             lr_decay: 0.5,
             clip: 1.0,
             dropout: 0.1,
+            label_smoothing: 0.0,
             patience: 5,
             seed: 0,
             threads: 0,
@@ -508,9 +512,22 @@ pub fn train_file(
             .unwrap_or_else(|| checkpoint::default_dir(output)),
     };
     let read = |p: &Path| std::fs::read(p).map_err(Error::io(p));
+    // What was not set adds nothing: the checkpoints of runs made before an option
+    // existed keep their fingerprint.
     let settings = format!(
-        "{} {} {} {} {} {} {:?}",
-        opt.batch, opt.lr, opt.lr_decay, opt.clip, opt.dropout, opt.seed, opt.quantize
+        "{} {} {} {} {} {}{}{}",
+        opt.batch,
+        opt.lr,
+        opt.lr_decay,
+        opt.clip,
+        opt.dropout,
+        opt.seed,
+        opt.quantize
+            .map_or(String::new(), |q| format!(" {:?}", Some(q))),
+        match opt.label_smoothing {
+            0.0 => String::new(),
+            e => format!(" smoothing {e}"),
+        }
     );
     let valid_bytes = valid.map(read).transpose()?.unwrap_or_default();
     let print = fingerprint(&[

@@ -19,6 +19,8 @@ pub struct Model<'a> {
     p: Weights,
     dropout: f32,
     rng: Option<&'a mut SplitMix64>,
+    /// Label smoothing of the loss (0: plain cross-entropy).
+    smoothing: f32,
 }
 
 /// The decoder's per-batch weights.
@@ -52,6 +54,7 @@ impl<'a> Model<'a> {
             p: p.weights(),
             dropout: 0.0,
             rng: None,
+            smoothing: 0.0,
         }
     }
 
@@ -62,6 +65,7 @@ impl<'a> Model<'a> {
             p: p.weights(),
             dropout,
             rng: Some(rng),
+            smoothing: 0.0,
         }
     }
 
@@ -73,7 +77,17 @@ impl<'a> Model<'a> {
             p: p.quantized_weights()?,
             dropout: 0.0,
             rng: None,
+            smoothing: 0.0,
         })
+    }
+
+    /// The same model with label smoothing `eps` in its loss: each target token's
+    /// negative log-probability weighted `1 - eps`, the mean over the vocabulary `eps`.
+    pub fn smoothed(self, eps: f32) -> Self {
+        Model {
+            smoothing: eps,
+            ..self
+        }
     }
 
     /// Inverted dropout: each value kept with probability `1 - p` and scaled by
@@ -312,7 +326,14 @@ impl<'a> Model<'a> {
         };
         let v = logits.dim(D::Minus1)?;
         let logp = candle_nn::ops::log_softmax(&logits.reshape((b.size * b.steps, v))?, 1)?;
-        let picked = logp.gather(&b.tgt_out, 1)?.squeeze(1)?;
+        let mut picked = logp.gather(&b.tgt_out, 1)?.squeeze(1)?;
+        if self.smoothing > 0.0 {
+            let eps = f64::from(self.smoothing);
+            let mean = logp.mean(1)?;
+            picked = picked
+                .affine(1.0 - eps, 0.0)?
+                .add(&mean.affine(eps, 0.0)?)?;
+        }
         let total = picked.mul(&b.tgt_mask)?.sum_all()?;
         total.affine(-1.0 / b.tokens as f64, 0.0)
     }

@@ -656,3 +656,43 @@ fn init_starts_from_the_model_file() {
     assert!(!dir.join("d.s2s").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Label smoothing mixes the target's negative log-probability with the vocabulary's
+/// mean: linear in `eps`, and not the plain loss at `eps = 1`.
+#[test]
+fn label_smoothing_mixes_the_target_with_the_vocabulary() {
+    let dir = tmp("smoothing");
+    let mut cfg = Config::load(&config(&dir, "s", VARIANTS[4].1, false)).unwrap();
+    let data = pairs(6, 3);
+    build_vocabularies(&mut cfg, data.iter());
+    let desc = cfg.desc().unwrap();
+    let p = Params::init(&desc, &mut SplitMix64::new(2), &Device::Cpu).unwrap();
+    let skeleton = p
+        .to_builder(desc, &cfg.source.tokens, &cfg.target.tokens, "")
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    let m = LoadedModel::from_bytes(Path::new("m.s2s"), &skeleton).unwrap();
+    let ex = encode_pairs(&m.file(), &data, Path::new("d.tsv")).unwrap();
+    let refs: Vec<&Example> = ex.iter().collect();
+    let b = make_batch(
+        &refs,
+        u32::from(desc.tgt_start),
+        u32::from(desc.tgt_end),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let at = |eps: f32| -> f32 {
+        Model::eval(&desc, &p)
+            .smoothed(eps)
+            .loss(&b)
+            .unwrap()
+            .to_scalar()
+            .unwrap()
+    };
+    let (plain, uniform, quarter) = (at(0.0), at(1.0), at(0.25));
+    assert!((plain - uniform).abs() > 1e-4, "{plain} {uniform}");
+    let mixed = 0.75 * plain + 0.25 * uniform;
+    assert!((quarter - mixed).abs() < 1e-5, "{quarter} against {mixed}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
