@@ -46,7 +46,7 @@ impl Quantizer {
     /// A quantizer calibrating on up to [`CALIB_SOURCES`] of `train_sources`.
     pub fn new(scheme: Scheme, train_sources: &[String]) -> Quantizer {
         let n = train_sources.len();
-        let take = n.min(CALIB_SOURCES).max(1);
+        let take = n.clamp(1, CALIB_SOURCES);
         let sources = (0..take)
             .filter_map(|i| train_sources.get(i * n / take).cloned())
             .collect();
