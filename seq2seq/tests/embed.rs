@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{random_model, Rng, SRC};
+use common::{random_lines, random_model, Rng};
 use s2s_kernels::{PrecisionKind, F32, W8A16, W8F32};
 use seq2seq::builder::aligned;
 use seq2seq::embed::{Embedded, Layer};
@@ -100,13 +100,7 @@ fn an_embedded_model_decodes_as_its_file() {
         let words = aligned(&bytes);
         let file = ModelFile::parse(&bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()])
             .expect("a valid file");
-        let lines: Vec<String> = (0..4)
-            .map(|_| {
-                (0..r.range(1, 8))
-                    .map(|_| SRC[r.range(3, SRC.len() - 1)])
-                    .collect()
-            })
-            .collect();
+        let lines = random_lines(&mut r, 4);
         decoded += match precision {
             PrecisionKind::F32 => same::<F32>(&file, &lines),
             PrecisionKind::W8F32 => same::<W8F32>(&file, &lines),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{random_model, Rng, SRC};
+use common::{random_lines, random_model, Rng};
 use s2s_kernels::{Precision, PrecisionKind, F32, W8A16};
 use seq2seq::builder::aligned;
 use seq2seq::run::{Observer, Step};
@@ -133,13 +133,7 @@ fn forcing_the_greedy_tokens_gives_the_greedy_logits() {
         let words = aligned(&bytes);
         let file = ModelFile::parse(&bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()])
             .expect("a valid file");
-        let lines: Vec<String> = (0..4)
-            .map(|_| {
-                (0..r.range(1, 8))
-                    .map(|_| SRC[r.range(3, SRC.len() - 1)])
-                    .collect()
-            })
-            .collect();
+        let lines = random_lines(&mut r, 4);
         compared += match precision {
             PrecisionKind::W8A16 => check::<W8A16>(&file, &lines, &mut r),
             _ => check::<F32>(&file, &lines, &mut r),

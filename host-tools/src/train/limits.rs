@@ -122,20 +122,15 @@ pub fn check_sizes(
     positions: usize,
     memory: Option<u64>,
 ) -> Result {
-    if desc.max_steps > MAX_TRAIN_STEPS {
+    if let Some(m) = too_many_steps(desc) {
         return Err(cfg.error(
             Place::Inside(format!("[target] max_steps = {}", desc.max_steps)),
-            format!("s2s train trains at most {MAX_TRAIN_STEPS} decoder steps"),
+            m,
         ));
     }
-    let need = estimate_bytes(desc, batch, positions);
-    let (limit, whose) = match memory {
-        Some(m) if m < MAX_TRAIN_BYTES => (m, "this machine's memory"),
-        _ => (MAX_TRAIN_BYTES, "the bound of s2s train"),
-    };
-    if need <= limit {
+    let Some((need, limit, whose)) = over_limit(desc, batch, positions, memory) else {
         return Ok(());
-    }
+    };
     let attention = cfg.attention.as_ref().and_then(|a| a.dim).unwrap_or(0);
     let sizes = [
         ("[encoder] hidden", cfg.encoder.hidden),
@@ -161,6 +156,28 @@ pub fn check_sizes(
     ))
 }
 
+/// Why `desc`'s `max_steps` is more than `s2s train` trains, if it is.
+fn too_many_steps(desc: &ModelDesc) -> Option<String> {
+    (desc.max_steps > MAX_TRAIN_STEPS)
+        .then(|| format!("s2s train trains at most {MAX_TRAIN_STEPS} decoder steps"))
+}
+
+/// `(need, limit, whose limit)` when [`estimate_bytes`] is over the machine's memory or
+/// [`MAX_TRAIN_BYTES`].
+fn over_limit(
+    desc: &ModelDesc,
+    batch: usize,
+    positions: usize,
+    memory: Option<u64>,
+) -> Option<(u64, u64, &'static str)> {
+    let need = estimate_bytes(desc, batch, positions);
+    let (limit, whose) = match memory {
+        Some(m) if m < MAX_TRAIN_BYTES => (m, "this machine's memory"),
+        _ => (MAX_TRAIN_BYTES, "the bound of s2s train"),
+    };
+    (need > limit).then_some((need, limit, whose))
+}
+
 /// `n` bytes in GB, one decimal.
 fn gigabytes(n: u64) -> String {
     format!("{:.1} GB", n as f64 / 1e9)
@@ -174,28 +191,23 @@ pub fn check_model_size(
     positions: usize,
     memory: Option<u64>,
 ) -> Result {
-    if desc.max_steps > MAX_TRAIN_STEPS {
+    if let Some(m) = too_many_steps(desc) {
         return Err(Error::invalid(
             path.display(),
             Place::File,
-            format!(
-                "max_steps = {}: s2s train trains at most {MAX_TRAIN_STEPS} decoder steps",
-                desc.max_steps
-            ),
+            format!("max_steps = {}: {m}", desc.max_steps),
         ));
     }
-    let need = estimate_bytes(desc, batch, positions);
-    let limit = memory.map_or(MAX_TRAIN_BYTES, |m| m.min(MAX_TRAIN_BYTES));
-    if need > limit {
-        return Err(Error::invalid(
+    match over_limit(desc, batch, positions, memory) {
+        Some((need, limit, whose)) => Err(Error::invalid(
             path.display(),
             Place::File,
             format!(
-                "training would need about {}, more than {}",
+                "training would need about {}, more than {whose} ({})",
                 gigabytes(need),
                 gigabytes(limit)
             ),
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }

@@ -91,12 +91,17 @@ impl Params {
             }
             specs.push((name, spec));
         }
+        Ok(Params::new(vars, specs))
+    }
+
+    /// Parameters from their variables and layers, indexed by name.
+    fn new(vars: Vec<(String, Var)>, specs: Vec<(String, LayerSpec)>) -> Params {
         let index = vars
             .iter()
             .enumerate()
             .map(|(i, (n, _))| (n.clone(), i))
             .collect();
-        Ok(Params { vars, index, specs })
+        Params { vars, index, specs }
     }
 
     /// The parameters of an f32 model file (`s2s train --init`): every layer's weights,
@@ -150,12 +155,7 @@ impl Params {
             }
             specs.push((name, spec));
         }
-        let index = vars
-            .iter()
-            .enumerate()
-            .map(|(i, (n, _))| (n.clone(), i))
-            .collect();
-        Ok(Params { vars, index, specs })
+        Ok(Params::new(vars, specs))
     }
 
     /// The weight and bias of a layer (`encoder.w_ih.l0.fwd`, `output`, ...).

@@ -367,6 +367,18 @@ pub fn random_builder(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> M
 }
 
 /// A random valid model file of `precision`.
+/// `n` source lines of 1 to 7 symbols of [`SRC`] (no special tokens).
+#[allow(dead_code)]
+pub fn random_lines(r: &mut Rng, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            (0..r.range(1, 8))
+                .map(|_| SRC[r.range(3, SRC.len() - 1)])
+                .collect()
+        })
+        .collect()
+}
+
 pub fn random_model(precision: PrecisionKind, r: &mut Rng) -> Vec<u8> {
     let d = random_desc(r);
     random_builder(&d, precision, r)

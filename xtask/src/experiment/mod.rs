@@ -249,6 +249,9 @@ impl Exp<'_> {
             &"--threads",
             &threads,
         ];
+        if let Some(q) = &run.quantize {
+            args.extend([&"--quantize" as &dyn AsRef<std::ffi::OsStr>, q]);
+        }
         for a in run.args {
             args.push(a);
         }
