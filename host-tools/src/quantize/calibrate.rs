@@ -7,6 +7,7 @@ use s2s_kernels::PrecisionKind;
 use seq2seq::{Observer, Prefix, Probe, Step, Values};
 
 use crate::error::{Error, Result};
+use crate::model::hostf32::HostF32;
 use crate::model::LoadedModel;
 
 /// Largest `|x|` seen per probe over the calibration set.
@@ -36,16 +37,16 @@ struct Ranges {
     sequences: usize,
 }
 
-impl Observer<crate::quantize::gptq::Recording> for Ranges {
+impl<P: s2s_kernels::Precision<Act = f32, Wide = f32>> Observer<P> for Ranges {
     fn encoded(&mut self, _positions: usize) {
         self.sequences += 1;
     }
-    fn step(&mut self, s: &Step<'_, crate::quantize::gptq::Recording>) {
+    fn step(&mut self, s: &Step<'_, P>) {
         for v in s.logits {
             self.logits_max = self.logits_max.max(v.abs());
         }
     }
-    fn probe(&mut self, probe: Probe, values: Values<'_, crate::quantize::gptq::Recording>) {
+    fn probe(&mut self, probe: Probe, values: Values<'_, P>) {
         let e = self.max.entry(probe).or_insert(0.0);
         let vals: &[f32] = match values {
             Values::Act(a, _) => a,
@@ -63,6 +64,79 @@ pub fn calibrate(
     lines: &[String],
     progress: impl FnMut(usize),
 ) -> Result<Calibration> {
+    let (mut c, usable) = usable_lines(m, lines)?;
+    // One pass of the float model gives both the ranges and the layers' input
+    // statistics; each thread's ranges are merged (largest values and counts, so the
+    // same whatever the thread count).
+    let (rec, ranges) = crate::quantize::gptq::collect(m, &usable, Ranges::default, progress)?;
+    (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
+    merge(&mut c, ranges);
+    c.lines = usable;
+    Ok(c)
+}
+
+/// [`calibrate`] without the layers' input statistics (no error-compensating rounding
+/// can use it) nor the LSTM cell states (the models `s2s train` trains have none): the
+/// ranges only, from the same float computation (`HostF32`, the recorder's own), at a
+/// fraction of the cost. Quantization-aware training calibrates this way every epoch.
+pub fn calibrate_ranges(m: &LoadedModel, lines: &[String]) -> Result<Calibration> {
+    use rayon::prelude::*;
+    let (mut c, usable) = usable_lines(m, lines)?;
+    let file = m.file();
+    if file.desc().cells != seq2seq::Cells::GRU {
+        return Err(Error::usage(format!(
+            "{}: a calibration of ranges only has no LSTM cell states",
+            m.path.display()
+        )));
+    }
+    let net = seq2seq::Net::<HostF32>::bind(&file).map_err(Error::model(&m.path))?;
+    let positions = m.positions();
+    let bytes = seq2seq::Plan::new::<HostF32>(&net.desc, positions).bytes();
+    let share = usable
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(1);
+    let ranges: Vec<Ranges> = usable
+        .par_chunks(share)
+        .map(|chunk| -> Result<Ranges> {
+            let mut arena = vec![0u32; bytes.div_ceil(4)];
+            let mut runner =
+                seq2seq::Runner::new(&net, &mut arena, positions).map_err(Error::model(&m.path))?;
+            let (mut r, mut out) = (Ranges::default(), vec![0u16; net.desc.max_steps]);
+            for l in chunk {
+                // Lines the model cannot read are not calibration data.
+                let _ = runner.translate_line::<seq2seq::Error>(
+                    l,
+                    &Prefix::NONE,
+                    &mut out,
+                    &mut r,
+                    |_| Ok(()),
+                );
+            }
+            Ok(r)
+        })
+        .collect::<Result<_>>()?;
+    merge(&mut c, ranges);
+    c.lines = usable;
+    Ok(c)
+}
+
+/// Adds each thread's ranges (largest values and counts: the same whatever the thread
+/// count).
+fn merge(c: &mut Calibration, ranges: Vec<Ranges>) {
+    for r in ranges {
+        for (probe, v) in r.max {
+            let e = c.max.entry(probe).or_insert(0.0);
+            *e = e.max(v);
+        }
+        c.logits_max = c.logits_max.max(r.logits_max);
+        c.sequences += r.sequences;
+    }
+}
+
+/// The calibration lines the f32 model `m` can read, and a calibration listing the
+/// others as skipped; an error if it is not f32 or no line is usable.
+fn usable_lines(m: &LoadedModel, lines: &[String]) -> Result<(Calibration, Vec<String>)> {
     let file = m.file();
     if file.precision() != PrecisionKind::F32 {
         return Err(Error::usage(format!(
@@ -117,19 +191,5 @@ pub fn calibrate(
             )
         }));
     }
-    // One pass of the float model gives both the ranges and the layers' input
-    // statistics; each thread's ranges are merged (largest values and counts, so the
-    // same whatever the thread count).
-    let (rec, ranges) = crate::quantize::gptq::collect(m, &usable, Ranges::default, progress)?;
-    (c.hessians, c.cell_max) = (rec.hessians, rec.cell_max);
-    for r in ranges {
-        for (probe, v) in r.max {
-            let e = c.max.entry(probe).or_insert(0.0);
-            *e = e.max(v);
-        }
-        c.logits_max = c.logits_max.max(r.logits_max);
-        c.sequences += r.sequences;
-    }
-    c.lines = usable;
-    Ok(c)
+    Ok((c, usable))
 }

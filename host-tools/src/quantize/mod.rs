@@ -28,7 +28,7 @@ use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::ModelDesc;
 use seq2seq::format::{DType, Slot, TensorId};
 
-pub use calibrate::{calibrate, Calibration};
+pub use calibrate::{calibrate, calibrate_ranges, Calibration};
 pub use planes::Planes;
 pub use row_curve::CurveRequest;
 

@@ -3,8 +3,7 @@
 //! Every mini-batch, the current parameters are quantized as `s2s quantize` stores them
 //! (int8 per row, rounded to nearest, one weight plane; in w8a16 the activation formats
 //! of the epoch's calibration) and the batch's sources are run through that integer
-//! model by the core (`seq2seq`'s `Runner::force`, the `W8A16` or `W8F32` precision,
-//! teacher-forced): its logits are the forward value of the loss, so the loss is the
+//! model (`seq2seq`'s `Runner::force` at the precision `s2s run` uses, teacher-forced): its logits are the forward value of the loss, so the loss is the
 //! deployed model's own, with its roundings, saturations, tables and integer softmax.
 //! The gradient flows through the float network on the same int8 weights
 //! ([`fake_quant_rows`], straight through the rounding): the logits enter the graph as
@@ -25,7 +24,7 @@ use super::examples::Example;
 use super::model::Greedy;
 use crate::error::{Error, Result};
 use crate::model::{top_two, LoadedModel};
-use crate::quantize::{calibrate, quantize_nearest, Calibration, Scheme};
+use crate::quantize::{calibrate_ranges, quantize_nearest, Calibration, Scheme};
 
 /// Training sources the w8a16 formats are calibrated on each epoch (spread over the
 /// training set).
@@ -61,7 +60,7 @@ impl Quantizer {
     /// (w8a16; w8f32 has none).
     pub fn calibrate(&mut self, f32_model: &LoadedModel) -> Result {
         if self.scheme == Scheme::W8a16 {
-            self.calib = Some(calibrate(f32_model, &self.sources, |_| {})?);
+            self.calib = Some(calibrate_ranges(f32_model, &self.sources)?);
         }
         Ok(())
     }
@@ -159,24 +158,19 @@ fn greedy_core<P: ModelPrecision>(
         .collect()
 }
 
-/// Splits `ex` over the threads, runs `f` on each share with the model's core net and
-/// puts the results back in order.
+/// Splits `ex` over the threads, runs `f` on each share and puts the results back in
+/// order; errors name the model.
 fn over_threads<T: Send>(
     m: &LoadedModel,
     ex: &[&Example],
-    f: impl Fn(&CoreNet<'_>, usize, &[&Example]) -> std::result::Result<Vec<T>, seq2seq::Error> + Sync,
+    f: impl Fn(&[&Example]) -> std::result::Result<Vec<T>, seq2seq::Error> + Sync,
 ) -> Result<Vec<T>> {
-    let file = m.file();
-    let net = CoreNet::bind(&file).map_err(Error::model(&m.path))?;
-    let positions = positions(m, ex);
     let share = ex
         .len()
         .div_ceil(rayon::current_num_threads().max(1))
         .max(LANES);
-    let parts: Vec<std::result::Result<Vec<T>, seq2seq::Error>> = ex
-        .par_chunks(share)
-        .map(|part| f(&net, positions, part))
-        .collect();
+    let parts: Vec<std::result::Result<Vec<T>, seq2seq::Error>> =
+        ex.par_chunks(share).map(&f).collect();
     let mut out = Vec::with_capacity(ex.len());
     for p in parts {
         out.extend(p.map_err(Error::model(&m.path))?);
@@ -184,21 +178,15 @@ fn over_threads<T: Send>(
     Ok(out)
 }
 
-/// An integer model bound at the core's precision.
-pub enum CoreNet<'a> {
-    /// int8 weights, int16 activations.
-    W8A16(Net<'a, s2s_kernels::W8A16>),
-    /// int8 weights, f32 math.
-    W8F32(Net<'a, s2s_kernels::W8F32>),
-}
-
-impl<'a> CoreNet<'a> {
-    fn bind(file: &seq2seq::ModelFile<'a>) -> std::result::Result<Self, seq2seq::Error> {
-        Ok(match file.precision() {
-            s2s_kernels::PrecisionKind::W8A16 => CoreNet::W8A16(Net::bind(file)?),
-            _ => CoreNet::W8F32(Net::bind(file)?),
-        })
-    }
+/// Teacher-forced logits of `ex` (`[i][step][v]`) through the integer model as the host
+/// runs it (`s2s run`'s batched integer layers, the core's integers).
+fn forced_rows(m: &LoadedModel, ex: &[&Example]) -> Result<Vec<Vec<f32>>> {
+    let positions = positions(m, ex);
+    m.with_net(|any| {
+        crate::dispatch!(any, |net: P| over_threads(m, ex, |part| forced::<P>(
+            &net, positions, part
+        )))
+    })
 }
 
 /// The integer model's teacher-forced logits of `ex` as a `batch x steps x vocab`
@@ -211,10 +199,7 @@ pub fn forced_logits(
     like: &Tensor,
 ) -> Result<Tensor> {
     let v = m.file().desc().tgt_vocab;
-    let rows = over_threads(m, ex, |net, positions, part| match net {
-        CoreNet::W8A16(n) => forced(n, positions, part),
-        CoreNet::W8F32(n) => forced(n, positions, part),
-    })?;
+    let rows = forced_rows(m, ex)?;
     let mut all = vec![0f32; ex.len() * steps * v];
     for (i, r) in rows.iter().enumerate() {
         let n = r.len().min(steps * v);
@@ -223,13 +208,23 @@ pub fn forced_logits(
     Ok(Tensor::from_vec(all, (ex.len(), steps, v), like.device())?)
 }
 
-/// The integer model's greedy decodes of `ex` (ids and top-two gaps), by the core.
+/// The integer model's greedy decodes of `ex` (ids and top-two gaps) by the core's own
+/// precision (`W8A16` or `W8F32`), not the host's batched layers that `s2s run` decodes
+/// the written file with: the two are compared.
 pub fn greedy(m: &LoadedModel, ex: &[Example]) -> Result<Vec<Greedy>> {
     let refs: Vec<&Example> = ex.iter().collect();
-    over_threads(m, &refs, |net, positions, part| match net {
-        CoreNet::W8A16(n) => greedy_core(n, positions, part),
-        CoreNet::W8F32(n) => greedy_core(n, positions, part),
-    })
+    let file = m.file();
+    let positions = positions(m, &refs);
+    match file.precision() {
+        s2s_kernels::PrecisionKind::W8A16 => {
+            let net = Net::<s2s_kernels::W8A16>::bind(&file).map_err(Error::model(&m.path))?;
+            over_threads(m, &refs, |part| greedy_core(&net, positions, part))
+        }
+        _ => {
+            let net = Net::<s2s_kernels::W8F32>::bind(&file).map_err(Error::model(&m.path))?;
+            over_threads(m, &refs, |part| greedy_core(&net, positions, part))
+        }
+    }
 }
 
 /// `w` (`rows x cols`) with each row rounded to its int8 grid as `s2s quantize` rounds
@@ -279,10 +274,7 @@ pub fn evaluate(m: &LoadedModel, ex: &[Example]) -> Result<(f64, f64, f64)> {
     let d = *m.file().desc();
     let v = d.tgt_vocab;
     let refs: Vec<&Example> = ex.iter().collect();
-    let rows = over_threads(m, &refs, |net, positions, part| match net {
-        CoreNet::W8A16(n) => forced(n, positions, part),
-        CoreNet::W8F32(n) => forced(n, positions, part),
-    })?;
+    let rows = forced_rows(m, &refs)?;
     let (mut loss, mut tokens) = (0.0f64, 0usize);
     for (e, r) in ex.iter().zip(&rows) {
         let fed = e.tgt.iter().copied().chain([u32::from(d.tgt_end)]);

@@ -696,3 +696,32 @@ fn label_smoothing_mixes_the_target_with_the_vocabulary() {
     assert!((quarter - mixed).abs() < 1e-5, "{quarter} against {mixed}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The ranges-only calibration of quantization-aware training measures what the full
+/// one (with the recorder) measures: the same largest values per probe, logits and
+/// sequence count, on every architecture.
+#[test]
+fn ranges_only_calibration_equals_the_full_one() {
+    let dir = tmp("ranges");
+    let lines: Vec<String> = pairs(40, 4).into_iter().map(|p| p.source).collect();
+    for (i, (what, body)) in VARIANTS.iter().enumerate() {
+        let mut cfg = Config::load(&config(&dir, &format!("r{i}"), body, false)).unwrap();
+        let data = pairs(40, 4);
+        build_vocabularies(&mut cfg, data.iter());
+        let desc = cfg.desc().unwrap();
+        let p = Params::init(&desc, &mut SplitMix64::new(i as u64), &Device::Cpu).unwrap();
+        let bytes = p
+            .to_builder(desc, &cfg.source.tokens, &cfg.target.tokens, "")
+            .unwrap()
+            .to_bytes()
+            .unwrap();
+        let m = LoadedModel::from_bytes(Path::new("m.s2s"), &bytes).unwrap();
+        let full = crate::quantize::calibrate(&m, &lines, |_| {}).unwrap();
+        let ranges = crate::quantize::calibrate_ranges(&m, &lines).unwrap();
+        assert!(!full.max.is_empty(), "{what}");
+        assert_eq!(full.max, ranges.max, "{what}");
+        assert_eq!(full.logits_max, ranges.logits_max, "{what}");
+        assert_eq!(full.sequences, ranges.sequences, "{what}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
