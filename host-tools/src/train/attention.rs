@@ -56,8 +56,15 @@ impl Attention {
     }
 
     /// The keys of `values` (`batch x positions x M`): `U m` (+ bias) for an additive
-    /// score with a key matrix, `W m` for the general score, else the values.
-    pub fn memory(desc: &ModelDesc, p: &Weights, values: Tensor, mask: Tensor) -> Result<Memory> {
+    /// score with a key matrix, `W m` for the general score (saturated at `key_bound`),
+    /// else the values.
+    pub fn memory(
+        desc: &ModelDesc,
+        p: &Weights,
+        values: Tensor,
+        mask: Tensor,
+        key_bound: Option<f64>,
+    ) -> Result<Memory> {
         let layer = match desc.score {
             ScoreKind::Additive if desc.attn_key_proj => Some("attention.key"),
             ScoreKind::General => Some("attention.general"),
@@ -67,10 +74,11 @@ impl Attention {
             Some(name) => {
                 let (w, b) = p.linear(name);
                 let k = matmul_last(&values, &w.t()?)?;
-                match b {
+                let k = match b {
                     Some(b) => k.broadcast_add(b)?,
                     None => k,
-                }
+                };
+                super::model::saturate(k, key_bound)?
             }
             None => values.clone(),
         };

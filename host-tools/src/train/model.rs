@@ -3,7 +3,7 @@
 //! order and with the arithmetic the runtime's `seq2seq::run` defines.
 
 use candle_core::{Result, Tensor, D};
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind};
 
 use super::attention::{Attention, Memory};
 use super::cell::{matmul_last, Cell, CellKind, State};
@@ -21,6 +21,43 @@ pub struct Model<'a> {
     rng: Option<&'a mut SplitMix64>,
     /// Label smoothing of the loss (0: plain cross-entropy).
     smoothing: f32,
+    /// Quantization-aware training: the largest magnitude the integer model's memory
+    /// and keys hold in their formats (values beyond saturate there, as on the device).
+    bounds: Bounds,
+}
+
+/// Saturation bounds of the integer model's calibrated activations (`None`: none).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bounds {
+    /// The memory (projected encoder outputs).
+    pub memory: Option<f64>,
+    /// The stored keys (`U m`, `W m`).
+    pub keys: Option<f64>,
+}
+
+impl Bounds {
+    /// The bounds of the quantized model `q`'s calibrated formats.
+    pub fn of(q: &ModelDesc) -> Bounds {
+        let top = |f: s2s_kernels::Fmt| 32767.0 * 2f64.powi(-i32::from(f.frac));
+        let keys = q.has_attention()
+            && matches!(
+                (q.score, q.attn_key_proj),
+                (ScoreKind::Additive, true) | (ScoreKind::General, _)
+            );
+        Bounds {
+            memory: q.memory_proj.map(|_| top(q.fmt_memory)),
+            keys: keys.then(|| top(q.fmt_keys)),
+        }
+    }
+}
+
+/// `x` saturated at `±bound` (no gradient beyond it, as the integer model's values do
+/// not move there).
+pub fn saturate(x: Tensor, bound: Option<f64>) -> Result<Tensor> {
+    match bound {
+        Some(b) => x.clamp(-b as f32, b as f32),
+        None => Ok(x),
+    }
 }
 
 /// The decoder's per-batch weights.
@@ -55,6 +92,7 @@ impl<'a> Model<'a> {
             dropout: 0.0,
             rng: None,
             smoothing: 0.0,
+            bounds: Bounds::default(),
         }
     }
 
@@ -66,18 +104,21 @@ impl<'a> Model<'a> {
             dropout,
             rng: Some(rng),
             smoothing: 0.0,
+            bounds: Bounds::default(),
         }
     }
 
     /// Quantization-aware training: no dropout (the integer model it stands for has
-    /// none), the weights on their int8 grid ([`Params::quantized_weights`]).
-    pub fn quantized(desc: &'a ModelDesc, p: &Params) -> Result<Self> {
+    /// none), the weights on their int8 grid ([`Params::quantized_weights`]), the memory
+    /// and keys saturated where the integer model's formats end (`bounds`).
+    pub fn quantized(desc: &'a ModelDesc, p: &Params, bounds: Bounds) -> Result<Self> {
         Ok(Model {
             desc,
             p: p.quantized_weights()?,
             dropout: 0.0,
             rng: None,
             smoothing: 0.0,
+            bounds,
         })
     }
 
@@ -172,7 +213,14 @@ impl<'a> Model<'a> {
                 }
                 None => x,
             };
-            Some(Attention::memory(d, &self.p, values, b.attend.clone())?)
+            let values = saturate(values, self.bounds.memory)?;
+            Some(Attention::memory(
+                d,
+                &self.p,
+                values,
+                b.attend.clone(),
+                self.bounds.keys,
+            )?)
         } else {
             None
         };

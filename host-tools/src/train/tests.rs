@@ -577,7 +577,7 @@ fn quantization_aware_training_writes_the_integer_model_it_trained() {
         let b = make_batch(&refs, start, end, &Device::Cpu).unwrap();
         let exact = super::quant::forced_logits(&m, &refs, b.steps, &b.tgt_mask).unwrap();
         let p = Params::init(&desc, &mut SplitMix64::new(1), &Device::Cpu).unwrap();
-        let graph = Model::quantized(&desc, &p)
+        let graph = Model::quantized(&desc, &p, super::model::Bounds::of(&desc))
             .unwrap()
             .loss_with(&b, Some(&exact))
             .unwrap()
