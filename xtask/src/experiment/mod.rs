@@ -105,6 +105,11 @@ const STAGES: &[Stage] = &[
         run: |e| e.train("qat-cmudict-bahdanau"),
     },
     Stage {
+        name: "try-cmudict-bahdanau-ls",
+        what: "a try at 9 % PER: the Bahdanau model with label smoothing 0.1",
+        run: |e| e.train("try-cmudict-bahdanau-ls"),
+    },
+    Stage {
         name: "qat-eval",
         what: "PER of the QAT files against their f32 models and post-training quantization",
         run: report::qat_eval,
@@ -249,10 +254,7 @@ impl Exp<'_> {
             &"--threads",
             &threads,
         ];
-        if let Some(q) = &run.quantize {
-            args.extend([&"--quantize" as &dyn AsRef<std::ffi::OsStr>, q]);
-        }
-        for a in run.args {
+        for a in run.extra.iter().chain(run.args) {
             args.push(a);
         }
         println!(
