@@ -324,7 +324,8 @@ pub fn device(e: &Exp) -> Result {
 /// Quantization-aware training against its alternatives, on the CMUdict test split:
 /// g2p-en in f32, post-training quantized (the models step's file, and one weight
 /// plane rounded to nearest as QAT stores it) and fine-tuned with QAT; the Bahdanau
-/// model's f32 and QAT runs where they exist. PER/WER per model
+/// model's f32, QAT and label-smoothing runs where they exist, greedy and with a beam
+/// of 4 (`results/qat-test-beam4.json`). PER/WER per model
 /// (`results/qat-test.json`) and each file's size against its f32 file
 /// (`results/qat-sizes.tsv`).
 pub fn qat_eval(e: &Exp) -> Result {
@@ -357,7 +358,11 @@ pub fn qat_eval(e: &Exp) -> Result {
             .map(|m| (m, f32_g2p.clone())),
     );
     let bahdanau = e.path("cmudict-bahdanau.s2s");
-    for name in ["cmudict-bahdanau", "qat-cmudict-bahdanau"] {
+    for name in [
+        "cmudict-bahdanau",
+        "qat-cmudict-bahdanau",
+        "try-cmudict-bahdanau-ls",
+    ] {
         let m = e.path(&format!("{name}.s2s"));
         if m.is_file() {
             pairs.push((m, bahdanau.clone()));
@@ -402,5 +407,24 @@ pub fn qat_eval(e: &Exp) -> Result {
         &json,
     ]);
     print!("{}", e.capture_s2s(&args)?);
+    // The beam (width 4) on the CMUdict models.
+    let beam_json = e.result("qat-test-beam4.json");
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"eval"];
+    for (m, r) in &pairs {
+        if r == &bahdanau {
+            args.push(m);
+        }
+    }
+    if args.len() > 1 {
+        args.extend([
+            &"--data" as &dyn AsRef<std::ffi::OsStr>,
+            &test,
+            &"--beam",
+            &"4",
+            &"--json",
+            &beam_json,
+        ]);
+        print!("{}", e.capture_s2s(&args)?);
+    }
     Ok(())
 }
