@@ -80,9 +80,15 @@ fn runs_table(e: &Exp, old: &str) -> String {
         });
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {} | {params} | {epochs} | {time} | {per} | {} min | {valid} |",
+            "| {} | `{}{}`{} | {} | {} | {params} | {epochs} | {time} | {per} | {} min | {valid} |",
             r.name,
+            if r.init { "--init target/" } else { "" },
             r.config,
+            if r.extra.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", r.extra.join(" "))
+            },
             r.seed,
             match r.threads {
                 0 => "all".to_string(),
