@@ -89,9 +89,10 @@ pub fn calibrate_ranges(m: &LoadedModel, lines: &[String]) -> Result<Calibration
             m.path.display()
         )));
     }
+    const LANES: usize = crate::model::HOST_LANES;
     let net = seq2seq::Net::<HostF32>::bind(&file).map_err(Error::model(&m.path))?;
     let positions = m.positions();
-    let bytes = seq2seq::Plan::new::<HostF32>(&net.desc, positions).bytes();
+    let bytes = seq2seq::Plan::new::<HostF32>(&net.desc, positions).bytes() * LANES;
     let share = usable
         .len()
         .div_ceil(rayon::current_num_threads().max(1))
@@ -101,18 +102,18 @@ pub fn calibrate_ranges(m: &LoadedModel, lines: &[String]) -> Result<Calibration
         .map(|chunk| -> Result<Ranges> {
             let mut arena = vec![0u32; bytes.div_ceil(4)];
             let mut runner =
-                seq2seq::Runner::new(&net, &mut arena, positions).map_err(Error::model(&m.path))?;
-            let (mut r, mut out) = (Ranges::default(), vec![0u16; net.desc.max_steps]);
-            for l in chunk {
+                seq2seq::Runner::<HostF32, LANES>::with_lanes(&net, &mut arena, positions)
+                    .map_err(Error::model(&m.path))?;
+            let mut ids = vec![vec![0u16; net.desc.max_steps]; LANES];
+            let mut lanes: Vec<Ranges> = (0..LANES).map(|_| Ranges::default()).collect();
+            for lines in chunk.chunks(LANES) {
+                let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+                let mut outs: Vec<&mut [u16]> = ids.iter_mut().map(|v| &mut v[..]).collect();
                 // Lines the model cannot read are not calibration data.
-                let _ = runner.translate_line::<seq2seq::Error>(
-                    l,
-                    &Prefix::NONE,
-                    &mut out,
-                    &mut r,
-                    |_| Ok(()),
-                );
+                let _ = runner.translate_batch(&lines, &[], &mut outs, &mut lanes);
             }
+            let mut r = Ranges::default();
+            merge_ranges(&mut r, lanes);
             Ok(r)
         })
         .collect::<Result<_>>()?;
@@ -124,13 +125,22 @@ pub fn calibrate_ranges(m: &LoadedModel, lines: &[String]) -> Result<Calibration
 /// Adds each thread's ranges (largest values and counts: the same whatever the thread
 /// count).
 fn merge(c: &mut Calibration, ranges: Vec<Ranges>) {
+    let mut all = Ranges::default();
+    merge_ranges(&mut all, ranges);
+    c.max = all.max;
+    c.logits_max = all.logits_max;
+    c.sequences = all.sequences;
+}
+
+/// Adds ranges into `into`.
+fn merge_ranges(into: &mut Ranges, ranges: Vec<Ranges>) {
     for r in ranges {
         for (probe, v) in r.max {
-            let e = c.max.entry(probe).or_insert(0.0);
+            let e = into.max.entry(probe).or_insert(0.0);
             *e = e.max(v);
         }
-        c.logits_max = c.logits_max.max(r.logits_max);
-        c.sequences += r.sequences;
+        into.logits_max = into.logits_max.max(r.logits_max);
+        into.sequences += r.sequences;
     }
 }
 
