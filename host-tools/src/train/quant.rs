@@ -138,7 +138,7 @@ fn forced<P: ModelPrecision>(
 }
 
 /// Greedy decodes of `ex` through `net`, one lane.
-fn greedy_core<P: ModelPrecision>(
+fn greedy_lane<P: ModelPrecision>(
     net: &Net<'_, P>,
     positions: usize,
     ex: &[&Example],
@@ -218,11 +218,11 @@ pub fn greedy(m: &LoadedModel, ex: &[Example]) -> Result<Vec<Greedy>> {
     match file.precision() {
         s2s_kernels::PrecisionKind::W8A16 => {
             let net = Net::<s2s_kernels::W8A16>::bind(&file).map_err(Error::model(&m.path))?;
-            over_threads(m, &refs, |part| greedy_core(&net, positions, part))
+            over_threads(m, &refs, |part| greedy_lane(&net, positions, part))
         }
         _ => {
             let net = Net::<s2s_kernels::W8F32>::bind(&file).map_err(Error::model(&m.path))?;
-            over_threads(m, &refs, |part| greedy_core(&net, positions, part))
+            over_threads(m, &refs, |part| greedy_lane(&net, positions, part))
         }
     }
 }
@@ -285,8 +285,17 @@ pub fn evaluate(m: &LoadedModel, ex: &[Example]) -> Result<(f64, f64, f64)> {
             tokens += 1;
         }
     }
+    // Greedy decodes as `s2s run` makes them (the host's batched integer layers).
+    let positions = positions(m, &refs);
+    let decoded = m.with_net(|any| {
+        crate::dispatch!(any, |net: P| over_threads(
+            m,
+            &refs,
+            |part| greedy_lane::<P>(&net, positions, part)
+        ))
+    })?;
     let mut counts = crate::eval::rates::Counts::default();
-    for (g, e) in greedy(m, ex)?.iter().zip(ex) {
+    for (g, e) in decoded.iter().zip(ex) {
         counts.add(&g.ids, &e.tgt);
     }
     Ok((
