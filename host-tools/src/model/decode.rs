@@ -230,8 +230,12 @@ impl<'n, 'a, P: Precision> HostRunner<'n, 'a, P> {
 }
 
 /// Drops this thread's cached layers (`hostf32`, `hostw8a16`): a net's decoding
-/// begins.
-pub(super) fn forget_layers() {
+/// begins. Whoever runs a host net with a `Runner` of its own calls it first on each
+/// thread: the cache knows a layer by its address and a sample of its weights, and a
+/// model built where another was dropped, with weights that differ in a few values (as
+/// the models of quantization-aware training do from batch to batch), would be taken
+/// for it.
+pub fn forget_layers() {
     crate::model::hostf32::forget_layers();
     crate::model::hostw8a16::forget_layers();
 }

@@ -16,7 +16,7 @@ mod simd;
 mod spread;
 pub mod tie;
 
-pub use decode::{Decoded, HostRunner, Keep, Ranked, HOST_LANES};
+pub use decode::{forget_layers, Decoded, HostRunner, Keep, Ranked, HOST_LANES};
 pub use load::{AnyNet, LoadedModel, HOST_MAX_POSITIONS, MAX_MODEL_BYTES};
 pub use prefix::PrefixArgs;
 pub use spread::{decode_each, decode_lines, decode_stream, STREAM_BATCH};

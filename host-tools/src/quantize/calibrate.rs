@@ -100,6 +100,9 @@ pub fn calibrate_ranges(m: &LoadedModel, lines: &[String]) -> Result<Calibration
     let ranges: Vec<Ranges> = usable
         .par_chunks(share)
         .map(|chunk| -> Result<Ranges> {
+            // (A model new to this thread, maybe where another one was: see
+            // `forget_layers`.)
+            crate::model::forget_layers();
             let mut arena = vec![0u32; bytes.div_ceil(4)];
             let mut runner =
                 seq2seq::Runner::<HostF32, LANES>::with_lanes(&net, &mut arena, positions)

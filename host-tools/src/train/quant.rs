@@ -169,8 +169,15 @@ fn over_threads<T: Send>(
         .len()
         .div_ceil(rayon::current_num_threads().max(1))
         .max(LANES);
-    let parts: Vec<std::result::Result<Vec<T>, seq2seq::Error>> =
-        ex.par_chunks(share).map(&f).collect();
+    // Each share starts with its thread's layer cache emptied (`forget_layers`): every
+    // batch's model is new, at an address an earlier one may have had.
+    let parts: Vec<std::result::Result<Vec<T>, seq2seq::Error>> = ex
+        .par_chunks(share)
+        .map(|part| {
+            crate::model::forget_layers();
+            f(part)
+        })
+        .collect();
     let mut out = Vec::with_capacity(ex.len());
     for p in parts {
         out.extend(p.map_err(Error::model(&m.path))?);

@@ -725,3 +725,39 @@ fn ranges_only_calibration_equals_the_full_one() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Quantization-aware training is as deterministic as f32 training: the same seed and
+/// threads give the same file (each batch's integer model is new, often where the
+/// previous one was; the host's layer cache must not take one for the other).
+#[test]
+fn quantization_aware_training_gives_the_same_file_twice() {
+    let dir = tmp("qat-twice");
+    let all = dates::generate(150, 8);
+    let (data, valid) = (dir.join("train.tsv"), dir.join("valid.tsv"));
+    crate::data::write_pairs(&data, &all[..120]).unwrap();
+    crate::data::write_pairs(&valid, &all[120..]).unwrap();
+    let cfg = config(&dir, "t", VARIANTS[2].1, false);
+    let run = |out: &str| {
+        let opt = TrainOptions {
+            epochs: 3,
+            batch: 8,
+            lr: 3e-3,
+            seed: 4,
+            threads: 2,
+            quiet: true,
+            quantize: Some(crate::quantize::Scheme::W8a16),
+            ..TrainOptions::default()
+        };
+        train_file(
+            Start::Config(&cfg),
+            &data,
+            Some(&valid),
+            &dir.join(out),
+            &opt,
+        )
+        .unwrap();
+        std::fs::read(dir.join(out)).unwrap()
+    };
+    assert_eq!(run("a.s2s"), run("b.s2s"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
