@@ -55,14 +55,10 @@ fn prints_the_hosts_output(board: &Board, elf: &Path) -> String {
     let q = board.qemu.expect("a QEMU board");
     let (stdout, stderr) = run_both(
         Command::new("timeout")
-            .args([
-                TIMEOUT_SECS,
-                "qemu-system-arm",
-                "-machine",
-                q.machine,
-                "-cpu",
-                q.cpu,
-            ])
+            .arg(TIMEOUT_SECS)
+            // The QEMU `s2s qemu` runs (a private copy when setup made one).
+            .arg(host_tools::device::qemu::program())
+            .args(["-machine", q.machine, "-cpu", q.cpu])
             .args(COMMON_ARGS)
             .arg(elf),
     );

@@ -352,20 +352,17 @@ pub fn qat_eval(e: &Exp) -> Result {
         (models_dir.join("g2p-en-w8a16.s2s"), f32_g2p.clone()),
         (ptq1, f32_g2p.clone()),
     ];
-    pairs.extend(
-        e.need(&["qat-g2p-en"])?
-            .into_iter()
-            .map(|m| (m, f32_g2p.clone())),
-    );
     let bahdanau = e.path("cmudict-bahdanau.s2s");
-    for name in [
-        "cmudict-bahdanau",
-        "qat-cmudict-bahdanau",
-        "try-cmudict-bahdanau-ls",
+    // Each trained model that is here (a session may have made only some of them).
+    for (name, reference) in [
+        ("qat-g2p-en", &f32_g2p),
+        ("cmudict-bahdanau", &bahdanau),
+        ("qat-cmudict-bahdanau", &bahdanau),
+        ("try-cmudict-bahdanau-ls", &bahdanau),
     ] {
         let m = e.path(&format!("{name}.s2s"));
         if m.is_file() {
-            pairs.push((m, bahdanau.clone()));
+            pairs.push((m, reference.clone()));
         } else {
             println!("{} is missing (stage {name}): left out", e.ctx.show(&m));
         }
