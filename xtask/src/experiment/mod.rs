@@ -110,6 +110,11 @@ const STAGES: &[Stage] = &[
         run: |e| e.train("try-cmudict-bahdanau-ls"),
     },
     Stage {
+        name: "try-cmudict-bahdanau-dropout",
+        what: "a try at 9 % PER: the Bahdanau model with dropout 0.3",
+        run: |e| e.train("try-cmudict-bahdanau-dropout"),
+    },
+    Stage {
         name: "qat-eval",
         what: "PER of the QAT files against their f32 models and post-training quantization",
         run: report::qat_eval,
@@ -254,7 +259,8 @@ impl Exp<'_> {
             &"--threads",
             &threads,
         ];
-        for a in run.extra.iter().chain(run.args) {
+        let options = run.options();
+        for a in &options {
             args.push(a);
         }
         println!(

@@ -359,6 +359,7 @@ pub fn qat_eval(e: &Exp) -> Result {
         ("cmudict-bahdanau", &bahdanau),
         ("qat-cmudict-bahdanau", &bahdanau),
         ("try-cmudict-bahdanau-ls", &bahdanau),
+        ("try-cmudict-bahdanau-dropout", &bahdanau),
     ] {
         let m = e.path(&format!("{name}.s2s"));
         if m.is_file() {
