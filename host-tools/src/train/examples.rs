@@ -19,18 +19,26 @@ use crate::import::config::{Config, SplitName};
 /// Added to the attention score of a masked position (its weight becomes exactly 0).
 pub const MASKED: f32 = -1e9;
 
-/// The symbols of a source as the model splits them (lowercased when asked).
+/// The symbols of a source as the configuration's model splits them.
 fn source_symbols(cfg: &Config, line: &str) -> Vec<String> {
+    let words = cfg.source.split == SplitName::Whitespace;
+    symbols(line, words, cfg.source.lowercase)
+}
+
+/// The symbols of a source line: its white-space separated words (`words`) or its
+/// characters, ASCII-lowercased when `lowercase`.
+pub fn symbols(line: &str, words: bool, lowercase: bool) -> Vec<String> {
     let lower = |s: &str| {
-        if cfg.source.lowercase {
+        if lowercase {
             s.to_ascii_lowercase()
         } else {
             s.to_string()
         }
     };
-    match cfg.source.split {
-        SplitName::Chars => line.chars().map(|c| lower(&c.to_string())).collect(),
-        SplitName::Whitespace => line.split_whitespace().map(lower).collect(),
+    if words {
+        line.split_whitespace().map(lower).collect()
+    } else {
+        line.chars().map(|c| lower(&c.to_string())).collect()
     }
 }
 
