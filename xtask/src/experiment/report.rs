@@ -360,6 +360,7 @@ pub fn qat_eval(e: &Exp) -> Result {
         ("qat-cmudict-bahdanau", &bahdanau),
         ("try-cmudict-bahdanau-ls", &bahdanau),
         ("try-cmudict-bahdanau-dropout", &bahdanau),
+        ("try-cmudict-bahdanau-wide", &bahdanau),
     ] {
         let m = e.path(&format!("{name}.s2s"));
         if m.is_file() {
