@@ -34,6 +34,9 @@ pub enum TaskArg {
     Dates,
     /// Strings of 5 to 100 letters, each letter substituted (the length task).
     Substitution,
+    /// Sentences of words from a word list (`word<TAB>phonemes`, e.g. a CMUdict
+    /// split) to their phonemes with `|` between words, of --lengths characters.
+    RunningText,
 }
 
 /// The subcommands.
@@ -102,6 +105,20 @@ pub enum Cmd {
         /// Directory to write into.
         #[arg(short, long)]
         output: PathBuf,
+        /// running-text: the word list every split draws from (`word<TAB>phonemes`
+        /// per line).
+        #[arg(long, value_name = "FILE")]
+        words: Option<PathBuf>,
+        /// running-text: the validation sentences' word list instead of --words.
+        #[arg(long, value_name = "FILE")]
+        valid_words: Option<PathBuf>,
+        /// running-text: the test sentences' word list instead of --words (test words
+        /// only, to test on words no training sentence has).
+        #[arg(long, value_name = "FILE")]
+        test_words: Option<PathBuf>,
+        /// running-text: sentence lengths in characters, drawn uniformly.
+        #[arg(long, value_name = "MIN-MAX", default_value = "20-200")]
+        lengths: String,
     },
     /// List every tensor of weights files (name, shape, element type; for ONNX the
     /// node input each feeds), to write a configuration's `[weights]`.

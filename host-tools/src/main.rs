@@ -183,13 +183,37 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             valid,
             test,
             output,
+            words,
+            valid_words,
+            test_words,
+            lengths,
         } => {
-            let task = match task {
-                TaskArg::Dates => data::Task::Dates,
-                TaskArg::Substitution => data::Task::Substitution,
-            };
             let counts = [("train", train), ("valid", valid), ("test", test)];
-            for f in data::generate_files(task, seed, &counts, &output)? {
+            let task = match task {
+                TaskArg::Dates => Some(data::Task::Dates),
+                TaskArg::Substitution => Some(data::Task::Substitution),
+                TaskArg::RunningText => None,
+            };
+            let splits = match task {
+                Some(task) => {
+                    if words.is_some() || valid_words.is_some() || test_words.is_some() {
+                        return Err(host_tools::Error::usage(
+                            "--words, --valid-words and --test-words are for running-text",
+                        ));
+                    }
+                    data::task_splits(task, seed, &counts)?
+                }
+                None => {
+                    let lists = [
+                        ("train", words.clone()),
+                        ("valid", valid_words.or_else(|| words.clone())),
+                        ("test", test_words.or(words)),
+                    ];
+                    let lengths = data::running_text::parse_lengths(&lengths)?;
+                    data::running_text::splits(&lists, lengths, seed, &counts)?
+                }
+            };
+            for f in data::write_splits(&splits, &output)? {
                 eprintln!("wrote {}", f.display());
             }
         }
@@ -469,7 +493,8 @@ fn serial(
     Err(host_tools::Error::usage(device::SERIAL_FEATURE))
 }
 
-/// Where `s2s train` starts.
+/// Where `s2s train` starts (read only by the `train` feature's `train`).
+#[cfg_attr(not(feature = "train"), allow(dead_code))]
 enum TrainStart<'a> {
     Config(&'a std::path::Path),
     Init(&'a std::path::Path),

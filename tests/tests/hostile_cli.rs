@@ -236,6 +236,137 @@ fn generate_refuses_counts_it_cannot_make_and_writes_nothing() {
     assert_only(&out, &["train.tsv", "train.txt", "valid.tsv", "valid.txt"]);
 }
 
+/// `s2s generate running-text` (issue 29): a bad word list, bad lengths, a split
+/// without a word list and sizes beyond the limit are refused in one line each,
+/// before anything is written.
+#[test]
+fn running_text_refuses_bad_words_and_lengths_and_writes_nothing() {
+    let dir = scratch_dir("hostile-running-text");
+    let out = dir.join("out");
+    let words = dir.join("words.tsv");
+    std::fs::write(
+        &words,
+        "# a word list\nhello\tHH AH0 L OW1\nworld\tW ER1 L D\n",
+    )
+    .unwrap();
+    let bad = dir.join("bad.tsv");
+    std::fs::write(&bad, "hello\tHH AH0 L OW1\n\nnew york\tN UW1 Y AO1 R K\n").unwrap();
+    let piped = dir.join("piped.tsv");
+    std::fs::write(&piped, "hello\tHH AH0 | L OW1\n").unwrap();
+    let long = dir.join("long.tsv");
+    std::fs::write(
+        &long,
+        "extraordinarily\tIH0 K S T R AO1 R D AH0 N EH2 R AH0 L IY0\n",
+    )
+    .unwrap();
+    let w = |p: &std::path::Path| p.display().to_string();
+    for (args, needles) in [
+        (vec!["--train", "5"], vec!["--train 5", "--words"]),
+        (
+            vec!["--train", "5", "--words", &w(&bad)],
+            vec!["bad.tsv:3", "white space"],
+        ),
+        (
+            vec!["--train", "5", "--words", &w(&piped)],
+            vec!["piped.tsv:1", "boundary"],
+        ),
+        (
+            vec!["--train", "5", "--words", &w(&long), "--lengths", "5-10"],
+            vec!["long.tsv", "5 to 10"],
+        ),
+        (
+            vec!["--train", "5", "--words", &w(&words), "--lengths", "200-20"],
+            vec!["--lengths 200-20"],
+        ),
+        (
+            vec!["--train", "5", "--words", &w(&words), "--lengths", "0-20"],
+            vec!["--lengths 0-20"],
+        ),
+        (
+            vec!["--train", "5", "--words", &w(&words), "--lengths", "20"],
+            vec!["MIN-MAX"],
+        ),
+        (
+            vec![
+                "--train",
+                "0",
+                "--test",
+                "10000",
+                "--words",
+                &w(&words),
+                "--lengths",
+                "9000-10000",
+            ],
+            vec!["--test 10000", "characters"],
+        ),
+        // A valid training list, a bad test list: nothing of the training split either.
+        (
+            vec![
+                "--train",
+                "5",
+                "--test",
+                "2",
+                "--words",
+                &w(&words),
+                "--test-words",
+                &w(&bad),
+            ],
+            vec!["bad.tsv:3"],
+        ),
+    ] {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            vec![&"generate", &"running-text", &"-o", &out];
+        for x in &args {
+            a.push(x);
+        }
+        assert_one_error(&s2s(&a, ""), &needles);
+        assert!(!out.exists(), "{args:?} made {}", out.display());
+    }
+    // The word-list options belong to running-text.
+    let r = s2s(
+        &[
+            &"generate",
+            &"dates",
+            &"--train",
+            &"5",
+            &"--words",
+            &words,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert_one_error(&r, &["running-text"]);
+    assert!(!out.exists());
+    // What fits is made: the sentences are the list's words.
+    let r = s2s(
+        &[
+            &"generate",
+            &"running-text",
+            &"--train",
+            &"4",
+            &"--test",
+            &"2",
+            &"--words",
+            &words,
+            &"--lengths",
+            &"11-40",
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_only(&out, &["train.tsv", "train.txt", "test.tsv", "test.txt"]);
+    let text = std::fs::read_to_string(out.join("train.tsv")).unwrap();
+    assert_eq!(text.lines().count(), 4);
+    for line in text.lines() {
+        let (s, t) = line.split_once('\t').unwrap();
+        assert!((11..=40).contains(&s.len()), "{line}");
+        assert_eq!(s.split(' ').count(), t.split(" | ").count(), "{line}");
+    }
+}
+
 // ------------------------------------------------------ finding 6: the outputs
 
 /// `s2s args` with standard output going to `stdout`.

@@ -1,8 +1,10 @@
 //! String pairs: reading `source<TAB>target` files, and seeded generators of synthetic
-//! tasks ([`dates`], [`substitution`]) for training and experiments.
+//! tasks ([`dates`], [`substitution`]) and of running text from word lists
+//! ([`running_text`]) for training and experiments.
 
 pub mod dates;
 pub mod rng;
+pub mod running_text;
 pub mod substitution;
 
 use std::path::Path;
@@ -150,30 +152,35 @@ pub fn check_counts(counts: &[(&str, usize)]) -> Result<usize> {
     Ok(total)
 }
 
-/// `s2s generate`: `counts` pairs of `task` from `seed`, all distinct for dates, split
-/// in order into `DIR/<name>.tsv` (`source<TAB>target`) and `DIR/<name>.txt` (the
-/// sources alone, for `s2s run`, `quantize --calib` and `qemu`), for every `(name,
-/// count)` with a count above 0. Returns the files written.
-pub fn generate_files(
-    task: Task,
-    seed: u64,
-    counts: &[(&str, usize)],
-    dir: &Path,
-) -> Result<Vec<std::path::PathBuf>> {
+/// The pairs of each split, by name (`train`, `valid`, `test`), in order.
+pub type Splits = Vec<(&'static str, Vec<(String, String)>)>;
+
+/// `counts` pairs of `task` from `seed`, all distinct for dates, split in order, for
+/// every `(name, count)` with a count above 0.
+pub fn task_splits(task: Task, seed: u64, counts: &[(&'static str, usize)]) -> Result<Splits> {
     let total = check_counts(counts)?;
-    let pairs = generate(task, total, seed);
-    if pairs.len() < total {
+    let mut rest = generate(task, total, seed);
+    if rest.len() < total {
         return Err(Error::usage(format!(
             "the task has only {} distinct pairs, {total} were asked for",
-            pairs.len()
+            rest.len()
         )));
     }
+    let mut splits = Vec::new();
+    for &(name, n) in counts.iter().filter(|(_, n)| *n > 0) {
+        let tail = rest.split_off(n);
+        splits.push((name, std::mem::replace(&mut rest, tail)));
+    }
+    Ok(splits)
+}
+
+/// `s2s generate`: writes each split's pairs, all made before, into `DIR/<name>.tsv`
+/// (`source<TAB>target`) and `DIR/<name>.txt` (the sources alone, for `s2s run`,
+/// `quantize --calib` and `qemu`). Returns the files written.
+pub fn write_splits(splits: &Splits, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
     let mut written = Vec::new();
-    let mut rest = &pairs[..];
-    for &(name, n) in counts.iter().filter(|(_, n)| *n > 0) {
-        let (part, tail) = rest.split_at(n);
-        rest = tail;
+    for (name, part) in splits {
         let tsv = dir.join(format!("{name}.tsv"));
         write_pairs(&tsv, part)?;
         let txt = dir.join(format!("{name}.txt"));

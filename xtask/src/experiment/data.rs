@@ -1,4 +1,5 @@
-//! The data stages: CMUdict split by headword, and the two generated tasks.
+//! The data stages: CMUdict split by headword, the two generated tasks, and running
+//! text of CMUdict words.
 
 use std::fmt::Write as _;
 
@@ -11,6 +12,20 @@ pub const CMUDICT_SPLIT_SEED: u64 = 15;
 pub const LENGTH_DATA: (u64, usize, usize, usize) = (2, 8_000, 300, 1_000);
 /// See [`LENGTH_DATA`].
 pub const DATES_DATA: (u64, usize, usize, usize) = (3, 20_000, 1_000, 1_000);
+/// See [`LENGTH_DATA`]: running text at the training lengths
+/// ([`RUNNING_TEXT_LENGTHS`]).
+pub const RUNNING_TEXT_DATA: (u64, usize, usize, usize) = (4, 20_000, 500, 500);
+/// The training sentences' lengths in characters (issue 29: up to 200).
+pub const RUNNING_TEXT_LENGTHS: (usize, usize) = (20, 200);
+/// The longer test buckets: lengths in characters and sentences (fewer as they grow,
+/// each bucket about 100,000 to 150,000 characters but the first).
+pub const RUNNING_TEXT_BUCKETS: &[((usize, usize), usize)] = &[
+    ((200, 500), 200),
+    ((500, 1_000), 100),
+    ((1_000, 2_000), 50),
+    ((2_000, 5_000), 30),
+    ((5_000, 10_000), 20),
+];
 
 /// FNV-1a of the seed's little-endian bytes and a text.
 pub fn split_key(seed: u64, text: &str) -> u64 {
@@ -112,15 +127,21 @@ pub fn cmudict_g2p_en(e: &Exp) -> Result {
     Ok(())
 }
 
-/// Runs `s2s generate` for a task unless its files exist.
+/// Runs `s2s generate` for a task with these further options, unless its test file is
+/// newer than `s2s` and `inputs`.
 fn generate(
     e: &Exp,
     task: &str,
     dir: &str,
     (seed, train, valid, test): (u64, usize, usize, usize),
+    options: &[&dyn AsRef<std::ffi::OsStr>],
+    inputs: &[&std::path::Path],
 ) -> Result {
     let out = e.path(dir);
-    if out.join("test.tsv").is_file() && crate::files::fresh(&[&out.join("test.tsv")], &[&e.s2s]) {
+    let test_file = out.join("test.tsv");
+    let mut newer_than = vec![e.s2s.as_path()];
+    newer_than.extend(inputs);
+    if crate::files::fresh(&[&test_file], &newer_than) {
         println!("{}: up to date", e.ctx.show(&out));
         return Ok(());
     }
@@ -130,7 +151,7 @@ fn generate(
         valid.to_string(),
         test.to_string(),
     );
-    e.run_s2s(&[
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
         &"generate",
         &task,
         &"--seed",
@@ -143,15 +164,69 @@ fn generate(
         &test,
         &"-o",
         &out,
-    ])
+    ];
+    args.extend(options);
+    e.run_s2s(&args)
 }
 
 /// `length/`: the substitution task.
 pub fn length(e: &Exp) -> Result {
-    generate(e, "substitution", "length", LENGTH_DATA)
+    generate(e, "substitution", "length", LENGTH_DATA, &[], &[])
 }
 
 /// `dates/`: date normalisation.
 pub fn dates(e: &Exp) -> Result {
-    generate(e, "dates", "dates", DATES_DATA)
+    generate(e, "dates", "dates", DATES_DATA, &[], &[])
+}
+
+/// `running-text/`: sentences of CMUdict words to their phonemes (issue 29), each split
+/// from the words of its own CMUdict split, at the training lengths
+/// ([`RUNNING_TEXT_DATA`]); and `running-text/test-MIN-MAX/`, test sentences of test
+/// words in each longer bucket ([`RUNNING_TEXT_BUCKETS`]).
+pub fn running_text(e: &Exp) -> Result {
+    let words = ["train", "valid", "test"].map(|n| e.path(&format!("cmudict/{n}.tsv")));
+    for f in &words {
+        if !f.is_file() {
+            return Err(format!(
+                "{} is missing: run `cargo xtask experiment --stage cmudict-data` first",
+                f.display()
+            )
+            .into());
+        }
+    }
+    let inputs = words.each_ref().map(|p| p.as_path());
+    let (lo, hi) = RUNNING_TEXT_LENGTHS;
+    let lengths = format!("{lo}-{hi}");
+    let [train, valid, test] = &words;
+    generate(
+        e,
+        "running-text",
+        "running-text",
+        RUNNING_TEXT_DATA,
+        &[
+            &"--words",
+            train,
+            &"--valid-words",
+            valid,
+            &"--test-words",
+            test,
+            &"--lengths",
+            &lengths,
+        ],
+        &inputs,
+    )?;
+    for (i, &((lo, hi), count)) in RUNNING_TEXT_BUCKETS.iter().enumerate() {
+        let lengths = format!("{lo}-{hi}");
+        // Another seed per bucket: no bucket repeats another's draws.
+        let seed = RUNNING_TEXT_DATA.0 + 1 + i as u64;
+        generate(
+            e,
+            "running-text",
+            &format!("running-text/test-{lengths}"),
+            (seed, 0, 0, count),
+            &[&"--test-words", test, &"--lengths", &lengths],
+            &inputs,
+        )?;
+    }
+    Ok(())
 }

@@ -7,7 +7,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::data::{CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA};
+use super::data::{
+    CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA, RUNNING_TEXT_BUCKETS, RUNNING_TEXT_DATA,
+    RUNNING_TEXT_LENGTHS,
+};
 use super::report::{DATE_MAPS, STRATIFIED_SEED};
 use super::{Exp, RUNS};
 use crate::error::Result;
@@ -279,9 +282,15 @@ fn device(e: &Exp) -> Option<String> {
 }
 
 fn setup() -> String {
+    let (r, (lo, hi)) = (RUNNING_TEXT_DATA, RUNNING_TEXT_LENGTHS);
+    let buckets: Vec<String> = RUNNING_TEXT_BUCKETS
+        .iter()
+        .map(|((lo, hi), n)| format!("{n} of {lo}-{hi}"))
+        .collect();
     format!(
-        "CMUdict split seed {CMUDICT_SPLIT_SEED}; length task `s2s generate substitution --seed {} --train {} --valid {} --test {}`; dates `s2s generate dates --seed {} --train {} --valid {} --test {}`.\n",
-        LENGTH_DATA.0, LENGTH_DATA.1, LENGTH_DATA.2, LENGTH_DATA.3, DATES_DATA.0, DATES_DATA.1, DATES_DATA.2, DATES_DATA.3
+        "CMUdict split seed {CMUDICT_SPLIT_SEED}; length task `s2s generate substitution --seed {} --train {} --valid {} --test {}`; dates `s2s generate dates --seed {} --train {} --valid {} --test {}`; running text `s2s generate running-text --seed {} --train {} --valid {} --test {} --lengths {lo}-{hi}` with each CMUdict split's words, and test sentences of test words ({}; seeds {} on).\n",
+        LENGTH_DATA.0, LENGTH_DATA.1, LENGTH_DATA.2, LENGTH_DATA.3, DATES_DATA.0, DATES_DATA.1, DATES_DATA.2, DATES_DATA.3,
+        r.0, r.1, r.2, r.3, buckets.join(", "), r.0 + 1
     )
 }
 

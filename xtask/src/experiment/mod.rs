@@ -90,6 +90,11 @@ const STAGES: &[Stage] = &[
         run: report::dates_eval,
     },
     Stage {
+        name: "running-text-data",
+        what: "running text of CMUdict words to phonemes, 20-200 characters and test buckets to 10,000",
+        run: data::running_text,
+    },
+    Stage {
         name: "qat-g2p-en-data",
         what: "the CMUdict split without targets over g2p-en's 19 phonemes",
         run: data::cmudict_g2p_en,
