@@ -163,8 +163,9 @@ pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
             .find(|s| s.name == name)
             .ok_or_else(|| format!("no stage {name:?}; the stages are:\n{}", stage_list()))?],
     };
-    ctx.models()?;
-    ctx.build_s2s(true)?;
+    // The models with the training `s2s` the stages run (built once, not without
+    // `train` for the models and again with it).
+    ctx.models_with(true)?;
     let e = Exp {
         ctx,
         dir: ctx.target.join("experiments"),
