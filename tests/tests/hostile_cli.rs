@@ -211,12 +211,7 @@ fn generate_refuses_counts_it_cannot_make_and_writes_nothing() {
         ),
         (&["--train", "0"][..], "nothing to generate"),
     ] {
-        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"generate", &"dates", &"-o", &out];
-        for x in args {
-            a.push(x);
-        }
-        assert_one_error(&s2s(&a, ""), &[needle]);
-        assert!(!out.exists(), "{args:?} made {}", out.display());
+        generate_refused("dates", args, &[needle], &out);
     }
     // What fits is made.
     let r = s2s(
@@ -234,6 +229,17 @@ fn generate_refuses_counts_it_cannot_make_and_writes_nothing() {
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert_only(&out, &["train.tsv", "train.txt", "valid.tsv", "valid.txt"]);
+}
+
+/// `s2s generate TASK -o out ARGS` fails with one error line holding `needles` and
+/// writes nothing.
+fn generate_refused(task: &str, args: &[&str], needles: &[&str], out: &std::path::Path) {
+    let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"generate", &task, &"-o", &out];
+    for x in args {
+        a.push(x);
+    }
+    assert_one_error(&s2s(&a, ""), needles);
+    assert!(!out.exists(), "{args:?} made {}", out.display());
 }
 
 /// `s2s generate running-text` (issue 29): a bad word list, bad lengths, a split
@@ -314,30 +320,12 @@ fn running_text_refuses_bad_words_and_lengths_and_writes_nothing() {
             vec!["bad.tsv:3"],
         ),
     ] {
-        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> =
-            vec![&"generate", &"running-text", &"-o", &out];
-        for x in &args {
-            a.push(x);
-        }
-        assert_one_error(&s2s(&a, ""), &needles);
-        assert!(!out.exists(), "{args:?} made {}", out.display());
+        generate_refused("running-text", &args, &needles, &out);
     }
     // The word-list options belong to running-text.
-    let r = s2s(
-        &[
-            &"generate",
-            &"dates",
-            &"--train",
-            &"5",
-            &"--words",
-            &words,
-            &"-o",
-            &out,
-        ],
-        "",
-    );
-    assert_one_error(&r, &["running-text"]);
-    assert!(!out.exists());
+    let list = w(&words);
+    let args = ["--train", "5", "--words", &list];
+    generate_refused("dates", &args, &["running-text"], &out);
     // What fits is made: the sentences are the list's words.
     let r = s2s(
         &[

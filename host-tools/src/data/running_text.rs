@@ -252,17 +252,18 @@ pub fn check_size(counts: &[(&str, usize)], hi: usize) -> Result {
 mod tests {
     use super::*;
 
+    /// Pairs of these lines, the first on line `first`.
+    fn pairs(lines: &[(&str, &str)], first: usize) -> Vec<Pair> {
+        let pair = |(i, (s, t)): (usize, &(&str, &str))| Pair {
+            line: first + i,
+            source: s.to_string(),
+            target: t.to_string(),
+        };
+        lines.iter().enumerate().map(pair).collect()
+    }
+
     fn lexicon(lines: &[(&str, &str)]) -> Lexicon {
-        let pairs = lines
-            .iter()
-            .enumerate()
-            .map(|(i, (s, t))| Pair {
-                line: i + 1,
-                source: s.to_string(),
-                target: t.to_string(),
-            })
-            .collect();
-        Lexicon::of("words.tsv", pairs).unwrap()
+        Lexicon::of("words.tsv", pairs(lines, 1)).unwrap()
     }
 
     #[test]
@@ -316,16 +317,9 @@ mod tests {
     #[test]
     fn bad_word_lists_are_refused_naming_the_line() {
         let of = |lines: &[(&str, &str)]| {
-            let pairs = lines
-                .iter()
-                .enumerate()
-                .map(|(i, (s, t))| Pair {
-                    line: i + 3,
-                    source: s.to_string(),
-                    target: t.to_string(),
-                })
-                .collect();
-            Lexicon::of("w.tsv", pairs).unwrap_err().to_string()
+            Lexicon::of("w.tsv", pairs(lines, 3))
+                .unwrap_err()
+                .to_string()
         };
         assert!(of(&[("ok", "O K"), ("two words", "T")]).contains("w.tsv:4"));
         assert!(of(&[("ok", " ")]).contains("w.tsv:3"));
