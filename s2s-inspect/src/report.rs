@@ -133,21 +133,21 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 .map_or(String::new(), |m| format!(", memory projection {m}"))
         ),
     ));
-    let att = match d.ordering {
+    let att = match d.attention.ordering {
         Ordering::None => "none".to_string(),
         o => {
-            let score = match d.score {
+            let score = match d.attention.score {
                 seq2seq::ScoreKind::Additive => format!(
                     "additive {} (W: {}, U: {})",
-                    d.attn_dim,
-                    if d.attn_query_proj { "yes" } else { "no" },
-                    if d.attn_key_proj { "yes" } else { "no" }
+                    d.attention.dim,
+                    if d.attention.query_proj { "yes" } else { "no" },
+                    if d.attention.key_proj { "yes" } else { "no" }
                 ),
                 s => format!("{s:?}").to_lowercase(),
             };
             format!(
                 "{o:?}, {score}, {}",
-                if d.mask_padding {
+                if d.attention.mask_padding {
                     "padding attended"
                 } else {
                     "masked to source length"

@@ -61,7 +61,7 @@ pub mod run;
 pub mod vocab;
 
 pub use beam::{BeamPlan, BeamRule, BeamVariant, Hypothesis, Search};
-pub use desc::{CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
+pub use desc::{AttentionDesc, CellKind, Cells, Init, ModelDesc, Ordering, Part, ScoreKind, Split};
 pub use error::Error;
 pub use features::{Feature, Features};
 pub use format::{ModelFile, TensorId};

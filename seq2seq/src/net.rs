@@ -246,17 +246,17 @@ fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;
-    if d.ordering != Ordering::None {
+    if d.attention.ordering != Ordering::None {
         let (q, m) = (d.dec_hidden, d.memory_dim());
-        let score = match d.score {
+        let score = match d.attention.score {
             #[cfg(feature = "additive")]
             ScoreKind::Additive => Score::Additive {
-                query: if d.attn_query_proj {
+                query: if d.attention.query_proj {
                     Some(r.linear(Role::AttnQuery, 0, 0)?)
                 } else {
                     None
                 },
-                key: if d.attn_key_proj {
+                key: if d.attention.key_proj {
                     Some(r.linear(Role::AttnKey, 0, 0)?)
                 } else {
                     None
@@ -265,19 +265,19 @@ fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
             },
             #[cfg(feature = "multiplicative")]
             ScoreKind::Dot | ScoreKind::ScaledDot => Score::Dot {
-                scale: P::scale(d.score_scale, d.score_scale_q),
+                scale: P::scale(d.attention.scale, d.attention.scale_q),
             },
             #[cfg(feature = "multiplicative")]
             ScoreKind::General => Score::General {
                 w: r.linear(Role::AttnGeneral, 0, 0)?,
-                scale: P::scale(d.score_scale, d.score_scale_q),
+                scale: P::scale(d.attention.scale, d.attention.scale_q),
             },
             // Refused before binding (`ModelDesc::features`).
             #[allow(unreachable_patterns)] // with both scores
-            _ => return Err(Error::NotCompiled(d.score.feature())),
+            _ => return Err(Error::NotCompiled(d.attention.score.feature())),
         };
         let key_fmt = if d.keys_stored() {
-            d.fmt_keys
+            d.attention.fmt_keys
         } else {
             d.memory_fmt()
         };

@@ -114,8 +114,8 @@ impl Plan {
         // of zeros over the valid positions, into the attention's buffers.
         let mean = d.init == Init::Mean;
         let weighs = att || mean;
-        let additive = att && d.score == ScoreKind::Additive;
-        let a = if additive { d.attn_dim } else { 0 };
+        let additive = att && d.attention.score == ScoreKind::Additive;
+        let a = if additive { d.attention.dim } else { 0 };
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
         // State vectors per unit: `h`, and `c` for an LSTM.

@@ -16,8 +16,8 @@ fn the_parts_a_model_needs_follow_its_description() {
     let mut d = small_desc();
     assert_eq!(d.features(), Features::NONE.with(Feature::Gru));
     d.cells.enc = CellKind::Lstm;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::General;
+    d.attention.ordering = Ordering::Luong;
+    d.attention.score = ScoreKind::General;
     d.init = Init::Mean;
     let needed: Vec<Feature> = d.features().iter().collect();
     assert_eq!(
@@ -29,7 +29,7 @@ fn the_parts_a_model_needs_follow_its_description() {
             Feature::Bridge
         ]
     );
-    d.score = ScoreKind::Additive;
+    d.attention.score = ScoreKind::Additive;
     assert!(d.features().contains(Feature::Additive));
     assert!(!d.features().contains(Feature::Multiplicative));
     assert!(

@@ -33,23 +33,23 @@ impl Rng {
 /// that switch attention on.
 fn base_desc() -> ModelDesc {
     let mut d = small_desc();
-    d.attn_dim = 5;
-    d.attn_query_proj = true;
-    d.attn_key_proj = true;
+    d.attention.dim = 5;
+    d.attention.query_proj = true;
+    d.attention.key_proj = true;
     d
 }
 
 /// `d` with the attention fields its variant does not use at zero, as the model file
 /// requires (the tests below switch variants on one base description).
 fn tidy(mut d: ModelDesc) -> ModelDesc {
-    if d.ordering == Ordering::None {
-        d.score = ScoreKind::Additive;
-        d.mask_padding = false;
+    if d.attention.ordering == Ordering::None {
+        d.attention.score = ScoreKind::Additive;
+        d.attention.mask_padding = false;
     }
-    if d.ordering == Ordering::None || d.score != ScoreKind::Additive {
-        d.attn_dim = 0;
-        d.attn_query_proj = false;
-        d.attn_key_proj = false;
+    if d.attention.ordering == Ordering::None || d.attention.score != ScoreKind::Additive {
+        d.attention.dim = 0;
+        d.attention.query_proj = false;
+        d.attention.key_proj = false;
     }
     d
 }
@@ -298,9 +298,9 @@ impl Ref<'_> {
         };
         let keys: Vec<Vec<f64>> = memory
             .iter()
-            .map(|m| match d.score {
+            .map(|m| match d.attention.score {
                 _ if !d.has_attention() => m.clone(),
-                ScoreKind::Additive if d.attn_key_proj => self.lin(Role::AttnKey, 0, 0, m),
+                ScoreKind::Additive if d.attention.key_proj => self.lin(Role::AttnKey, 0, 0, m),
                 ScoreKind::General => self.lin(Role::AttnGeneral, 0, 0, m),
                 _ => m.clone(),
             })
@@ -346,13 +346,13 @@ impl Ref<'_> {
                 Init::Mean => unreachable!("refused by the description"),
             })
             .collect();
-        let n_att = if d.mask_padding { t } else { valid };
+        let n_att = if d.attention.mask_padding { t } else { valid };
         let attend = |q: &[f64]| -> Vec<f64> {
             let e: Vec<f64> = keys[..n_att]
                 .iter()
-                .map(|k| match d.score {
+                .map(|k| match d.attention.score {
                     ScoreKind::Additive => {
-                        let wq = if d.attn_query_proj {
+                        let wq = if d.attention.query_proj {
                             self.lin(Role::AttnQuery, 0, 0, q)
                         } else {
                             q.to_vec()
@@ -360,7 +360,9 @@ impl Ref<'_> {
                         let tv: Vec<f64> = wq.iter().zip(k).map(|(a, b)| (a + b).tanh()).collect();
                         self.lin(Role::AttnV, 0, 0, &tv)[0]
                     }
-                    _ => q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.score_scale as f64,
+                    _ => {
+                        q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.attention.scale as f64
+                    }
                 })
                 .collect();
             let m = e.iter().cloned().fold(f64::MIN, f64::max);
@@ -381,13 +383,13 @@ impl Ref<'_> {
         for step in 0..d.max_steps {
             let e = self.emb(Role::DecEmb, y);
             let mut ctx = vec![];
-            if d.ordering == Ordering::Bahdanau {
+            if d.attention.ordering == Ordering::Bahdanau {
                 ctx = attend(&states[d.dec_layers - 1]);
             }
             for l in 0..d.dec_layers {
                 let x = if l == 0 {
                     let mut x = e.clone();
-                    if d.ordering == Ordering::Bahdanau {
+                    if d.attention.ordering == Ordering::Bahdanau {
                         x.extend(&ctx);
                     }
                     if d.extras.input_feed {
@@ -400,7 +402,7 @@ impl Ref<'_> {
                 (states[l], cells[l]) = self.cell(false, l, 0, &x, &states[l], &cells[l]);
             }
             let s = states[d.dec_layers - 1].clone();
-            if d.ordering == Ordering::Luong {
+            if d.attention.ordering == Ordering::Luong {
                 ctx = attend(&s);
             }
             let att: Vec<f64> = if d.attentional.is_some() {
@@ -564,7 +566,7 @@ fn vanilla_stacks_and_bidirectional_encoder_match_reference() {
 #[test]
 fn bahdanau_matches_reference() {
     let mut d = base_desc();
-    d.ordering = Ordering::Bahdanau;
+    d.attention.ordering = Ordering::Bahdanau;
     d.init = Init::Dense;
     d.out_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
     check_against_reference(&d, 5);
@@ -585,7 +587,7 @@ fn bahdanau_matches_reference() {
 #[test]
 fn luong_matches_reference_for_every_score() {
     let mut d = base_desc();
-    d.ordering = Ordering::Luong;
+    d.attention.ordering = Ordering::Luong;
     d.attentional = Some(5);
     d.att_parts = parts(&[Part::State, Part::Context]);
     d.out_parts = parts(&[Part::Attentional]);
@@ -598,8 +600,8 @@ fn luong_matches_reference_for_every_score() {
     .into_iter()
     .enumerate()
     {
-        d.score = score;
-        d.score_scale = if score == ScoreKind::ScaledDot {
+        d.attention.score = score;
+        d.attention.scale = if score == ScoreKind::ScaledDot {
             1.0 / (d.dec_hidden as f32).sqrt()
         } else {
             1.0
@@ -614,8 +616,8 @@ fn input_fed_luong() -> ModelDesc {
     let mut d = base_desc();
     d.dec_layers = 2;
     d.dec_hidden = 7;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::General;
+    d.attention.ordering = Ordering::Luong;
+    d.attention.score = ScoreKind::General;
     d.init = Init::Mean;
     d.attentional = Some(5);
     d.att_parts = parts(&[Part::Context, Part::State]);
@@ -733,16 +735,16 @@ fn keras_style_luong_with_padding_attended_matches_reference() {
     // netra's layout: zero initial state, GRU first, Keras additive score over a
     // projected memory, output from [s_t; c_t], source post-padded and unmasked.
     let mut d = base_desc();
-    d.ordering = Ordering::Luong;
+    d.attention.ordering = Ordering::Luong;
     d.enc_bidir = true;
     d.memory_proj = Some(6);
-    d.attn_query_proj = false;
-    d.attn_key_proj = false;
-    d.attn_dim = 6;
+    d.attention.query_proj = false;
+    d.attention.key_proj = false;
+    d.attention.dim = 6;
     d.init = Init::Zeros;
     d.src_eos = None;
     d.src_pad_to = 9;
-    d.mask_padding = true;
+    d.attention.mask_padding = true;
     d.out_parts = parts(&[Part::State, Part::Context]);
     let (bytes, w) = random_model(&d, 21);
     let r = Ref { d, w: &w };
@@ -751,7 +753,7 @@ fn keras_style_luong_with_padding_attended_matches_reference() {
     let (got, _, _) = run_line(&bytes, "abc").unwrap();
     assert_eq!(got, expect);
     // Masking the padding instead gives a different computation.
-    d.mask_padding = false;
+    d.attention.mask_padding = false;
     check_against_reference(&d, 22);
 }
 
@@ -771,8 +773,8 @@ fn keras_lstm() -> ModelDesc {
     d.dec_hidden = 12;
     d.init = Init::Last;
     d.cells.init_cell = Init::Last;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::Dot;
+    d.attention.ordering = Ordering::Luong;
+    d.attention.score = ScoreKind::Dot;
     d.attentional = Some(5);
     d.att_parts = parts(&[Part::Context, Part::State]);
     d.out_parts = parts(&[Part::Attentional]);
@@ -811,7 +813,7 @@ fn pytorch_style_lstm_with_bridges_for_h_and_c_matches_reference() {
     let mut d = lstm(base_desc());
     d.enc_bidir = true;
     d.dec_hidden = 7;
-    d.ordering = Ordering::Bahdanau;
+    d.attention.ordering = Ordering::Bahdanau;
     d.init = Init::Dense;
     d.cells.init_cell = Init::Dense;
     d.out_parts = parts(&[Part::State, Part::Context]);
@@ -850,7 +852,7 @@ fn masked_encoders_match_reference_for_both_keras_behaviours() {
     let mut d = keras_lstm();
     d.src_eos = None;
     d.src_pad_to = 9;
-    d.mask_padding = true;
+    d.attention.mask_padding = true;
     let mut outputs = vec![];
     for (i, rule) in [Masked::Previous, Masked::Zeros].into_iter().enumerate() {
         d.cells.enc_mask = Some(rule);
@@ -1051,7 +1053,7 @@ fn batched_lanes_equal_single_runs() {
         (63, Ordering::Luong, true),
     ] {
         let mut d = base_desc();
-        d.ordering = ordering;
+        d.attention.ordering = ordering;
         d.enc_bidir = true;
         d.enc_layers = 2;
         d.init = Init::Dense;
@@ -1129,9 +1131,9 @@ fn finder(ordering: Ordering) -> Vec<u64> {
     d.dec_emb = v_tgt;
     d.enc_hidden = h;
     d.dec_hidden = h;
-    d.ordering = ordering;
-    d.score = ScoreKind::Dot;
-    d.score_scale = 5.0;
+    d.attention.ordering = ordering;
+    d.attention.score = ScoreKind::Dot;
+    d.attention.scale = 5.0;
     d.init = if ordering == Ordering::Bahdanau {
         Init::Dense
     } else {

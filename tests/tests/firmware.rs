@@ -20,7 +20,7 @@ use seq2seq::builder::ModelBuilder;
 use seq2seq::desc::Cells;
 use seq2seq::desc::{Activation, Extras, Logits, ModelDesc, Part, MAX_OUT_PARTS};
 use seq2seq::format::{DType, Slot, TensorId};
-use seq2seq::{CellKind, Init, Ordering, ScoreKind, Split};
+use seq2seq::{AttentionDesc, CellKind, Init, Ordering, ScoreKind, Split};
 
 /// Inputs per (model, board) pair.
 const INPUTS: usize = 200;
@@ -371,9 +371,9 @@ fn small_lstm_desc() -> ModelDesc {
     d.src_eos = None;
     d.src_pad_to = SMALL_LSTM_PAD_TO;
     d.cells.enc_mask = Some(Masked::Previous);
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::Dot;
-    d.mask_padding = true;
+    d.attention.ordering = Ordering::Luong;
+    d.attention.score = ScoreKind::Dot;
+    d.attention.mask_padding = true;
     d.init = Init::Last;
     d.cells.init_cell = Init::Last;
     d.attentional = Some(12);
@@ -543,12 +543,10 @@ fn small_desc() -> ModelDesc {
         enc_bidir: false,
         enc_reset: ResetMode::After,
         memory_proj: None,
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        attn_dim: 0,
-        attn_query_proj: false,
-        attn_key_proj: false,
-        mask_padding: false,
+        attention: AttentionDesc {
+            fmt_keys: Fmt { frac: 12 },
+            ..AttentionDesc::NONE
+        },
         src_pad_to: 0,
         init: Init::Zeros,
         dec_layers: 1,
@@ -567,9 +565,6 @@ fn small_desc() -> ModelDesc {
         fmt_src_emb: Fmt { frac: 12 },
         fmt_dec_emb: Fmt { frac: 12 },
         fmt_memory: Fmt { frac: 12 },
-        fmt_keys: Fmt { frac: 12 },
-        score_scale: 1.0,
-        score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
         beam: Default::default(),
@@ -736,11 +731,11 @@ fn a_model_beyond_the_arena_is_refused() {
     // alone exceed its 40 KiB arena, while the file is a few KB.
     let mut d = small_desc();
     d.memory_proj = Some(400);
-    d.ordering = Ordering::Luong;
+    d.attention.ordering = Ordering::Luong;
     // An additive score of size 8 needs both its matrices (the description checks it).
-    d.attn_dim = 8;
-    d.attn_query_proj = true;
-    d.attn_key_proj = true;
+    d.attention.dim = 8;
+    d.attention.query_proj = true;
+    d.attention.key_proj = true;
     d.out_parts[1] = Some(Part::Context);
     let wide = synthetic(&dir, "wide-memory-w8a16.s2s", &d, PrecisionKind::W8A16);
     let line = refused(board("lm3s6965evb"), Some(&wide), "workspace needs ");
@@ -941,8 +936,8 @@ fn small_onnx_desc(lstm: bool) -> ModelDesc {
     d.dec_layers = 2;
     d.dec_hidden = 6;
     d.src_pad_to = SMALL_ONNX_PAD_TO;
-    d.ordering = Ordering::Luong;
-    d.score = ScoreKind::General;
+    d.attention.ordering = Ordering::Luong;
+    d.attention.score = ScoreKind::General;
     d.init = Init::Mean;
     d.attentional = Some(6);
     d.att_parts = [Some(Part::Context), Some(Part::State), None, None];

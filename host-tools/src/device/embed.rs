@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use s2s_device::Board;
 use seq2seq::desc::{Cells, Extras, LayerSpec, PrefixSlot};
 use seq2seq::format::{DType, Slot, TensorId};
-use seq2seq::{BeamRule, ModelDesc, ModelFile, Plan, PrecisionKind};
+use seq2seq::{AttentionDesc, BeamRule, ModelDesc, ModelFile, Plan, PrecisionKind};
 
 use crate::error::{Error, Place, Result};
 use crate::model::LoadedModel;
@@ -282,12 +282,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         enc_bidir,
         enc_reset,
         memory_proj,
-        ordering,
-        score,
-        attn_dim,
-        attn_query_proj,
-        attn_key_proj,
-        mask_padding,
+        attention,
         src_pad_to,
         init,
         dec_layers,
@@ -306,9 +301,6 @@ fn desc_literal(d: &ModelDesc) -> String {
         fmt_src_emb,
         fmt_dec_emb,
         fmt_memory,
-        fmt_keys,
-        score_scale,
-        score_scale_q,
         cells,
         att_parts,
         beam,
@@ -316,6 +308,17 @@ fn desc_literal(d: &ModelDesc) -> String {
     } = *d;
     let usize_opt = |v: Option<usize>| opt(v, |n| n.to_string());
     let u16_opt = |v: Option<u16>| opt(v, |n| n.to_string());
+    let AttentionDesc {
+        ordering,
+        score,
+        dim,
+        query_proj,
+        key_proj,
+        mask_padding,
+        fmt_keys,
+        scale,
+        scale_q,
+    } = attention;
     let Cells {
         enc,
         dec,
@@ -356,12 +359,17 @@ fn desc_literal(d: &ModelDesc) -> String {
     enc_bidir: {enc_bidir},
     enc_reset: {},
     memory_proj: {},
-    ordering: {},
-    score: {},
-    attn_dim: {attn_dim},
-    attn_query_proj: {attn_query_proj},
-    attn_key_proj: {attn_key_proj},
-    mask_padding: {mask_padding},
+    attention: seq2seq::AttentionDesc {{
+        ordering: {},
+        score: {},
+        dim: {dim},
+        query_proj: {query_proj},
+        key_proj: {key_proj},
+        mask_padding: {mask_padding},
+        fmt_keys: {},
+        scale: f32::from_bits({:#010x}),
+        scale_q: seq2seq::embed::Requant {{ mult: {}, shift: {} }},
+    }},
     src_pad_to: {src_pad_to},
     init: {},
     dec_layers: {dec_layers},
@@ -380,9 +388,6 @@ fn desc_literal(d: &ModelDesc) -> String {
     fmt_src_emb: {},
     fmt_dec_emb: {},
     fmt_memory: {},
-    fmt_keys: {},
-    score_scale: f32::from_bits({:#010x}),
-    score_scale_q: seq2seq::embed::Requant {{ mult: {}, shift: {} }},
     cells: seq2seq::Cells {{
         enc: {},
         dec: {},
@@ -413,6 +418,10 @@ fn desc_literal(d: &ModelDesc) -> String {
         usize_opt(memory_proj),
         e("seq2seq::Ordering", ordering),
         e("seq2seq::ScoreKind", score),
+        fmt(fmt_keys),
+        scale.to_bits(),
+        scale_q.mult,
+        scale_q.shift,
         e("seq2seq::Init", init),
         e("seq2seq::embed::ResetMode", dec_reset),
         usize_opt(attentional),
@@ -423,10 +432,6 @@ fn desc_literal(d: &ModelDesc) -> String {
         fmt(fmt_src_emb),
         fmt(fmt_dec_emb),
         fmt(fmt_memory),
-        fmt(fmt_keys),
-        score_scale.to_bits(),
-        score_scale_q.mult,
-        score_scale_q.shift,
         e("seq2seq::CellKind", enc),
         e("seq2seq::CellKind", dec),
         e("seq2seq::embed::Recurrent", enc_recurrent),

@@ -296,8 +296,8 @@ fn architecture(d: &seq2seq::ModelDesc) -> seq2seq::ModelDesc {
     a.fmt_src_emb = Default::default();
     a.fmt_dec_emb = Default::default();
     a.fmt_memory = Default::default();
-    a.fmt_keys = Default::default();
-    a.score_scale_q = Default::default();
+    a.attention.fmt_keys = Default::default();
+    a.attention.scale_q = Default::default();
     a.cells.fmt_enc = Default::default();
     a.cells.fmt_dec = Default::default();
     a.extras.fmt_attentional = Default::default();

@@ -30,7 +30,7 @@ pub fn configure(cfg: &Config, d: &mut ModelDesc) -> Result {
     }
     let attentional = att.and_then(|a| a.attentional).is_some();
     if att.is_some_and(|a| a.input_feeding) {
-        if !attentional || d.ordering != Ordering::Luong {
+        if !attentional || d.attention.ordering != Ordering::Luong {
             return Err(bad("attention.input_feeding needs ordering = \"luong\" and attention.attentional (the vector it feeds back)".into()));
         }
         x.input_feed = true;

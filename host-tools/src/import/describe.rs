@@ -8,7 +8,7 @@ use std::path::Path;
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
-    Cells, Extras, ModelDesc, Ordering, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+    AttentionDesc, Cells, Extras, ModelDesc, Ordering, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
 };
 
 use crate::error::{Error, Place, Result};
@@ -121,13 +121,22 @@ impl Config {
             enc_bidir: self.encoder.bidirectional,
             enc_reset: ResetMode::After,
             memory_proj: att.and_then(|a| a.memory_proj),
-            ordering,
-            score,
-            // The additive score's own fields; zero for the others, as the file wants.
-            attn_dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
-            attn_query_proj: additive.is_some_and(|a| a.query_proj),
-            attn_key_proj: additive.is_some_and(|a| a.key_proj),
-            mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
+            attention: AttentionDesc {
+                ordering,
+                score,
+                // The additive score's own fields; zero for the others, as the file wants.
+                dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+                query_proj: additive.is_some_and(|a| a.query_proj),
+                key_proj: additive.is_some_and(|a| a.key_proj),
+                mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
+                fmt_keys: Default::default(),
+                scale: if score == ScoreKind::ScaledDot {
+                    1.0 / (self.decoder.hidden as f32).sqrt()
+                } else {
+                    1.0
+                },
+                scale_q: Requant::ONE,
+            },
             src_pad_to: s.pad_to.unwrap_or(0),
             init: self.decoder.init.into(),
             dec_layers: self.decoder.layers,
@@ -157,13 +166,6 @@ impl Config {
             fmt_src_emb: Default::default(),
             fmt_dec_emb: Default::default(),
             fmt_memory: Default::default(),
-            fmt_keys: Default::default(),
-            score_scale: if score == ScoreKind::ScaledDot {
-                1.0 / (self.decoder.hidden as f32).sqrt()
-            } else {
-                1.0
-            },
-            score_scale_q: Requant::ONE,
             cells: Cells::GRU,
             att_parts: [None; MAX_OUT_PARTS],
             beam: beam_rule(&self.beam.variant, self.beam.alpha)

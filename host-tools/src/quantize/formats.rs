@@ -69,7 +69,7 @@ pub(crate) fn choose_formats(
         };
     }
     if desc.keys_stored() {
-        desc.fmt_keys = Fmt {
+        desc.attention.fmt_keys = Fmt {
             frac: choose_frac(get(Probe::Keys)),
         };
     }
@@ -98,10 +98,10 @@ pub(crate) fn choose_formats(
         };
     }
     if matches!(
-        desc.score,
+        desc.attention.score,
         ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General
     ) {
-        desc.score_scale_q = Requant::from_real(desc.score_scale as f64);
+        desc.attention.scale_q = Requant::from_real(desc.attention.scale as f64);
     }
     let _ = writeln!(
         report,
@@ -153,7 +153,7 @@ pub(crate) fn choose_formats(
         row("memory", get(Probe::Memory), fmt_name(desc.fmt_memory));
     }
     if desc.keys_stored() {
-        row("keys", get(Probe::Keys), fmt_name(desc.fmt_keys));
+        row("keys", get(Probe::Keys), fmt_name(desc.attention.fmt_keys));
     }
     row(
         "decoder states",

@@ -35,9 +35,9 @@ impl Attention {
         if !desc.has_attention() {
             return Ok(None);
         }
-        let (query, v_t) = match desc.score {
+        let (query, v_t) = match desc.attention.score {
             ScoreKind::Additive => {
-                let q = if desc.attn_query_proj {
+                let q = if desc.attention.query_proj {
                     let (w, b) = p.linear("attention.query");
                     Some((w.t()?, b.cloned()))
                 } else {
@@ -48,10 +48,10 @@ impl Attention {
             _ => (None, None),
         };
         Ok(Some(Attention {
-            score: desc.score,
+            score: desc.attention.score,
             query,
             v_t,
-            scale: f64::from(desc.score_scale),
+            scale: f64::from(desc.attention.scale),
         }))
     }
 
@@ -65,8 +65,8 @@ impl Attention {
         mask: Tensor,
         key_bound: Option<f64>,
     ) -> Result<Memory> {
-        let layer = match desc.score {
-            ScoreKind::Additive if desc.attn_key_proj => Some("attention.key"),
+        let layer = match desc.attention.score {
+            ScoreKind::Additive if desc.attention.key_proj => Some("attention.key"),
             ScoreKind::General => Some("attention.general"),
             _ => None,
         };

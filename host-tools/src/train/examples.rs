@@ -135,7 +135,11 @@ pub fn encode_pairs(file: &ModelFile<'_>, pairs: &[Pair], path: &Path) -> Result
             }
             Ok(Example {
                 src: buf[..n].iter().map(|&i| u32::from(i)).collect(),
-                attend: if desc.mask_padding { n } else { valid },
+                attend: if desc.attention.mask_padding {
+                    n
+                } else {
+                    valid
+                },
                 tgt,
             })
         })

@@ -41,12 +41,12 @@ impl Bounds {
         let top = |f: s2s_kernels::Fmt| 32767.0 * 2f64.powi(-i32::from(f.frac));
         let keys = q.has_attention()
             && matches!(
-                (q.score, q.attn_key_proj),
+                (q.attention.score, q.attention.key_proj),
                 (ScoreKind::Additive, true) | (ScoreKind::General, _)
             );
         Bounds {
             memory: q.memory_proj.map(|_| top(q.fmt_memory)),
-            keys: keys.then(|| top(q.fmt_keys)),
+            keys: keys.then(|| top(q.attention.fmt_keys)),
         }
     }
 }
@@ -296,7 +296,7 @@ impl<'a> Model<'a> {
         };
         let mut att = None;
         let mut gi = gi0;
-        if d.ordering == Ordering::Bahdanau {
+        if d.attention.ordering == Ordering::Bahdanau {
             let top = &states[d.dec_layers - 1].h;
             att = attend(top)?;
             if let Some((_, c)) = &att {
@@ -316,7 +316,7 @@ impl<'a> Model<'a> {
             new.push(cell.step(&gi, &states[l])?);
         }
         let top = new[d.dec_layers - 1].h.clone();
-        if d.ordering == Ordering::Luong {
+        if d.attention.ordering == Ordering::Luong {
             att = attend(&top)?;
         }
         let context = att.as_ref().map(|(_, c)| c.clone());

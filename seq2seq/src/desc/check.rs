@@ -25,7 +25,7 @@ impl ModelDesc {
         ];
         let optional = [
             ("memory_proj", self.memory_proj.unwrap_or(0)),
-            ("attn_dim", self.attn_dim),
+            ("attn_dim", self.attention.dim),
             ("src_pad_to", self.src_pad_to),
             ("attentional", self.attentional.unwrap_or(0)),
         ];
@@ -70,7 +70,7 @@ impl ModelDesc {
             ("fmt_src_emb", self.fmt_src_emb),
             ("fmt_dec_emb", self.fmt_dec_emb),
             ("fmt_memory", self.fmt_memory),
-            ("fmt_keys", self.fmt_keys),
+            ("fmt_keys", self.attention.fmt_keys),
         ] {
             if !(MIN_FRAC..=MAX_FRAC).contains(&f.frac) {
                 return Err(Error::BadField(name));
@@ -89,10 +89,10 @@ impl ModelDesc {
                 return Err(Error::BadField(name));
             }
         }
-        if !self.score_scale.is_finite() {
+        if !self.attention.scale.is_finite() {
             return Err(Error::BadField("score_scale"));
         }
-        if !self.score_scale_q.is_valid() {
+        if !self.attention.scale_q.is_valid() {
             return Err(Error::BadField("score_scale_q"));
         }
 
@@ -100,34 +100,37 @@ impl ModelDesc {
         if self.enc_layers > MAX_LAYERS || self.dec_layers > MAX_LAYERS {
             return bad("layers: at most 4 per stack");
         }
-        let attention = self.ordering != Ordering::None;
+        let attention = self.attention.ordering != Ordering::None;
         if !attention && (self.memory_proj.is_some() || self.attentional.is_some()) {
             return bad("memory projection or attentional layer without attention");
         }
         if !attention
-            && (self.score != ScoreKind::Additive
-                || self.attn_dim != 0
-                || self.attn_query_proj
-                || self.attn_key_proj
-                || self.mask_padding)
+            && (self.attention.score != ScoreKind::Additive
+                || self.attention.dim != 0
+                || self.attention.query_proj
+                || self.attention.key_proj
+                || self.attention.mask_padding)
         {
             return bad("score, attn_dim, attn_query_proj, attn_key_proj, mask_padding: set without attention");
         }
         if attention {
             let (q, m) = (self.dec_hidden, self.memory_dim());
-            match self.score {
+            match self.attention.score {
                 ScoreKind::Additive => {
-                    let a = self.attn_dim;
+                    let a = self.attention.dim;
                     if a == 0
-                        || (!self.attn_query_proj && a != q)
-                        || (!self.attn_key_proj && a != m)
+                        || (!self.attention.query_proj && a != q)
+                        || (!self.attention.key_proj && a != m)
                     {
                         return bad(
                             "attn_dim: without a matrix, query or memory size must equal it",
                         );
                     }
                 }
-                _ if self.attn_dim != 0 || self.attn_query_proj || self.attn_key_proj => {
+                _ if self.attention.dim != 0
+                    || self.attention.query_proj
+                    || self.attention.key_proj =>
+                {
                     return bad(
                         "attn_dim, attn_query_proj, attn_key_proj: only for the additive score",
                     );
@@ -197,7 +200,9 @@ impl ModelDesc {
         if x.bridge_shared && !self.init.is_bridge() {
             return bad("bridge_shared: without a bridge (init dense or mean)");
         }
-        if x.input_feed && (self.ordering != Ordering::Luong || self.attentional.is_none()) {
+        if x.input_feed
+            && (self.attention.ordering != Ordering::Luong || self.attentional.is_none())
+        {
             return bad("input_feed: needs the Luong ordering and an attentional layer");
         }
         if self.attentional.is_none()

@@ -45,7 +45,7 @@ impl ModelDesc {
     }
     /// True when the decoder attends.
     pub fn has_attention(&self) -> bool {
-        self.ordering != Ordering::None
+        self.attention.ordering != Ordering::None
     }
     /// Input size of encoder layer `l`.
     pub fn enc_input(&self, l: usize) -> usize {
@@ -57,7 +57,7 @@ impl ModelDesc {
     }
     /// Input size of decoder layer `l`, and its number of parts.
     pub fn dec_input(&self, l: usize) -> (usize, usize) {
-        match (l, self.ordering) {
+        match (l, self.attention.ordering) {
             (0, Ordering::Bahdanau) => (self.dec_emb + self.memory_dim(), 2),
             (0, _) if self.extras.input_feed => (self.dec_emb + self.attentional.unwrap_or(0), 2),
             (0, _) => (self.dec_emb, 1),
@@ -84,8 +84,8 @@ impl ModelDesc {
     }
     /// Size of the keys per position (when stored apart from the memory).
     pub fn key_dim(&self) -> usize {
-        match self.score {
-            ScoreKind::Additive if self.attn_key_proj => self.attn_dim,
+        match self.attention.score {
+            ScoreKind::Additive if self.attention.key_proj => self.attention.dim,
             ScoreKind::General => self.dec_hidden,
             _ => self.memory_dim(),
         }
@@ -93,8 +93,8 @@ impl ModelDesc {
     /// True when keys are computed and stored apart from the memory.
     pub fn keys_stored(&self) -> bool {
         self.has_attention()
-            && match self.score {
-                ScoreKind::Additive => self.attn_key_proj,
+            && match self.attention.score {
+                ScoreKind::Additive => self.attention.key_proj,
                 ScoreKind::General => true,
                 _ => false,
             }
@@ -151,13 +151,13 @@ impl ModelDesc {
             add(Role::MemoryProj, 0, 0, m, self.enc_output(), 1);
         }
         if self.has_attention() {
-            let (q, m, a) = (self.dec_hidden, self.memory_dim(), self.attn_dim);
-            match self.score {
+            let (q, m, a) = (self.dec_hidden, self.memory_dim(), self.attention.dim);
+            match self.attention.score {
                 ScoreKind::Additive => {
-                    if self.attn_query_proj {
+                    if self.attention.query_proj {
                         add(Role::AttnQuery, 0, 0, a, q, 1);
                     }
-                    if self.attn_key_proj {
+                    if self.attention.key_proj {
                         add(Role::AttnKey, 0, 0, a, m, 1);
                     }
                     add(Role::AttnV, 0, 0, 1, a, 1);
@@ -215,7 +215,7 @@ impl ModelDesc {
             Role::AttnKey | Role::AttnGeneral => push(self.memory_fmt()),
             Role::DecWih if s.layer == 0 => {
                 push(self.fmt_dec_emb);
-                if self.ordering == Ordering::Bahdanau {
+                if self.attention.ordering == Ordering::Bahdanau {
                     push(self.memory_fmt());
                 }
                 if self.extras.input_feed {

@@ -24,8 +24,8 @@ pub use limits::{
     MIN_FRAC, NO_SLOT_TOKEN, NO_TOKEN,
 };
 pub use model::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
-    ScoreKind, Split,
+    Activation, AttentionDesc, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part,
+    PrefixSlot, ScoreKind, Split,
 };
 pub use raw::RawDesc;
 pub use role::Role;

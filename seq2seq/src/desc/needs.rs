@@ -39,7 +39,7 @@ impl ModelDesc {
             set = set.with(kind.feature());
         }
         if self.has_attention() {
-            set = set.with(self.score.feature());
+            set = set.with(self.attention.score.feature());
         }
         if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
             set = set.with(Feature::Bridge);

@@ -11,8 +11,8 @@ use s2s_kernels::{Fmt, Requant};
 use super::beam_rule::{BeamRule, BeamVariant};
 use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, MAX_SLOTS, NO_SLOT_TOKEN, NO_TOKEN};
 use super::model::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
-    ScoreKind, Split,
+    Activation, AttentionDesc, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part,
+    PrefixSlot, ScoreKind, Split,
 };
 use crate::Error;
 
@@ -289,12 +289,17 @@ impl ModelDesc {
             enc_bidir: flag("enc_bidir", r.enc_bidir)?,
             enc_reset: reset("enc_reset", r.enc_reset)?,
             memory_proj: (r.memory_proj != 0).then_some(r.memory_proj as usize),
-            ordering,
-            score,
-            attn_dim: r.attn_dim as usize,
-            attn_query_proj: flag("attn_query_proj", r.attn_query_proj)?,
-            attn_key_proj: flag("attn_key_proj", r.attn_key_proj)?,
-            mask_padding: flag("mask_padding", r.mask_padding)?,
+            attention: AttentionDesc {
+                ordering,
+                score,
+                dim: r.attn_dim as usize,
+                query_proj: flag("attn_query_proj", r.attn_query_proj)?,
+                key_proj: flag("attn_key_proj", r.attn_key_proj)?,
+                mask_padding: flag("mask_padding", r.mask_padding)?,
+                fmt_keys: Fmt { frac: r.fmts[3] },
+                scale: f32::from_bits(r.score_scale),
+                scale_q: r.score_scale_q,
+            },
             src_pad_to: r.src_pad_to as usize,
             init,
             dec_layers: r.dec_layers as usize,
@@ -313,9 +318,6 @@ impl ModelDesc {
             fmt_src_emb: Fmt { frac: r.fmts[0] },
             fmt_dec_emb: Fmt { frac: r.fmts[1] },
             fmt_memory: Fmt { frac: r.fmts[2] },
-            fmt_keys: Fmt { frac: r.fmts[3] },
-            score_scale: f32::from_bits(r.score_scale),
-            score_scale_q: r.score_scale_q,
             cells: Cells {
                 enc: cell_kind("enc_cell", r.enc_cell)?,
                 dec: cell_kind("dec_cell", r.dec_cell)?,
@@ -344,6 +346,7 @@ impl ModelDesc {
     pub fn to_raw(&self) -> Result<RawDesc, Error> {
         let out_parts = parts_raw(&self.out_parts);
         let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
+        let a = &self.attention;
         Ok(RawDesc {
             src_vocab: stored("src_vocab", self.src_vocab)?,
             tgt_vocab: stored("tgt_vocab", self.tgt_vocab)?,
@@ -354,12 +357,12 @@ impl ModelDesc {
             enc_bidir: self.enc_bidir as u32,
             enc_reset: self.enc_reset as u32,
             memory_proj: stored("memory_proj", self.memory_proj.unwrap_or(0))?,
-            ordering: self.ordering as u32,
-            score: self.score as u32,
-            attn_dim: stored("attn_dim", self.attn_dim)?,
-            attn_query_proj: self.attn_query_proj as u32,
-            attn_key_proj: self.attn_key_proj as u32,
-            mask_padding: self.mask_padding as u32,
+            ordering: a.ordering as u32,
+            score: a.score as u32,
+            attn_dim: stored("attn_dim", a.dim)?,
+            attn_query_proj: a.query_proj as u32,
+            attn_key_proj: a.key_proj as u32,
+            mask_padding: a.mask_padding as u32,
             src_pad_to: stored("src_pad_to", self.src_pad_to)?,
             init: self.init as u32,
             dec_layers: stored("dec_layers", self.dec_layers)?,
@@ -379,10 +382,10 @@ impl ModelDesc {
                 self.fmt_src_emb.frac,
                 self.fmt_dec_emb.frac,
                 self.fmt_memory.frac,
-                self.fmt_keys.frac,
+                a.fmt_keys.frac,
             ],
-            score_scale: self.score_scale.to_bits(),
-            score_scale_q: self.score_scale_q,
+            score_scale: a.scale.to_bits(),
+            score_scale_q: a.scale_q,
             enc_cell: self.cells.enc as u32,
             dec_cell: self.cells.dec as u32,
             enc_recurrent: self.cells.enc_recurrent as u32,

@@ -212,7 +212,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 att.precompute_keys(mem, t, keys, &mut lane.wide[b::PROJ][..])?;
                 o.phase(Phase::Rest);
                 let keys = lane.act[b::KEYS].part(..t * att.key_dim(), "attention keys")?;
-                o.probe(Probe::Keys, Values::Act(keys, d.fmt_keys));
+                o.probe(Probe::Keys, Values::Act(keys, d.attention.fmt_keys));
             }
         }
         // Initial decoder states, and cell states of an LSTM decoder.

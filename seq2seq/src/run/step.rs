@@ -39,7 +39,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
         for lane in lanes.iter_mut().filter(|l| !l.done) {
             let y = lane.y as usize;
             net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
-            if d.ordering == Ordering::Bahdanau {
+            if d.attention.ordering == Ordering::Bahdanau {
                 with_marks!(P, O, obs, |m| attend_lane(
                     net, lane, mem_buf, keys_buf, top_state, m
                 )?);
@@ -62,7 +62,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [below.part((l - 1) * hd.., "decoder states")?, &[]]
-                } else if d.ordering == Ordering::Bahdanau {
+                } else if d.attention.ordering == Ordering::Bahdanau {
                     [dec_emb, context]
                 } else if feed {
                     [dec_emb, attentional]
@@ -77,7 +77,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                     cell_act,
                 )?);
             }
-            let nparts = if l == 0 && (d.ordering == Ordering::Bahdanau || feed) {
+            let nparts = if l == 0 && (d.attention.ordering == Ordering::Bahdanau || feed) {
                 2
             } else {
                 1
@@ -95,7 +95,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             .zip(obs.iter_mut())
             .filter(|(l, _)| !l.done)
         {
-            if d.ordering == Ordering::Luong {
+            if d.attention.ordering == Ordering::Luong {
                 with_marks!(P, O, core::slice::from_mut(o), |m| attend_lane(
                     net, lane, mem_buf, keys_buf, top_state, m
                 )?);
@@ -180,7 +180,7 @@ fn attend_lane<P: Precision>(
     };
     let d = &net.desc;
     let t = lane.t;
-    let mask = if d.mask_padding {
+    let mask = if d.attention.mask_padding {
         Mask::None
     } else {
         Mask::Valid(lane.valid)

@@ -8,8 +8,8 @@ use s2s_kernels::logprob::Alpha;
 use s2s_kernels::{Fmt, PrecisionKind, Requant, F32, W8A16, W8F32};
 use seq2seq::builder::{aligned, ModelBuilder};
 use seq2seq::desc::{
-    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part, PrefixSlot,
-    ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
+    Activation, AttentionDesc, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part,
+    PrefixSlot, ScoreKind, Split, MAX_FRAC, MAX_OUT_PARTS, MIN_FRAC,
 };
 use seq2seq::format::{crc32, DType, RawHeader, RawTensor, Slot, TensorId, HEADER_LEN};
 use seq2seq::{
@@ -61,12 +61,7 @@ pub fn small_desc() -> ModelDesc {
         enc_bidir: false,
         enc_reset: ResetMode::After,
         memory_proj: None,
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        attn_dim: 0,
-        attn_query_proj: false,
-        attn_key_proj: false,
-        mask_padding: false,
+        attention: AttentionDesc::NONE,
         src_pad_to: 0,
         init: Init::Zeros,
         dec_layers: 1,
@@ -85,9 +80,6 @@ pub fn small_desc() -> ModelDesc {
         fmt_src_emb: Default::default(),
         fmt_dec_emb: Default::default(),
         fmt_memory: Default::default(),
-        fmt_keys: Default::default(),
-        score_scale: 1.0,
-        score_scale_q: Requant::ONE,
         cells: Cells::GRU,
         att_parts: [None; MAX_OUT_PARTS],
         beam: Default::default(),
@@ -207,22 +199,20 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
     let frac = |r: &mut Rng| Fmt {
         frac: r.range(0, (MAX_FRAC - MIN_FRAC) as usize) as i8 + MIN_FRAC,
     };
+    // Drawn in the order of the stored description's fields, as they always were.
+    let (enc_emb, dec_emb) = (r.range(1, 5), r.range(1, 5));
+    let enc_reset = reset(r, enc_cell);
+    let mask_padding = attention && r.bool();
     ModelDesc {
         src_vocab: SRC.len(),
         tgt_vocab: TGT.len(),
-        enc_emb: r.range(1, 5),
-        dec_emb: r.range(1, 5),
+        enc_emb,
+        dec_emb,
         enc_layers,
         enc_hidden,
         enc_bidir,
-        enc_reset: reset(r, enc_cell),
+        enc_reset,
         memory_proj,
-        ordering,
-        score,
-        attn_dim,
-        attn_query_proj,
-        attn_key_proj,
-        mask_padding: attention && r.bool(),
         src_pad_to,
         init,
         dec_layers,
@@ -241,13 +231,21 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
         fmt_src_emb: frac(r),
         fmt_dec_emb: frac(r),
         fmt_memory: frac(r),
-        fmt_keys: frac(r),
-        score_scale: if score == ScoreKind::ScaledDot {
-            0.5
-        } else {
-            1.0 + r.f32()
+        attention: AttentionDesc {
+            ordering,
+            score,
+            dim: attn_dim,
+            query_proj: attn_query_proj,
+            key_proj: attn_key_proj,
+            mask_padding,
+            fmt_keys: frac(r),
+            scale: if score == ScoreKind::ScaledDot {
+                0.5
+            } else {
+                1.0 + r.f32()
+            },
+            scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
         },
-        score_scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
         cells: Cells {
             enc: enc_cell,
             dec: dec_cell,
@@ -277,7 +275,7 @@ fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
     }
     let x = &mut d.extras;
     x.bridge_shared = d.init.is_bridge() && r.bool();
-    x.input_feed = d.ordering == Ordering::Luong && d.attentional.is_some() && r.bool();
+    x.input_feed = d.attention.ordering == Ordering::Luong && d.attentional.is_some() && r.bool();
     if d.attentional.is_some() {
         x.att_act = r.pick(&[Activation::Tanh, Activation::Relu, Activation::Identity]);
         if x.att_act != Activation::Tanh {
