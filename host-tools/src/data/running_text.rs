@@ -14,9 +14,6 @@ use crate::error::{Error, Place, Result};
 /// The target token between two words' pronunciations.
 pub const BOUNDARY: &str = "|";
 
-/// The default sentence lengths, in characters: the training lengths of issue 29.
-pub const LENGTHS: (usize, usize) = (20, 200);
-
 /// Longest sentence `s2s generate running-text` makes, in characters.
 pub const MAX_LENGTH: usize = 100_000;
 
@@ -26,10 +23,11 @@ pub const MAX_LENGTH: usize = 100_000;
 pub const MAX_CHARS: usize = 50_000_000;
 
 /// Consecutive words that do not fit in what is left of a sentence before it ends.
-const MISSES: usize = 8;
+pub const MISSES: usize = 8;
 
-/// Sentences drawn for one length before the words are found unable to make it.
-const TRIES: usize = 1000;
+/// Sentences in a row shorter than the shortest length asked for before the words are
+/// found unable to make the lengths.
+pub const TRIES: usize = 1000;
 
 /// A word list: `word<TAB>pronunciation` pairs, the pronunciation's tokens separated
 /// by spaces.
@@ -81,16 +79,6 @@ impl Lexicon {
             words,
             shortest,
         })
-    }
-
-    /// How many words it has.
-    pub fn len(&self) -> usize {
-        self.words.len()
-    }
-
-    /// Whether it has no words (never: [`Lexicon::read`] refuses such a list).
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
     }
 
     /// `count` sentences from `seed`, each of a length drawn uniformly from `(lo, hi)`
