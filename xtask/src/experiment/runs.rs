@@ -89,42 +89,27 @@ const QAT_G2P_EN: &[&str] = &[
 
 /// Every run.
 pub const RUNS: &[Run] = &[
-    Run {
-        name: "cmudict-vanilla",
-        config: "models/experiments/cmudict-vanilla.toml",
-        data: "cmudict",
-        init: false,
-        split: ("train", "valid"),
-        seed: 1,
-        args: CMUDICT,
-        extra: &[],
-        threads: 1,
-        budget_minutes: 90,
-    },
-    Run {
-        name: "cmudict-bahdanau",
-        config: "models/experiments/cmudict-bahdanau.toml",
-        data: "cmudict",
-        init: false,
-        split: ("train", "valid"),
-        seed: 1,
-        args: CMUDICT,
-        extra: &[],
-        threads: 1,
-        budget_minutes: 90,
-    },
-    Run {
-        name: "cmudict-luong",
-        config: "models/experiments/cmudict-luong.toml",
-        data: "cmudict",
-        init: false,
-        split: ("train", "valid"),
-        seed: 1,
-        args: CMUDICT,
-        extra: &[],
-        threads: 1,
-        budget_minutes: 90,
-    },
+    cmudict(
+        "cmudict-vanilla",
+        "models/experiments/cmudict-vanilla.toml",
+        &[],
+        1,
+        90,
+    ),
+    cmudict(
+        "cmudict-bahdanau",
+        "models/experiments/cmudict-bahdanau.toml",
+        &[],
+        1,
+        90,
+    ),
+    cmudict(
+        "cmudict-luong",
+        "models/experiments/cmudict-luong.toml",
+        &[],
+        1,
+        90,
+    ),
     Run {
         name: "length-vanilla",
         config: "models/experiments/length-vanilla.toml",
@@ -189,66 +174,69 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 45,
     },
-    Run {
-        name: "qat-cmudict-bahdanau",
-        config: "models/experiments/cmudict-bahdanau.toml",
-        init: false,
-        data: "cmudict",
-        split: ("train", "valid"),
-        seed: 1,
-        // (The CMUdict runs' dropout does not apply: the integer model has none.)
-        args: CMUDICT,
-        extra: &["--quantize", "w8a16"],
-        // All cores: its integer runs share out over the threads (the f32 runs went two
-        // side by side with one thread each).
-        threads: 0,
-        budget_minutes: 90,
-    },
+    // (The CMUdict runs' dropout does not apply: the integer model has none.)
+    // All cores: its integer runs share out over the threads (the f32 runs went two
+    // side by side with one thread each).
+    cmudict(
+        "qat-cmudict-bahdanau",
+        "models/experiments/cmudict-bahdanau.toml",
+        &["--quantize", "w8a16"],
+        0,
+        90,
+    ),
     // Tries at a test PER of at most 9 % for the Bahdanau model (issue 33): its run
     // with label smoothing.
-    Run {
-        name: "try-cmudict-bahdanau-ls",
-        config: "models/experiments/cmudict-bahdanau.toml",
-        init: false,
-        data: "cmudict",
-        split: ("train", "valid"),
-        seed: 1,
-        args: CMUDICT,
-        extra: &["--label-smoothing", "0.1"],
-        threads: 1,
-        budget_minutes: 90,
-    },
+    cmudict(
+        "try-cmudict-bahdanau-ls",
+        "models/experiments/cmudict-bahdanau.toml",
+        &["--label-smoothing", "0.1"],
+        1,
+        90,
+    ),
     // The same with dropout 0.3 instead of 0.2: the f32 run's validation loss stopped
     // falling at epoch 18 while its training loss kept falling.
-    Run {
-        name: "try-cmudict-bahdanau-dropout",
-        config: "models/experiments/cmudict-bahdanau.toml",
-        init: false,
-        data: "cmudict",
-        split: ("train", "valid"),
-        seed: 1,
-        args: CMUDICT,
-        extra: &["--dropout", "0.3"],
-        // (Its first 19 epochs ran on all cores; the rest with one thread, beside the
-        // other tries.)
-        threads: 1,
-        budget_minutes: 60,
-    },
+    // (Its first 19 epochs ran on all cores; the rest with one thread, beside the
+    // other tries.)
+    cmudict(
+        "try-cmudict-bahdanau-dropout",
+        "models/experiments/cmudict-bahdanau.toml",
+        &["--dropout", "0.3"],
+        1,
+        60,
+    ),
     // The model one eighth wider in every layer (925 k parameters, under the 1 M of
     // experiment 1).
+    cmudict(
+        "try-cmudict-bahdanau-wide",
+        "models/experiments/cmudict-bahdanau-wide.toml",
+        &[],
+        1,
+        120,
+    ),
+];
+
+/// A run on the CMUdict split (`train`, `valid`) with the CMUdict runs' options and
+/// seed 1: its name, configuration, further options, threads and budget.
+const fn cmudict(
+    name: &'static str,
+    config: &'static str,
+    extra: &'static [&'static str],
+    threads: u32,
+    budget_minutes: u32,
+) -> Run {
     Run {
-        name: "try-cmudict-bahdanau-wide",
-        config: "models/experiments/cmudict-bahdanau-wide.toml",
+        name,
+        config,
         init: false,
         data: "cmudict",
         split: ("train", "valid"),
         seed: 1,
         args: CMUDICT,
-        extra: &[],
-        threads: 1,
-        budget_minutes: 120,
-    },
-];
+        extra,
+        threads,
+        budget_minutes,
+    }
+}
 
 impl Run {
     /// The `s2s train` options: `extra`, then `args` without the options `extra` gives
