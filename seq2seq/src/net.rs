@@ -13,7 +13,7 @@ use s2s_kernels::{Fmt, Linear, Precision};
 
 #[cfg(any(feature = "additive", feature = "multiplicative"))]
 use crate::desc::ScoreKind;
-use crate::desc::{CellKind, Init, ModelDesc, Ordering, MAX_LAYERS};
+use crate::desc::{CellKind, Init, ModelDesc, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, TensorId};
 use crate::vocab::{Slots, Vocab};
 use crate::Error;
@@ -246,7 +246,7 @@ fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
     net: &mut Net<'a, P>,
 ) -> Result<(), Error> {
     let d = net.desc;
-    if d.attention.ordering != Ordering::None {
+    if d.has_attention() {
         let (q, m) = (d.dec_hidden, d.memory_dim());
         let score = match d.attention.score {
             #[cfg(feature = "additive")]

@@ -100,7 +100,7 @@ impl ModelDesc {
         if self.enc_layers > MAX_LAYERS || self.dec_layers > MAX_LAYERS {
             return bad("layers: at most 4 per stack");
         }
-        let attention = self.attention.ordering != Ordering::None;
+        let attention = self.has_attention();
         if !attention && (self.memory_proj.is_some() || self.attentional.is_some()) {
             return bad("memory projection or attentional layer without attention");
         }
