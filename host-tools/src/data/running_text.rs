@@ -35,7 +35,8 @@ pub const TRIES: usize = 1000;
 pub struct Lexicon {
     /// The file it came from (for errors).
     pub file: String,
-    words: Vec<(String, String)>,
+    /// Each word, its pronunciation and its length in characters.
+    words: Vec<(String, String, usize)>,
     shortest: usize,
 }
 
@@ -69,9 +70,10 @@ impl Lexicon {
                     p.source
                 ));
             }
-            words.push((p.source, pron.join(" ")));
+            let chars = p.source.chars().count();
+            words.push((p.source, pron.join(" "), chars));
         }
-        let Some(shortest) = words.iter().map(|(w, _)| w.chars().count()).min() else {
+        let Some(shortest) = words.iter().map(|w| w.2).min() else {
             return Err(Error::invalid(file, Place::File, "no words"));
         };
         Ok(Lexicon {
@@ -113,8 +115,8 @@ impl Lexicon {
             let mut tries = 0;
             let pair = loop {
                 let length = rng.range(lo.max(self.shortest), hi);
-                let (s, t) = self.sentence(&mut rng, length);
-                if s.chars().count() >= lo {
+                let (s, t, chars) = self.sentence(&mut rng, length);
+                if chars >= lo {
                     break (s, t);
                 }
                 tries += 1;
@@ -127,14 +129,13 @@ impl Lexicon {
         Ok(out)
     }
 
-    /// One sentence of at most `length` characters.
-    fn sentence(&self, rng: &mut SplitMix64, length: usize) -> (String, String) {
+    /// One sentence of at most `length` characters, and its length.
+    fn sentence(&self, rng: &mut SplitMix64, length: usize) -> (String, String, usize) {
         let (mut source, mut target) = (String::new(), String::new());
         let (mut chars, mut misses) = (0usize, 0usize);
         while misses < MISSES {
-            let (word, pron) = &self.words[rng.below(self.words.len())];
-            let sep = usize::from(chars > 0);
-            let n = word.chars().count();
+            let (word, pron, n) = &self.words[rng.below(self.words.len())];
+            let (sep, n) = (usize::from(chars > 0), *n);
             if chars + sep + n > length {
                 misses += 1;
                 continue;
@@ -150,7 +151,7 @@ impl Lexicon {
             target.push_str(pron);
             chars += sep + n;
         }
-        (source, target)
+        (source, target, chars)
     }
 }
 
@@ -279,7 +280,7 @@ mod tests {
                 let prons: Vec<&str> = t.split(" | ").collect();
                 assert_eq!(words.len(), prons.len());
                 for (w, p) in words.iter().zip(&prons) {
-                    let (_, want) = lex.words.iter().find(|(x, _)| x == w).unwrap();
+                    let (_, want, _) = lex.words.iter().find(|(x, _, _)| x == w).unwrap();
                     assert_eq!(p, want);
                 }
             }
