@@ -196,9 +196,14 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             let splits = match task {
                 Some(task) => {
-                    if words.is_some() || valid_words.is_some() || test_words.is_some() {
+                    if words.is_some()
+                        || valid_words.is_some()
+                        || test_words.is_some()
+                        || lengths.is_some()
+                    {
                         return Err(host_tools::Error::usage(
-                            "--words, --valid-words and --test-words are for running-text",
+                            "--words, --valid-words, --test-words and --lengths are for \
+                             running-text",
                         ));
                     }
                     data::task_splits(task, seed, &counts)?
@@ -209,7 +214,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                         ("valid", valid_words.or_else(|| words.clone())),
                         ("test", test_words.or(words)),
                     ];
-                    let lengths = data::running_text::parse_lengths(&lengths)?;
+                    let lengths = match lengths {
+                        Some(l) => data::running_text::parse_lengths(&l)?,
+                        None => data::running_text::LENGTHS,
+                    };
                     data::running_text::splits(&lists, lengths, seed, &counts)?
                 }
             };

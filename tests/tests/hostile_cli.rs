@@ -326,6 +326,8 @@ fn running_text_refuses_bad_words_and_lengths_and_writes_nothing() {
     let list = w(&words);
     let args = ["--train", "5", "--words", &list];
     generate_refused("dates", &args, &["running-text"], &out);
+    let args = ["--train", "5", "--lengths", "5-10"];
+    generate_refused("substitution", &args, &["running-text"], &out);
     // What fits is made: the sentences are the list's words.
     let r = s2s(
         &[
@@ -352,6 +354,27 @@ fn running_text_refuses_bad_words_and_lengths_and_writes_nothing() {
         let (s, t) = line.split_once('\t').unwrap();
         assert!((11..=40).contains(&s.len()), "{line}");
         assert_eq!(s.split(' ').count(), t.split(" | ").count(), "{line}");
+    }
+    // Without --lengths, the training lengths: 20 to 200 characters.
+    let out = dir.join("default");
+    let r = s2s(
+        &[
+            &"generate",
+            &"running-text",
+            &"--train",
+            &"20",
+            &"--words",
+            &words,
+            &"-o",
+            &out,
+        ],
+        "",
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = std::fs::read_to_string(out.join("train.tsv")).unwrap();
+    for line in text.lines() {
+        let (s, _) = line.split_once('\t').unwrap();
+        assert!((20..=200).contains(&s.len()), "{line}");
     }
 }
 

@@ -111,9 +111,10 @@ pub enum Cmd {
         /// only, to test on words no training sentence has).
         #[arg(long, value_name = "FILE")]
         test_words: Option<PathBuf>,
-        /// running-text: sentence lengths in characters, drawn uniformly.
-        #[arg(long, value_name = "MIN-MAX", default_value = "20-200")]
-        lengths: String,
+        /// running-text: sentence lengths in characters, drawn uniformly [default:
+        /// 20-200].
+        #[arg(long, value_name = "MIN-MAX")]
+        lengths: Option<String>,
     },
     /// List every tensor of weights files (name, shape, element type; for ONNX the
     /// node input each feeds), to write a configuration's `[weights]`.

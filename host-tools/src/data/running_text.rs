@@ -14,6 +14,10 @@ use crate::error::{Error, Place, Result};
 /// The target token between two words' pronunciations.
 pub const BOUNDARY: &str = "|";
 
+/// The sentence lengths in characters when none are given: the training lengths of
+/// issue 29.
+pub const LENGTHS: (usize, usize) = (20, 200);
+
 /// Longest sentence `s2s generate running-text` makes, in characters.
 pub const MAX_LENGTH: usize = 100_000;
 
