@@ -143,7 +143,7 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                     if d.attention.query_proj { "yes" } else { "no" },
                     if d.attention.key_proj { "yes" } else { "no" }
                 ),
-                s => format!("{s:?}").to_lowercase(),
+                s => s.name().to_string(),
             };
             format!(
                 "{o:?}, {score}, {}",

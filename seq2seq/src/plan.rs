@@ -5,7 +5,7 @@ use core::mem::size_of;
 
 use s2s_kernels::Precision;
 
-use crate::desc::{CellKind, Init, ModelDesc, ScoreKind};
+use crate::desc::{CellKind, Init, ModelDesc};
 
 /// The buffers of a run, in arena order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +100,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of a model at precision `P` for sources of up to `positions` tokens
+    /// The plan of a model (a checked description, [`ModelDesc::check`]) at precision `P`
+    /// for sources of up to `positions` tokens
     /// (after the end token and padding are added; a model padded to a fixed length
     /// needs at least that many). Sizes saturate at `usize::MAX` instead of wrapping
     /// (a 32-bit target planning a huge model gets a workspace no arena holds, and
@@ -114,8 +115,7 @@ impl Plan {
         // of zeros over the valid positions, into the attention's buffers.
         let mean = d.init == Init::Mean;
         let weighs = att || mean;
-        let additive = att && d.attention.score == ScoreKind::Additive;
-        let a = if additive { d.attention.dim } else { 0 };
+        let a = d.attention.score_dim();
         let h = d.enc_hidden.max(d.dec_hidden);
         let (act, wide) = (size_of::<P::Act>(), size_of::<P::Wide>());
         // State vectors per unit: `h`, and `c` for an LSTM.

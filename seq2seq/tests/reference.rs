@@ -950,7 +950,8 @@ fn capacity_and_input_errors() {
     // An arena too small is reported with the exact size needed.
     let file = ModelFile::parse(bytemuck::cast_slice(&bytes)).unwrap();
     let net = Net::<F32>::bind(&file).unwrap();
-    let need = seq2seq::Plan::new::<F32>(&d, 16).bytes();
+    // The plan of the file's (checked) description: `d` is the untidied base.
+    let need = seq2seq::Plan::new::<F32>(file.desc(), 16).bytes();
     let mut small = vec![0u32; need / 4 - 1];
     assert_eq!(
         Runner::new(&net, &mut small, 16).err(),

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use rnn_core::ResetMode;
-use seq2seq::desc::{Init, Part};
-use serde::Deserialize;
+use seq2seq::desc::{Init, Ordering, Part, ScoreKind};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 
 use crate::error::{Error, Place};
 
@@ -186,10 +187,12 @@ pub struct EncoderSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttentionSection {
-    /// `bahdanau` or `luong`.
-    pub ordering: OrderingName,
-    /// The score.
-    pub score: ScoreName,
+    /// `bahdanau` or `luong` ([`Ordering::name`]; `none` is no `[attention]`).
+    #[serde(deserialize_with = "ordering")]
+    pub ordering: Ordering,
+    /// The score, by its [`ScoreKind::name`].
+    #[serde(deserialize_with = "score")]
+    pub score: ScoreKind,
     /// Additive attention size (defaults to the query size).
     pub dim: Option<usize>,
     /// Additive score has a query matrix.
@@ -353,20 +356,6 @@ names!(
     Before = "before" }
 );
 names!(
-    /// Decoder ordering.
-    OrderingName { /// Score with the previous state.
-    Bahdanau = "bahdanau", /// Score with the new state.
-    Luong = "luong" }
-);
-names!(
-    /// Attention score.
-    ScoreName { /// `v^T tanh(W q + U k)`.
-    Additive = "additive", /// `q . k`.
-    Dot = "dot", /// `q . k / sqrt(d)`.
-    ScaledDot = "scaled-dot", /// `q^T W k`.
-    General = "general" }
-);
-names!(
     /// Masking.
     MaskName { /// Mask positions past the source length.
     Length = "length", /// Attend to every position, padding included.
@@ -444,6 +433,31 @@ fn sigmoid() -> RecurrentName {
 }
 fn one() -> usize {
     1
+}
+/// An attention ordering by the runtime's name of it (one definition of the names).
+fn ordering<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Ordering, D::Error> {
+    let attends = Ordering::ALL.into_iter().filter(|&o| o != Ordering::None);
+    by_name(d, "ordering", attends, Ordering::name)
+}
+/// An attention score by the runtime's name of it.
+fn score<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<ScoreKind, D::Error> {
+    by_name(d, "score", ScoreKind::ALL.into_iter(), ScoreKind::name)
+}
+/// One of `all` by its `name`, or an error listing the names.
+fn by_name<'de, D: Deserializer<'de>, T: Copy>(
+    d: D,
+    what: &str,
+    all: impl Iterator<Item = T> + Clone,
+    name: fn(T) -> &'static str,
+) -> std::result::Result<T, D::Error> {
+    let s = String::deserialize(d)?;
+    all.clone().find(|&v| name(v) == s).ok_or_else(|| {
+        let names: Vec<String> = all.map(|v| format!("`{}`", name(v))).collect();
+        D::Error::custom(format!(
+            "unknown {what} `{s}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
 }
 fn yes() -> bool {
     true

@@ -12,7 +12,7 @@ use seq2seq::desc::{
 };
 
 use crate::error::{Error, Place, Result};
-use crate::import::config::{Config, MaskName, OrderingName, ScoreName, SplitName};
+use crate::import::config::{Config, MaskName, SplitName};
 use crate::import::tokens_file::read_tokens;
 use crate::io::{read_text_bounded, MAX_CONFIG_BYTES};
 
@@ -89,17 +89,9 @@ impl Config {
         };
         let (s, t) = (&self.source, &self.target);
         let att = self.attention.as_ref();
-        let ordering = match att.map(|a| a.ordering) {
-            None => Ordering::None,
-            Some(OrderingName::Bahdanau) => Ordering::Bahdanau,
-            Some(OrderingName::Luong) => Ordering::Luong,
-        };
-        let score = match att.map(|a| a.score) {
-            None | Some(ScoreName::Additive) => ScoreKind::Additive,
-            Some(ScoreName::Dot) => ScoreKind::Dot,
-            Some(ScoreName::ScaledDot) => ScoreKind::ScaledDot,
-            Some(ScoreName::General) => ScoreKind::General,
-        };
+        let ordering = att.map_or(Ordering::None, |a| a.ordering);
+        // Without attention the score's code is the neutral 0 (the file wants it so).
+        let score = att.map_or(ScoreKind::Additive, |a| a.score);
         let additive = att.filter(|_| score == ScoreKind::Additive);
         if self.decoder.output.len() > MAX_OUT_PARTS {
             return Err(self.error(
@@ -300,6 +292,30 @@ mod tests {
                 format!("{name} is out of range (1 to 65535)")
             );
         }
+    }
+
+    #[test]
+    fn attention_names_are_the_runtimes_and_others_are_refused_naming_the_line() {
+        for s in ScoreKind::ALL {
+            let score = format!("score = \"{}\"", s.name());
+            let text = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/netra.toml"),
+            )
+            .unwrap()
+            .replacen("score = \"additive\"", &score, 1);
+            let c = Config::parse(&text, Path::new("netra.toml")).unwrap();
+            assert_eq!(c.attention.map(|a| a.score), Some(s));
+        }
+        let e = edited_example_error("netra", "score = \"additive\"", "score = \"Dot\"");
+        assert!(
+            e.contains("netra.toml:") && e.contains("unknown score `Dot`, expected one of `additive`, `dot`, `scaled-dot`, `general`"),
+            "{e}"
+        );
+        let e = edited_example_error("netra", "ordering = \"luong\"", "ordering = \"none\"");
+        assert!(
+            e.contains("unknown ordering `none`, expected one of `bahdanau`, `luong`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use s2s_kernels::{Fmt, Requant};
 use seq2seq::desc::{Activation, CellKind, Init, ModelDesc};
 use seq2seq::format::{Role, Slot, TensorId};
-use seq2seq::{Probe, ScoreKind};
+use seq2seq::Probe;
 
 use super::calibrate::Calibration;
 use crate::error::{Error, Result};
@@ -97,10 +97,7 @@ pub(crate) fn choose_formats(
             frac: choose_cell_frac(dec_c),
         };
     }
-    if matches!(
-        desc.attention.score,
-        ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General
-    ) {
+    if desc.attention.score.scaled() {
         desc.attention.scale_q = Requant::from_real(desc.attention.scale as f64);
     }
     let _ = writeln!(

@@ -3,7 +3,7 @@
 //! order and with the arithmetic the runtime's `seq2seq::run` defines.
 
 use candle_core::{Result, Tensor, D};
-use seq2seq::desc::{Init, ModelDesc, Ordering, Part, ScoreKind};
+use seq2seq::desc::{Init, ModelDesc, Ordering, Part};
 
 use super::attention::{Attention, Memory};
 use super::cell::{matmul_last, Cell, CellKind, State};
@@ -39,11 +39,7 @@ impl Bounds {
     /// The bounds of the quantized model `q`'s calibrated formats.
     pub fn of(q: &ModelDesc) -> Bounds {
         let top = |f: s2s_kernels::Fmt| 32767.0 * 2f64.powi(-i32::from(f.frac));
-        let keys = q.has_attention()
-            && matches!(
-                (q.attention.score, q.attention.key_proj),
-                (ScoreKind::Additive, true) | (ScoreKind::General, _)
-            );
+        let keys = q.keys_stored();
         Bounds {
             memory: q.memory_proj.map(|_| top(q.fmt_memory)),
             keys: keys.then(|| top(q.attention.fmt_keys)),

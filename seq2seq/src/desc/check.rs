@@ -2,8 +2,9 @@
 
 use rnn_core::ResetMode;
 
+use super::attention::Ordering;
 use super::limits::{MAX_CELL_FRAC, MAX_FRAC, MAX_LAYERS, MAX_OUT_PARTS, MAX_SIZE, MIN_FRAC};
-use super::model::{Activation, CellKind, Init, ModelDesc, Ordering, Part, ScoreKind};
+use super::model::{Activation, CellKind, Init, ModelDesc, Part};
 use crate::Error;
 
 impl ModelDesc {
@@ -25,7 +26,6 @@ impl ModelDesc {
         ];
         let optional = [
             ("memory_proj", self.memory_proj.unwrap_or(0)),
-            ("attn_dim", self.attention.dim),
             ("src_pad_to", self.src_pad_to),
             ("attentional", self.attentional.unwrap_or(0)),
         ];
@@ -70,7 +70,6 @@ impl ModelDesc {
             ("fmt_src_emb", self.fmt_src_emb),
             ("fmt_dec_emb", self.fmt_dec_emb),
             ("fmt_memory", self.fmt_memory),
-            ("fmt_keys", self.attention.fmt_keys),
         ] {
             if !(MIN_FRAC..=MAX_FRAC).contains(&f.frac) {
                 return Err(Error::BadField(name));
@@ -89,12 +88,6 @@ impl ModelDesc {
                 return Err(Error::BadField(name));
             }
         }
-        if !self.attention.scale.is_finite() {
-            return Err(Error::BadField("score_scale"));
-        }
-        if !self.attention.scale_q.is_valid() {
-            return Err(Error::BadField("score_scale_q"));
-        }
 
         let bad = |rule| Err(Error::Inconsistent(rule));
         if self.enc_layers > MAX_LAYERS || self.dec_layers > MAX_LAYERS {
@@ -104,43 +97,7 @@ impl ModelDesc {
         if !attention && (self.memory_proj.is_some() || self.attentional.is_some()) {
             return bad("memory projection or attentional layer without attention");
         }
-        if !attention
-            && (self.attention.score != ScoreKind::Additive
-                || self.attention.dim != 0
-                || self.attention.query_proj
-                || self.attention.key_proj
-                || self.attention.mask_padding)
-        {
-            return bad("score, attn_dim, attn_query_proj, attn_key_proj, mask_padding: set without attention");
-        }
-        if attention {
-            let (q, m) = (self.dec_hidden, self.memory_dim());
-            match self.attention.score {
-                ScoreKind::Additive => {
-                    let a = self.attention.dim;
-                    if a == 0
-                        || (!self.attention.query_proj && a != q)
-                        || (!self.attention.key_proj && a != m)
-                    {
-                        return bad(
-                            "attn_dim: without a matrix, query or memory size must equal it",
-                        );
-                    }
-                }
-                _ if self.attention.dim != 0
-                    || self.attention.query_proj
-                    || self.attention.key_proj =>
-                {
-                    return bad(
-                        "attn_dim, attn_query_proj, attn_key_proj: only for the additive score",
-                    );
-                }
-                ScoreKind::Dot | ScoreKind::ScaledDot if q != m => {
-                    return bad("dot score: decoder hidden size must equal memory size");
-                }
-                _ => {}
-            }
-        }
+        self.attention.check(self.dec_hidden, self.memory_dim())?;
         if self.init == Init::Last {
             if self.dec_layers > self.enc_layers {
                 return bad("init last: more decoder than encoder layers");

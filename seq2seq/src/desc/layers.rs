@@ -3,8 +3,9 @@
 
 use s2s_kernels::Fmt;
 
+use super::attention::Ordering;
 use super::limits::{MAX_OUT_PARTS, MAX_SPECS};
-use super::model::{Activation, CellKind, Init, ModelDesc, Ordering, Part, ScoreKind};
+use super::model::{Activation, CellKind, Init, ModelDesc, Part};
 use super::role::Role;
 
 impl ModelDesc {
@@ -45,7 +46,15 @@ impl ModelDesc {
     }
     /// True when the decoder attends.
     pub fn has_attention(&self) -> bool {
-        self.attention.ordering != Ordering::None
+        self.attention.attends()
+    }
+    /// Size of the keys per position (when stored apart from the memory).
+    pub fn key_dim(&self) -> usize {
+        self.attention.key_dim(self.dec_hidden, self.memory_dim())
+    }
+    /// True when keys are computed and stored apart from the memory.
+    pub fn keys_stored(&self) -> bool {
+        self.attention.keys_stored()
     }
     /// Input size of encoder layer `l`.
     pub fn enc_input(&self, l: usize) -> usize {
@@ -82,24 +91,6 @@ impl ModelDesc {
         self.out_parts()
             .fold((0, 0), |(d, n), p| (d + self.part_dim(p), n + 1))
     }
-    /// Size of the keys per position (when stored apart from the memory).
-    pub fn key_dim(&self) -> usize {
-        match self.attention.score {
-            ScoreKind::Additive if self.attention.key_proj => self.attention.dim,
-            ScoreKind::General => self.dec_hidden,
-            _ => self.memory_dim(),
-        }
-    }
-    /// True when keys are computed and stored apart from the memory.
-    pub fn keys_stored(&self) -> bool {
-        self.has_attention()
-            && match self.attention.score {
-                ScoreKind::Additive => self.attention.key_proj,
-                ScoreKind::General => true,
-                _ => false,
-            }
-    }
-
     /// Every dense layer (embeddings and recurrent matrices included) the description calls
     /// for, with its shape: the one list that binding, importing and quantizing follow.
     pub fn layer_specs(&self) -> heapless::Vec<LayerSpec, MAX_SPECS> {
@@ -150,22 +141,10 @@ impl ModelDesc {
         if let Some(m) = self.memory_proj {
             add(Role::MemoryProj, 0, 0, m, self.enc_output(), 1);
         }
-        if self.has_attention() {
-            let (q, m, a) = (self.dec_hidden, self.memory_dim(), self.attention.dim);
-            match self.attention.score {
-                ScoreKind::Additive => {
-                    if self.attention.query_proj {
-                        add(Role::AttnQuery, 0, 0, a, q, 1);
-                    }
-                    if self.attention.key_proj {
-                        add(Role::AttnKey, 0, 0, a, m, 1);
-                    }
-                    add(Role::AttnV, 0, 0, 1, a, 1);
-                }
-                ScoreKind::General => add(Role::AttnGeneral, 0, 0, q, m, 1),
-                ScoreKind::Dot | ScoreKind::ScaledDot => {}
-            }
-        }
+        self.attention
+            .for_each_layer(self.dec_hidden, self.memory_dim(), |role, rows, cols| {
+                add(role, 0, 0, rows, cols, 1)
+            });
         for l in 0..self.bridges() {
             add(Role::Bridge, l, 0, self.dec_hidden, self.enc_output(), 1);
         }

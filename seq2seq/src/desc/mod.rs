@@ -3,11 +3,13 @@
 //! record; [`ModelDesc::from_raw`] validates every field.
 //!
 //! The parts, bottom up: `limits` (the fixed limits and sentinels), `role` (the dense
-//! layers a model can have), `beam_rule` (how a model is beam-searched), `model` (the
-//! types), then on them `layers` (what a description implies: sizes, dense layers,
-//! formats), `check` (its ranges and consistency), `raw` (its stored record) and
+//! layers a model can have), `beam_rule` (how a model is beam-searched), `attention`
+//! (the attention's description and all it implies), `model` (the types), then on them `layers` (what a description implies: sizes, dense layers,
+//! formats), `check` (its ranges and consistency), `record` (the stored record and its fields),
+//! `raw` (the record of a whole description) and
 //! `needs` (the cargo features it calls for). This file only names them.
 
+mod attention;
 mod beam_rule;
 mod check;
 mod layers;
@@ -15,8 +17,10 @@ mod limits;
 mod model;
 mod needs;
 mod raw;
+mod record;
 mod role;
 
+pub use attention::{AttentionDesc, Ordering, ScoreKind};
 pub use beam_rule::{BeamRule, BeamVariant};
 pub use layers::LayerSpec;
 pub use limits::{
@@ -24,8 +28,7 @@ pub use limits::{
     MIN_FRAC, NO_SLOT_TOKEN, NO_TOKEN,
 };
 pub use model::{
-    Activation, AttentionDesc, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part,
-    PrefixSlot, ScoreKind, Split,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Part, PrefixSlot, Split,
 };
-pub use raw::RawDesc;
+pub use record::RawDesc;
 pub use role::Role;

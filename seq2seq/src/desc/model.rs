@@ -1,11 +1,13 @@
 //! The description's types: [`ModelDesc`] and the variant of each part ([`CellKind`],
-//! [`Ordering`], [`ScoreKind`], [`Init`], [`Cells`], [`Extras`], ...), as plain data.
+//! [`Init`], [`Cells`], [`Extras`], ...), as plain data; the attention's own types are
+//! in `attention`.
 
 use core::num::NonZeroU16;
 
 use rnn_core::{Masked, Recurrent, ResetMode};
-use s2s_kernels::{Fmt, Requant};
+use s2s_kernels::Fmt;
 
+use super::attention::AttentionDesc;
 use super::beam_rule::BeamRule;
 use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, MAX_SLOTS};
 
@@ -36,35 +38,6 @@ impl CellKind {
             CellKind::Lstm => 4,
         }
     }
-}
-
-/// How the decoder uses attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum Ordering {
-    /// No attention: the decoder sees only its input token and state.
-    None = 0,
-    /// Bahdanau: score with `s_{t-1}`, context `c_t`, decoder input `[embedding; c_t]`.
-    Bahdanau = 1,
-    /// Luong: the decoder cell first, score with `s_t`, then context `c_t`.
-    Luong = 2,
-}
-
-/// The attention score (see `attention_core::Score`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum ScoreKind {
-    /// `v^T tanh(W q + U k)`, `W` and `U` each optional (Keras `AdditiveAttention`
-    /// has neither).
-    Additive = 0,
-    /// `q . k`.
-    Dot = 1,
-    /// `q . k / sqrt(d)`.
-    ScaledDot = 2,
-    /// `q^T W k`.
-    General = 3,
 }
 
 /// Initial decoder state (`h`, and separately the cell state `c` of an LSTM decoder).
@@ -231,52 +204,6 @@ pub enum Split {
     Chars = 0,
     /// Tokens are separated by white space.
     Whitespace = 1,
-}
-
-/// A model's attention: how the decoder uses it, its score with the score's sizes,
-/// scale and key format, and which source positions it attends
-/// ([`AttentionDesc::NONE`]: none, with the neutral scale and key format).
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-// Laid out as written, and first in `ModelDesc`: the Cortex-M0's loads reach only small
-// offsets, and the minimal micro:bit build measured 56,548 bytes of runtime flash this
-// way (as with the loose fields before) against 56,660 with the default layout.
-#[repr(C)]
-pub struct AttentionDesc {
-    /// How the decoder uses attention ([`Ordering::None`]: not at all, and the score's
-    /// fields are zero; see [`ModelDesc::has_attention`]).
-    pub ordering: Ordering,
-    /// The score.
-    pub score: ScoreKind,
-    /// Additive attention size (`v` length).
-    pub dim: usize,
-    /// Additive score has a query matrix `W`.
-    pub query_proj: bool,
-    /// Additive score has a key matrix `U`.
-    pub key_proj: bool,
-    /// Attend to padding positions too (models trained without a mask).
-    pub mask_padding: bool,
-    /// Format of precomputed keys (integer path).
-    pub fmt_keys: Fmt,
-    /// Score scale, float precisions.
-    pub scale: f32,
-    /// Score scale, integer precision.
-    pub scale_q: Requant,
-}
-
-impl AttentionDesc {
-    /// No attention.
-    pub const NONE: AttentionDesc = AttentionDesc {
-        ordering: Ordering::None,
-        score: ScoreKind::Additive,
-        dim: 0,
-        query_proj: false,
-        key_proj: false,
-        mask_padding: false,
-        fmt_keys: Fmt { frac: 0 },
-        scale: 1.0,
-        scale_q: Requant::ONE,
-    };
 }
 
 /// The validated model description.

@@ -1,7 +1,7 @@
 //! The parts of the runtime a description needs ([`ModelDesc::features`]): the cargo
 //! feature of each cell and score, and the set a model calls for.
 
-use super::model::{CellKind, ModelDesc, ScoreKind};
+use super::model::{CellKind, ModelDesc};
 use crate::features::{Feature, Features};
 
 impl CellKind {
@@ -16,16 +16,6 @@ impl CellKind {
         match self {
             CellKind::Gru => Feature::Gru,
             CellKind::Lstm => Feature::Lstm,
-        }
-    }
-}
-
-impl ScoreKind {
-    /// The feature that compiles this score.
-    pub fn feature(self) -> Feature {
-        match self {
-            ScoreKind::Additive => Feature::Additive,
-            ScoreKind::Dot | ScoreKind::ScaledDot | ScoreKind::General => Feature::Multiplicative,
         }
     }
 }

@@ -1,105 +1,21 @@
-//! The stored description, [`RawDesc`]: its record, and [`ModelDesc::from_raw`] /
-//! [`ModelDesc::to_raw`], which compare every code and flag whole.
+//! The stored description as a whole: [`ModelDesc::from_raw`] and
+//! [`ModelDesc::to_raw`] over the record [`RawDesc`] (`record`), which compare every
+//! code and flag whole.
 
 use core::num::NonZeroU16;
 
-use bytemuck::{Pod, Zeroable};
-use rnn_core::{Masked, Recurrent, ResetMode};
+use rnn_core::{Masked, Recurrent};
 use s2s_kernels::logprob::Alpha;
-use s2s_kernels::{Fmt, Requant};
+use s2s_kernels::Fmt;
 
+use super::attention::AttentionDesc;
 use super::beam_rule::{BeamRule, BeamVariant};
 use super::limits::{MAX_OUT_PARTS, MAX_PREFIX, MAX_SLOTS, NO_SLOT_TOKEN, NO_TOKEN};
 use super::model::{
-    Activation, AttentionDesc, CellKind, Cells, Extras, Init, Logits, ModelDesc, Ordering, Part,
-    PrefixSlot, ScoreKind, Split,
+    Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Part, PrefixSlot, Split,
 };
+use super::record::{code, flag, opt_token, reset, stored, token, RawDesc};
 use crate::Error;
-
-/// The description record as stored: 32-bit little-endian fields.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-#[allow(missing_docs)]
-pub struct RawDesc {
-    pub src_vocab: u32,
-    pub tgt_vocab: u32,
-    pub enc_emb: u32,
-    pub dec_emb: u32,
-    pub enc_layers: u32,
-    pub enc_hidden: u32,
-    pub enc_bidir: u32,
-    pub enc_reset: u32,
-    pub memory_proj: u32,
-    pub ordering: u32,
-    pub score: u32,
-    pub attn_dim: u32,
-    pub attn_query_proj: u32,
-    pub attn_key_proj: u32,
-    pub mask_padding: u32,
-    pub src_pad_to: u32,
-    pub init: u32,
-    pub dec_layers: u32,
-    pub dec_hidden: u32,
-    pub dec_reset: u32,
-    pub attentional: u32,
-    pub out_parts: [u8; 4],
-    pub src_pad: u32,
-    pub src_unk: u32,
-    pub src_eos: u32,
-    pub tgt_start: u32,
-    pub tgt_end: u32,
-    pub max_steps: u32,
-    pub split: u32,
-    pub lowercase: u32,
-    /// Activation formats (fractional bits) of the integer path:
-    /// `[src embedding, target embedding, memory, keys]`.
-    pub fmts: [i8; 4],
-    /// Score scale as f32 bits (float precisions).
-    pub score_scale: u32,
-    /// Score scale as a requantizer (integer precision).
-    pub score_scale_q: Requant,
-    /// Encoder cell: 0 GRU, 1 LSTM.
-    pub enc_cell: u32,
-    /// Decoder cell: 0 GRU, 1 LSTM.
-    pub dec_cell: u32,
-    /// Encoder gates' activation (`Recurrent` id).
-    pub enc_recurrent: u32,
-    /// Decoder gates' activation (`Recurrent` id).
-    pub dec_recurrent: u32,
-    /// Masked encoder steps: 0 none (padding runs like any token), else a `Masked` id.
-    pub enc_mask: u32,
-    /// Initial cell state of an LSTM decoder (an `Init` code; 0 for a GRU decoder).
-    pub init_cell: u32,
-    /// Parts of the attentional layer's input, like `out_parts` (all 0 without it).
-    pub att_parts: [u8; 4],
-    /// Cell-state formats (fractional bits) of the integer path: `[encoder, decoder,
-    /// 0, 0]`, 0 for a GRU stack.
-    pub cell_fmts: [i8; 4],
-    /// Beam search: `[variant (a BeamVariant id), alpha in halves, 0, 0]`.
-    pub beam: [u8; 4],
-    // ---- Format 5 (issue 12: ONNX-style decoders), kept together at the end. ----
-    /// One bridge for every decoder layer: 0 or 1.
-    pub bridge_shared: u32,
-    /// Input feeding: 0 or 1.
-    pub input_feed: u32,
-    /// The attentional layer's activation (`Activation` code).
-    pub att_act: u32,
-    /// The output's normalisation (`Logits` code).
-    pub logits: u32,
-    /// Source prefix token ids, then `NO_TOKEN`.
-    pub src_prefix: [u32; MAX_PREFIX],
-    /// Formats (fractional bits) of the integer path: `[attentional vector, 0, 0, 0]`.
-    pub extra_fmts: [i8; 4],
-    // ---- Format 7 (issue 31: per-call prefix tokens, a minimum output length). ----
-    /// Fewest output tokens before the end token can be chosen.
-    pub min_steps: u32,
-    /// Each prefix slot's number of tokens, then 0 (their ids and names are stored with
-    /// the vocabularies).
-    pub slot_sizes: [u16; MAX_SLOTS],
-    /// Each prefix slot's default source token id, or `NO_SLOT_TOKEN` (0 past the last
-    /// slot).
-    pub slot_defaults: [u16; MAX_SLOTS],
-}
 
 /// A list of parts as stored: codes `1..=4`, then zeros.
 fn parts_of(name: &'static str, raw: &[u8; 4]) -> Result<[Option<Part>; MAX_OUT_PARTS], Error> {
@@ -144,64 +60,10 @@ fn recurrent(name: &'static str, v: u32) -> Result<Recurrent, Error> {
     })
 }
 
-/// A code field: `decode` maps the whole stored value (not just its low byte).
-fn code<T>(name: &'static str, v: u32, decode: impl FnOnce(u32) -> Option<T>) -> Result<T, Error> {
-    decode(v).ok_or(Error::BadField(name))
-}
-
-fn flag(name: &'static str, v: u32) -> Result<bool, Error> {
-    match v {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(Error::BadField(name)),
-    }
-}
-
-/// A token id (its range is checked by [`ModelDesc::check`]).
-fn token(name: &'static str, v: u32, vocab: u32) -> Result<u16, Error> {
-    u16::try_from(v).map_err(|_| Error::TokenOutOfRange {
-        what: name,
-        id: v,
-        vocab: vocab as usize,
-    })
-}
-
-fn opt_token(name: &'static str, v: u32, vocab: u32) -> Result<Option<u16>, Error> {
-    if v == NO_TOKEN {
-        Ok(None)
-    } else {
-        token(name, v, vocab).map(Some)
-    }
-}
-
-fn reset(name: &'static str, v: u32) -> Result<ResetMode, Error> {
-    code(name, v, |v| {
-        u8::try_from(v).ok().and_then(ResetMode::from_id)
-    })
-}
-
-/// A size as its stored `u32`, refused (not truncated) when it does not fit.
-fn stored(field: &'static str, v: usize) -> Result<u32, Error> {
-    u32::try_from(v).map_err(|_| Error::FieldOverflow { field, value: v })
-}
-
 impl ModelDesc {
     /// Validates a stored description: every code and flag compared whole, then
     /// [`ModelDesc::check`] (ranges and consistency).
     pub fn from_raw(r: &RawDesc) -> Result<Self, Error> {
-        let ordering = code("ordering", r.ordering, |v| match v {
-            0 => Some(Ordering::None),
-            1 => Some(Ordering::Bahdanau),
-            2 => Some(Ordering::Luong),
-            _ => None,
-        })?;
-        let score = code("score", r.score, |v| match v {
-            0 => Some(ScoreKind::Additive),
-            1 => Some(ScoreKind::Dot),
-            2 => Some(ScoreKind::ScaledDot),
-            3 => Some(ScoreKind::General),
-            _ => None,
-        })?;
         let init = code("init", r.init, Init::from_id)?;
         let init_cell = code("init_cell", r.init_cell, Init::from_id)?;
         let enc_mask = match r.enc_mask {
@@ -289,17 +151,7 @@ impl ModelDesc {
             enc_bidir: flag("enc_bidir", r.enc_bidir)?,
             enc_reset: reset("enc_reset", r.enc_reset)?,
             memory_proj: (r.memory_proj != 0).then_some(r.memory_proj as usize),
-            attention: AttentionDesc {
-                ordering,
-                score,
-                dim: r.attn_dim as usize,
-                query_proj: flag("attn_query_proj", r.attn_query_proj)?,
-                key_proj: flag("attn_key_proj", r.attn_key_proj)?,
-                mask_padding: flag("mask_padding", r.mask_padding)?,
-                fmt_keys: Fmt { frac: r.fmts[3] },
-                scale: f32::from_bits(r.score_scale),
-                scale_q: r.score_scale_q,
-            },
+            attention: AttentionDesc::from_raw(r)?,
             src_pad_to: r.src_pad_to as usize,
             init,
             dec_layers: r.dec_layers as usize,
@@ -346,8 +198,7 @@ impl ModelDesc {
     pub fn to_raw(&self) -> Result<RawDesc, Error> {
         let out_parts = parts_raw(&self.out_parts);
         let tok = |t: Option<u16>| t.map_or(NO_TOKEN, u32::from);
-        let a = &self.attention;
-        Ok(RawDesc {
+        let mut r = RawDesc {
             src_vocab: stored("src_vocab", self.src_vocab)?,
             tgt_vocab: stored("tgt_vocab", self.tgt_vocab)?,
             enc_emb: stored("enc_emb", self.enc_emb)?,
@@ -357,12 +208,6 @@ impl ModelDesc {
             enc_bidir: self.enc_bidir as u32,
             enc_reset: self.enc_reset as u32,
             memory_proj: stored("memory_proj", self.memory_proj.unwrap_or(0))?,
-            ordering: a.ordering as u32,
-            score: a.score as u32,
-            attn_dim: stored("attn_dim", a.dim)?,
-            attn_query_proj: a.query_proj as u32,
-            attn_key_proj: a.key_proj as u32,
-            mask_padding: a.mask_padding as u32,
             src_pad_to: stored("src_pad_to", self.src_pad_to)?,
             init: self.init as u32,
             dec_layers: stored("dec_layers", self.dec_layers)?,
@@ -382,10 +227,8 @@ impl ModelDesc {
                 self.fmt_src_emb.frac,
                 self.fmt_dec_emb.frac,
                 self.fmt_memory.frac,
-                a.fmt_keys.frac,
+                0,
             ],
-            score_scale: a.scale.to_bits(),
-            score_scale_q: a.scale_q,
             enc_cell: self.cells.enc as u32,
             dec_cell: self.cells.dec as u32,
             enc_recurrent: self.cells.enc_recurrent as u32,
@@ -407,6 +250,9 @@ impl ModelDesc {
                 .extras
                 .slots
                 .map(|s| s.map_or(0, |s| s.default.unwrap_or(NO_SLOT_TOKEN))),
-        })
+            ..RawDesc::default()
+        };
+        self.attention.store(&mut r)?;
+        Ok(r)
     }
 }
