@@ -242,6 +242,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             beam,
             prefix,
             nbest,
+            limits,
         } => {
             let beam = beam_options(&beam)?;
             let prefix = prefix.args();
@@ -256,6 +257,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 beam,
                 prefix: Some(&prefix),
                 nbest,
+                limits: limits.limits(),
             };
             let failed = model::run::run_file(
                 &model,
@@ -274,6 +276,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             json,
             plot,
             beam,
+            limits,
         } => {
             host_tools::io::distinct_outputs(&[
                 ("the report", Some(std::path::Path::new("-"))),
@@ -285,6 +288,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 json,
                 plot,
                 beam: beam_options(&beam)?,
+                limits: limits.limits(),
             };
             let failed = eval::eval_file(&models, &data, &options, stdout, &mut std::io::stderr())?;
             stdout.flush().map_err(host_tools::Error::io(STDOUT_NAME))?;
@@ -368,16 +372,17 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             output,
             no_color,
             json,
+            limits,
         } => {
+            let m = host_tools::model::LoadedModel::load(&model)?.with_limits(limits.limits())?;
             if json {
-                let m = host_tools::model::LoadedModel::load(&model)?;
                 let map = plot::attention_map(&m, &source)?;
                 writeln!(stdout, "{}", map.to_json())
                     .map_err(host_tools::Error::io(STDOUT_NAME))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let color = !no_color && std::io::stdout().is_terminal();
-            for note in plot::heatmap(&model, &source, output.as_deref(), color, stdout)? {
+            for note in plot::heatmap(&m, &source, output.as_deref(), color, stdout)? {
                 eprintln!("note: {note}");
             }
             if let Some(path) = output {

@@ -461,3 +461,65 @@ fn explain_tells_a_code_back_and_refuses_an_unknown_one_in_one_line() {
         &["\"x\"", "not an error code"],
     );
 }
+
+#[test]
+fn long_inputs_take_positions_and_max_steps_and_bad_values_are_refused() {
+    let model = model_file("g2p-en.s2s");
+    let path = model.display().to_string();
+    let long = format!("{}\n", "a".repeat(600));
+    // 600 letters and the end token: more than the 512 positions planned by default.
+    let line = assert_one_error(
+        &s2s(&[&"run", &model], &long),
+        &["<stdin>:1:", "601", "512"],
+    );
+    eprintln!("{line}");
+    let r = s2s(&[&"run", &model, &"--positions", &"601", &"--ids"], &long);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // A step limit below the model's cuts every output at that many tokens.
+    let words = "abandon\nzebra\ntelephone\n";
+    let full = s2s_ok(&[&"run", &model, &"--ids"], words);
+    let cut = s2s_ok(&[&"run", &model, &"--ids", &"--max-steps", &"3"], words);
+    for (f, c) in full.lines().zip(cut.lines()) {
+        let (f, c): (Vec<&str>, Vec<&str>) = (f.split(' ').collect(), c.split(' ').collect());
+        assert!(f.len() > 3, "{f:?}");
+        assert_eq!(c, f[..3], "{c:?} is not the first 3 of {f:?}");
+    }
+    for (args, needles) in [
+        (
+            &["--max-steps", "0"][..],
+            &["--max-steps 0", "max_steps"][..],
+        ),
+        (
+            &["--max-steps", "65536"][..],
+            &["--max-steps 65536", "max_steps"][..],
+        ),
+        (
+            &["--positions", "0"][..],
+            &["--positions 0", "outside 1..="][..],
+        ),
+        (
+            &["--positions", "1048577"][..],
+            &["--positions 1048577", "outside 1..="][..],
+        ),
+        (
+            &["--positions", "1000000"][..],
+            &["--positions 1000000", "bytes of workspace"][..],
+        ),
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"run", &model];
+        all.extend(args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        let r = s2s(&all, words);
+        let mut needles = needles.to_vec();
+        needles.push(&path);
+        let line = assert_one_error(&r, &needles);
+        eprintln!("{line}");
+        assert!(r.stdout.is_empty(), "{args:?}: nothing decoded");
+    }
+    // A model padded to a fixed length keeps it.
+    let netra = model_file("netra.s2s");
+    let r = s2s(&[&"run", &netra, &"--positions", &"100"], "abc\n");
+    assert_one_error(
+        &r,
+        &["--positions 100", "pads every source to 25 positions"],
+    );
+}

@@ -73,6 +73,30 @@ pub struct TrainArgs {
     pub quantize: Option<SchemeArg>,
 }
 
+/// Sources and outputs longer than the host's defaults (long inputs).
+#[derive(clap::Args)]
+pub struct LimitArgs {
+    /// Plan for sources of up to N positions (the end token included) instead of 512.
+    /// Refused for a model padded to a fixed length, and when one decoding thread's
+    /// workspace would pass 1 GiB (the error gives its bytes).
+    #[arg(long, value_name = "N")]
+    pub positions: Option<usize>,
+    /// Decode at most N steps instead of the model's max_steps (1 to 65,535, no fewer
+    /// than its minimum output length).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<usize>,
+}
+
+impl LimitArgs {
+    /// The limits the model runs with.
+    pub fn limits(&self) -> host_tools::model::Limits {
+        host_tools::model::Limits {
+            positions: self.positions,
+            max_steps: self.max_steps,
+        }
+    }
+}
+
 /// Beam search instead of greedy decoding.
 #[derive(clap::Args)]
 pub struct BeamArgs {

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use host_tools::device;
 
-pub use groups::{BeamArgs, BoardArgs, DeviceCheckArgs, PrefixCli, SchemeArg, TrainArgs};
+pub use groups::{
+    BeamArgs, BoardArgs, DeviceCheckArgs, LimitArgs, PrefixCli, SchemeArg, TrainArgs,
+};
 
 #[derive(Parser)]
 #[command(
@@ -180,6 +182,8 @@ pub enum Cmd {
         /// probabilities of the tokens).
         #[arg(long, value_name = "N")]
         nbest: Option<usize>,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Token and sequence error rates against references (`source<TAB>reference` lines),
     /// overall and by source length, with the mean attention entropy; several models
@@ -208,6 +212,8 @@ pub enum Cmd {
         plot: Option<PathBuf>,
         #[command(flatten)]
         beam: BeamArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Quantize an f32 model: int8 weights with int16 activations (w8a16) or f32 math (w8f32).
     Quantize {
@@ -322,6 +328,8 @@ pub enum Cmd {
         /// explorer's page shows.
         #[arg(long, conflicts_with_all = ["output", "no_color"])]
         json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Serve the attention explorer (a page that decodes a typed source step by step,
     /// built by `cargo xtask explorer`) with MODEL on 127.0.0.1, printing its address.

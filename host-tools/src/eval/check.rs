@@ -222,6 +222,7 @@ pub fn check(
         logits: greedy,
         probes: greedy,
         beam,
+        ..Keep::default()
     };
     let q = decode_each(quant, sources, &[], keep)?;
     let r = decode_each(reference, sources, &[], keep)?;

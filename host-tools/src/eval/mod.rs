@@ -32,6 +32,8 @@ pub struct EvalOptions {
     pub plot: Option<std::path::PathBuf>,
     /// A beam search instead of greedy decoding (no attention entropy then).
     pub beam: Option<crate::model::beam::BeamOptions>,
+    /// Positions and steps instead of each model's (long inputs).
+    pub limits: crate::model::Limits,
 }
 
 /// The length of a source as the model splits it (end token excluded).
@@ -77,10 +79,10 @@ pub fn eval_file(
     let mut text = String::new();
     let mut reports = Vec::new();
     for model in models {
-        let m = LoadedModel::load(model)?;
+        let m = LoadedModel::load(model)?.with_limits(opt.limits)?;
         let desc = *m.file().desc();
         let keep = Keep {
-            weights: desc.has_attention() && opt.beam.is_none(),
+            entropy: desc.has_attention() && opt.beam.is_none(),
             beam: opt.beam,
             ..Keep::default()
         };
@@ -111,12 +113,7 @@ pub fn eval_file(
             };
             measured += 1;
             report.add(*len, &d.tokens, &split_tokens(&pair.target, &sep));
-            let h: Vec<f32> = d
-                .weights
-                .iter()
-                .map(|w| attention_core::entropy::<s2s_kernels::F32>(w))
-                .collect();
-            report.add_entropy(*len, &h);
+            report.add_entropy(*len, &d.entropy);
         }
         text += &format!(
             "{} on {} ({measured} sequences{})\n{}",

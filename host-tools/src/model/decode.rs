@@ -27,6 +27,8 @@ pub struct Decoded {
     /// The same weights as stored, zero-extended to `i64`: f32 bit patterns, or the
     /// Q0.15 `i16` values of w8a16 (kept with `weights`).
     pub raw_weights: Vec<Vec<i64>>,
+    /// The entropy of every step's attention weights in nats (kept when asked).
+    pub entropy: Vec<f32>,
     /// Logits of every step, as f32 (kept when asked).
     pub logits: Vec<Vec<f32>>,
     /// Logits of every step in their stored integer or float bits (kept when asked).
@@ -57,6 +59,9 @@ pub struct Ranked {
 pub struct Keep {
     /// Attention weights (greedy decoding only).
     pub weights: bool,
+    /// Each step's attention entropy without the weights (greedy decoding only): what
+    /// a long source's report needs, in memory independent of its length.
+    pub entropy: bool,
     /// Logits (greedy decoding only).
     pub logits: bool,
     /// Intermediate tensors.
@@ -82,6 +87,12 @@ impl<P: Precision> Observer<P> for Recorder<'_> {
     }
 
     fn step(&mut self, s: &Step<'_, P>) {
+        if let (true, Some(w)) = (self.keep.entropy, s.weights) {
+            let w: Vec<f32> = w.iter().map(|&v| P::unit_to_f32(v)).collect();
+            self.out
+                .entropy
+                .push(attention_core::entropy::<s2s_kernels::F32>(&w));
+        }
         if self.keep.weights {
             if let Some(w) = s.weights {
                 self.out

@@ -9,13 +9,11 @@ use seq2seq::{ModelFile, Net};
 use crate::error::{Error, Result};
 use crate::model::hostf32::HostF32;
 use crate::model::hostw8a16::HostW8A16;
+use crate::model::limits::Limits;
 
 /// The largest model file the host tools read: 256 MiB (the largest model file a
 /// microcontroller holds is a few MiB; g2p-en in f32 is 3.3 MB).
 pub const MAX_MODEL_BYTES: u64 = 256 << 20;
-
-/// Longest source (in positions, end token included) the host runner accepts.
-pub const HOST_MAX_POSITIONS: usize = 512;
 
 /// A model file read into 8-byte aligned memory.
 pub struct LoadedModel {
@@ -23,6 +21,10 @@ pub struct LoadedModel {
     pub path: PathBuf,
     words: Vec<u64>,
     len: usize,
+    /// What it runs with instead of its own settings ([`LoadedModel::with_limits`]).
+    limits: Limits,
+    /// The source positions the host plans for.
+    positions: usize,
 }
 
 impl LoadedModel {
@@ -65,6 +67,8 @@ impl LoadedModel {
             path: path.to_path_buf(),
             words: seq2seq::builder::aligned(bytes),
             len: bytes.len(),
+            limits: Limits::default(),
+            positions: 0,
         };
         // The host also refuses non-finite weights and scales (the firmware skips that
         // scan).
@@ -72,7 +76,17 @@ impl LoadedModel {
             .and_then(|f| f.check_finite())
             .map_err(Error::model(path))?;
         m.with_net(|_| Ok(()))?;
-        Ok(m)
+        m.with_limits(Limits::default())
+    }
+
+    /// The model run with `limits` instead of its own settings (`--positions`,
+    /// `--max-steps`), checked against it first: errors name the file and the option.
+    pub fn with_limits(mut self, limits: Limits) -> Result<Self> {
+        let file = self.file();
+        let desc = limits.apply(&self.path, file.desc())?;
+        self.positions = limits.positions(&self.path, &desc, file.precision())?;
+        self.limits = limits;
+        Ok(self)
     }
 
     /// The file's bytes.
@@ -89,25 +103,24 @@ impl LoadedModel {
     pub fn with_net<R>(&self, f: impl FnOnce(AnyNet<'_>) -> Result<R>) -> Result<R> {
         let file = self.file();
         let ctx = Error::model(&self.path);
-        let net = match file.precision() {
+        let desc = self.limits.apply(&self.path, file.desc())?;
+        let mut net = match file.precision() {
             PrecisionKind::F32 => AnyNet::F32(Net::bind(&file).map_err(ctx)?),
-            PrecisionKind::W8F32 => {
-                AnyNet::W8F32(Net::bind(&file).map_err(Error::model(&self.path))?)
-            }
-            PrecisionKind::W8A16 => {
-                AnyNet::W8A16(Net::bind(&file).map_err(Error::model(&self.path))?)
-            }
+            PrecisionKind::W8F32 => AnyNet::W8F32(Net::bind(&file).map_err(ctx)?),
+            PrecisionKind::W8A16 => AnyNet::W8A16(Net::bind(&file).map_err(ctx)?),
         };
+        match &mut net {
+            AnyNet::F32(n) => n.desc = desc,
+            AnyNet::W8F32(n) => n.desc = desc,
+            AnyNet::W8A16(n) => n.desc = desc,
+        }
         f(net)
     }
 
-    /// Source positions the host plans for: the model's fixed length, or the largest.
+    /// Source positions the host plans for: the model's fixed length, `--positions`,
+    /// or [`HOST_MAX_POSITIONS`](crate::model::HOST_MAX_POSITIONS).
     pub fn positions(&self) -> usize {
-        let d = self.file();
-        match d.desc().src_pad_to {
-            0 => HOST_MAX_POSITIONS,
-            n => n,
-        }
+        self.positions
     }
 }
 

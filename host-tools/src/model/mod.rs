@@ -9,6 +9,7 @@ pub mod dequant;
 pub mod hostf32;
 #[allow(unsafe_code)] // runtime-detected SIMD; see its SAFETY comments
 pub mod hostw8a16;
+mod limits;
 mod load;
 mod prefix;
 pub mod run;
@@ -17,7 +18,8 @@ mod spread;
 pub mod tie;
 
 pub use decode::{forget_layers, Decoded, HostRunner, Keep, Ranked, HOST_LANES};
-pub use load::{AnyNet, LoadedModel, HOST_MAX_POSITIONS, MAX_MODEL_BYTES};
+pub use limits::{Limits, HOST_MAX_POSITIONS, MAX_POSITIONS, MAX_THREAD_WORKSPACE};
+pub use load::{AnyNet, LoadedModel, MAX_MODEL_BYTES};
 pub use prefix::PrefixArgs;
 pub use spread::{decode_each, decode_lines, decode_stream, STREAM_BATCH};
 pub use tie::{is_near_tie, top_two, NEAR_TIE};

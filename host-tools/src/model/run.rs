@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::io::{write_atomic, LineReader, STDOUT_NAME};
 use crate::model::beam::BeamOptions;
-use crate::model::{decode_stream, Decoded, Keep, LoadedModel, PrefixArgs};
+use crate::model::{decode_stream, Decoded, Keep, Limits, LoadedModel, PrefixArgs};
 
 /// How `s2s run` decodes and writes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -25,6 +25,8 @@ pub struct RunOptions<'a> {
     pub prefix: Option<&'a PrefixArgs>,
     /// With `beam`: this many best results per line.
     pub nbest: Option<usize>,
+    /// Positions and steps instead of the model's (long inputs).
+    pub limits: Limits,
 }
 
 /// Decodes every line of `input` (standard input for `None`) with `model`, its source
@@ -57,6 +59,7 @@ pub fn run_file(
         beam,
         prefix,
         nbest,
+        limits,
     } = *options;
     if let Some(b) = &beam {
         if attention.is_some() {
@@ -73,7 +76,7 @@ pub fn run_file(
     } else if nbest.is_some() {
         return Err(Error::usage("--nbest needs --beam"));
     }
-    let m = LoadedModel::load(model)?;
+    let m = LoadedModel::load(model)?.with_limits(limits)?;
     let mut lines = LineReader::open(input)?;
     let keep = Keep {
         weights: attention.is_some(),

@@ -26,14 +26,13 @@ use layout::{Item, Layout};
 /// to `output` (returning the notes for the user), or else drawn for a terminal into
 /// `out` (with 24-bit colours when `color`).
 pub fn heatmap(
-    model: &Path,
+    m: &crate::model::LoadedModel,
     source: &str,
     output: Option<&Path>,
     color: bool,
     out: &mut dyn std::io::Write,
 ) -> Result<Vec<String>> {
-    let m = crate::model::LoadedModel::load(model)?;
-    let map = attention_map(&m, source)?;
+    let map = attention_map(m, source)?;
     match output {
         Some(path) => Ok(write_image(&map, path)?.warnings),
         None => {
