@@ -11,6 +11,7 @@ use super::data::{
     CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA, RUNNING_TEXT_BUCKETS, RUNNING_TEXT_DATA,
     RUNNING_TEXT_LENGTHS,
 };
+use super::long::{running_text_tests, RUNNING_TEXT_MODELS};
 use super::report::{DATE_MAPS, STRATIFIED_SEED};
 use super::{Exp, RUNS};
 use crate::error::Result;
@@ -216,6 +217,49 @@ fn length(e: &Exp) -> Option<String> {
     Some(s)
 }
 
+/// Running text by length bucket: each model's token error rate and mean attention
+/// entropy per bucket, and its attention map of 1,000 characters.
+fn running_text(e: &Exp) -> Option<String> {
+    let tests = running_text_tests();
+    let result = |model: &str, bucket: &str| json(&e.result(&format!("{model}-{bucket}.json")));
+    let counts: Vec<String> = tests
+        .iter()
+        .map(|(b, _)| {
+            let n = RUNNING_TEXT_MODELS
+                .iter()
+                .find_map(|m| result(m, b))
+                .map_or("-".into(), |v| v["models"][0]["all"]["count"].to_string());
+            format!("{b} ({n})")
+        })
+        .collect();
+    let mut s = format!(
+        "Token error rate in % (phonemes and word boundaries) / mean attention entropy in nats, by source length in characters (number of test sentences), with `s2s eval --positions --max-steps`:\n\n| model | {} |\n|---|{}\n",
+        counts.join(" | "),
+        "---|".repeat(tests.len())
+    );
+    let mut any = false;
+    for m in RUNNING_TEXT_MODELS {
+        let cells: Vec<String> = tests
+            .iter()
+            .map(|(b, _)| match result(m, b) {
+                Some(v) => {
+                    any = true;
+                    let all = &v["models"][0]["all"];
+                    format!("{} / {}", pct(&all["ter"]), pct(&all["entropy"]))
+                }
+                None => "-".into(),
+            })
+            .collect();
+        let _ = writeln!(s, "| {m} | {} |", cells.join(" | "));
+    }
+    for m in RUNNING_TEXT_MODELS {
+        if e.picture(&format!("{m}-1000.png")).is_file() {
+            let _ = writeln!(s, "\n![{m} on 1,000 characters](experiments/{m}-1000.png)");
+        }
+    }
+    any.then_some(s)
+}
+
 fn dates(e: &Exp) -> Option<String> {
     let v = json(&e.result("dates-test.json"))?;
     let m = &v["models"][0];
@@ -334,6 +378,7 @@ pub fn write(e: &Exp) -> Result {
         ("length", "length-eval", length(e)),
         ("dates", "dates-eval", dates(e)),
         ("device", "device", device(e)),
+        ("running-text", "running-text-eval", running_text(e)),
     ] {
         doc = update(&doc, name, stage, body);
     }

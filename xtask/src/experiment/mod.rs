@@ -8,6 +8,7 @@
 mod align;
 mod data;
 mod doc;
+mod long;
 mod report;
 mod runs;
 
@@ -101,6 +102,16 @@ const STAGES: &[Stage] = &[
         name: "running-text-data",
         what: "running text of CMUdict words to phonemes, 20-200 characters and test buckets to 10,000",
         run: Job::Do(data::running_text),
+    },
+    Stage {
+        name: "running-text-global",
+        what: "train the global-attention baseline on running text (20-200 characters)",
+        run: Job::Train,
+    },
+    Stage {
+        name: "running-text-eval",
+        what: "running-text models by length bucket up to 10,000 characters, and a 1,000-character heatmap",
+        run: Job::Do(long::running_text_eval),
     },
     Stage {
         name: "qat-g2p-en-data",

@@ -27,7 +27,7 @@ impl Exp<'_> {
         self.ctx.root.join("docs/experiments").join(name)
     }
 
-    fn need(&self, names: &[&str]) -> Result<Vec<PathBuf>> {
+    pub(super) fn need(&self, names: &[&str]) -> Result<Vec<PathBuf>> {
         names
             .iter()
             .map(|n| {
@@ -45,7 +45,7 @@ impl Exp<'_> {
             .collect()
     }
 
-    fn dirs(&self) -> Result {
+    pub(super) fn dirs(&self) -> Result {
         for d in [self.result(""), self.picture("")] {
             std::fs::create_dir_all(&d).map_err(Error::io(&d))?;
         }

@@ -69,6 +69,27 @@ const LENGTH: &[&str] = &[
     "--quiet",
 ];
 
+/// The running-text runs (issue 29): 20,000 sentences of 20-200 characters, about 9.6
+/// minutes per epoch on one core for the global model (28.8 s per 1,000 sentences at
+/// batch 32, measured), so six epochs.
+const RUNNING_TEXT: &[&str] = &[
+    "--epochs",
+    "6",
+    "--batch",
+    "64",
+    "--lr",
+    "0.002",
+    "--lr-decay",
+    "0.5",
+    "--clip",
+    "1",
+    "--dropout",
+    "0.1",
+    "--patience",
+    "2",
+    "--quiet",
+];
+
 /// Quantization-aware fine-tuning of g2p-en: a few epochs at a small learning rate
 /// from the published weights.
 const QAT_G2P_EN: &[&str] = &[
@@ -161,6 +182,19 @@ pub const RUNS: &[Run] = &[
         extra: &[],
         threads: 0,
         budget_minutes: 15,
+    },
+    // The global-attention baseline of running text (issue 29), on one core.
+    Run {
+        name: "running-text-global",
+        config: "models/experiments/running-text-global.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 60,
     },
     Run {
         name: "qat-g2p-en",
