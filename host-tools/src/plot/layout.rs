@@ -44,6 +44,9 @@ pub(crate) struct Layout {
     pub(crate) row_label_right: i32,
     /// Font size of the weight printed inside cells, `None` when cells are too small.
     pub(crate) value_size: Option<f32>,
+    /// Each row's entropy written beside its bar (not in a dense picture, whose rows
+    /// are too thin for text).
+    pub(crate) entropy_values: bool,
     pub(crate) entropy_x: i32,
     pub(crate) entropy_w: i32,
     pub(crate) bar_x: i32,
@@ -58,7 +61,7 @@ pub(crate) const MAX_SIDE: i32 = 16_384;
 /// Why [`Layout::bounded`] refuses a map.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TooLarge {
-    /// More rows or columns than cells of the smallest pitch fit.
+    /// More rows or columns than cells of one pixel fit.
     #[error("a map of {rows} output steps by {cols} source positions does not fit a picture of at most {MAX_SIDE} pixels a side (at most {most} of either)")]
     Map {
         /// Output steps.
@@ -78,40 +81,80 @@ pub(crate) enum TooLarge {
     },
 }
 
-/// The smallest cell pitch [`Layout::new`] chooses.
+/// The smallest cell pitch of a labelled picture ([`Layout::new`]).
 const MIN_CELL: i32 = 12;
 
+/// The side a dense picture's grid aims at ([`Layout::dense`]).
+const DENSE_GRID: i32 = 4_096;
+
+/// Most rows or columns of a dense picture: cells of one pixel, and room for the
+/// margins, the entropy column and the colour bar.
+const MOST_DENSE: usize = (MAX_SIDE - 512) as usize;
+
+/// Longest title (in characters) before it is cut with `…`: a long source would
+/// otherwise make the picture wider than its map.
+const MAX_TITLE_CHARS: usize = 120;
+
 impl Layout {
-    /// [`Layout::new`] for a map whose picture fits [`MAX_SIDE`] pixels each way; the
-    /// error says why another does not.
+    /// [`Layout::new`] for a map whose picture fits [`MAX_SIDE`] pixels each way, or
+    /// else [`Layout::dense`] (a long source: thousands of positions); the error says
+    /// why a map fits neither.
     pub(crate) fn bounded(map: &AttentionMap) -> Result<Layout, TooLarge> {
         let (rows, cols) = (map.output.len(), map.source.len());
-        let most = (MAX_SIDE / MIN_CELL) as usize;
-        if rows.max(cols) > most {
-            return Err(TooLarge::Map { rows, cols, most });
+        let fits = |l: &Layout| l.width <= MAX_SIDE && l.height <= MAX_SIDE;
+        if rows.max(cols) <= (MAX_SIDE / MIN_CELL) as usize {
+            let layout = Layout::new(map);
+            if fits(&layout) {
+                return Ok(layout);
+            }
         }
-        let layout = Layout::new(map);
-        if layout.width > MAX_SIDE || layout.height > MAX_SIDE {
-            return Err(TooLarge::Picture {
-                width: layout.width,
-                height: layout.height,
+        if rows.max(cols) > MOST_DENSE {
+            return Err(TooLarge::Map {
+                rows,
+                cols,
+                most: MOST_DENSE,
             });
         }
-        Ok(layout)
+        let layout = Layout::dense(map);
+        if fits(&layout) {
+            Ok(layout)
+        } else {
+            Err(TooLarge::Picture {
+                width: layout.width,
+                height: layout.height,
+            })
+        }
     }
 
-    /// The layout of `map`; its sides fit `i32` for maps of up to `MAX_SIDE / 12`
-    /// rows and columns (what [`Layout::bounded`] lets through).
+    /// The layout of `map`: labelled cells of at least 12 pixels; its sides fit `i32`
+    /// for maps of up to `MAX_SIDE / 12` rows and columns.
     pub(crate) fn new(map: &AttentionMap) -> Layout {
-        let measure = estimate_width;
-        let (rows, cols) = (map.output.len(), map.source.len());
-        let n = rows.max(cols).max(1) as i32;
+        let n = map.output.len().max(map.source.len()).max(1) as i32;
         let cell = if n <= 48 {
             (560 / n).clamp(28, 40)
         } else {
             (1344 / n).max(MIN_CELL)
         };
-        let gap = if cell >= 24 { 2 } else { 1 };
+        Layout::with_cells(map, cell, false)
+    }
+
+    /// The layout of a map too large for [`Layout::new`]: cells of 1 to 11 pixels
+    /// without gaps, labels, values or row entropies (the bars remain), so that a
+    /// source of thousands of positions still shows its alignment.
+    pub(crate) fn dense(map: &AttentionMap) -> Layout {
+        let n = map.output.len().max(map.source.len()).max(1);
+        let cell = (DENSE_GRID / n.min(MOST_DENSE) as i32).clamp(1, MIN_CELL - 1);
+        Layout::with_cells(map, cell, true)
+    }
+
+    fn with_cells(map: &AttentionMap, cell: i32, dense: bool) -> Layout {
+        let measure = estimate_width;
+        let (rows, cols) = (map.output.len(), map.source.len());
+        let gap = match cell {
+            24.. => 2,
+            _ if dense => 0,
+            _ => 1,
+        };
         let inner = (cell - gap) as f32;
         let label_size = if cell >= 34 {
             13.0
@@ -132,8 +175,21 @@ impl Layout {
             }
         };
         let title = visible(&map.title);
-        let col_labels: Vec<String> = map.source.iter().map(|s| cut(s)).collect();
-        let row_labels: Vec<String> = map.output.iter().map(|s| cut(s)).collect();
+        let title = if title.chars().count() > MAX_TITLE_CHARS {
+            let mut t: String = title.chars().take(MAX_TITLE_CHARS - 1).collect();
+            t.push('…');
+            t
+        } else {
+            title
+        };
+        let labels = |v: &[String]| -> Vec<String> {
+            if dense {
+                Vec::new()
+            } else {
+                v.iter().map(|s| cut(s)).collect()
+            }
+        };
+        let (col_labels, row_labels) = (labels(&map.source), labels(&map.output));
 
         let col_widths: Vec<f32> = col_labels.iter().map(|s| measure(s, label_size)).collect();
         let vertical_cols: Vec<bool> = col_widths.iter().map(|w| *w > inner - 4.0).collect();
@@ -166,6 +222,7 @@ impl Layout {
         let value_size = (inner * 0.3).clamp(9.0, 11.0);
         let value_size =
             (cell >= 24 && measure("0.00", value_size) <= inner - 3.0).then_some(value_size);
+        let entropy_values = !dense;
 
         let entropy_x = grid_x + grid_w + 12;
         let entropy_w = (measure("H (nats)", SMALL_SIZE).ceil() as i32).max(48);
@@ -194,6 +251,7 @@ impl Layout {
             vertical_cols,
             row_label_right,
             value_size,
+            entropy_values,
             entropy_x,
             entropy_w,
             bar_x,
@@ -311,6 +369,9 @@ impl Layout {
             let bar = (frac * self.entropy_w as f32).round() as i32;
             let (_, y) = self.cell_origin(r, 0);
             items.push(Item::rect(self.entropy_x, y, bar, self.inner(), LIGHT));
+            if !self.entropy_values {
+                continue;
+            }
             let baseline = self.row_centre(r) + CENTRE_DY * SMALL_SIZE;
             let x = self.entropy_x as f32 + 4.0;
             items.push(Text::new(&format!("{h:.2}"), x, baseline, SMALL_SIZE).into());

@@ -43,9 +43,12 @@ pub(crate) fn render_svg(layout: &Layout, map: &AttentionMap) -> String {
                 fill,
                 cell: Some((r, c, weight)),
             } => {
+                // A dense picture has no labels: its cells' tips name the positions.
+                let label = |v: &[String], i: usize| v.get(i).cloned().unwrap_or(i.to_string());
                 let tip = format!(
                     "{} ← {}: {weight:.3}",
-                    layout.row_labels[r], layout.col_labels[c]
+                    label(&layout.row_labels, r),
+                    label(&layout.col_labels, c)
                 );
                 let _ = writeln!(
                     svg,

@@ -448,3 +448,48 @@ fn write_rgb(path: &Path, img: &(u32, u32, Vec<u8>)) {
         .write_image_data(&img.2)
         .unwrap();
 }
+
+/// A diagonal map of `cols` source positions and `rows` output steps with a title of
+/// the whole source, as a long running text gives.
+fn long_map(rows: usize, cols: usize) -> AttentionMap {
+    AttentionMap {
+        title: format!("m: {}", "a".repeat(cols)),
+        source: (0..cols).map(|c| format!("{}", c % 10)).collect(),
+        output: (0..rows).map(|r| format!("t{r}")).collect(),
+        weights: (0..rows)
+            .map(|r| (0..cols).map(|c| f32::from(c == r * cols / rows)).collect())
+            .collect(),
+    }
+}
+
+#[test]
+fn a_long_source_gets_a_cut_title_and_past_the_labelled_size_a_dense_picture() {
+    // 1,000 positions: labelled cells, the title cut so that it does not widen the picture.
+    let map = long_map(900, 1_000);
+    let layout = Layout::bounded(&map).unwrap();
+    assert_eq!((layout.cell, layout.col_labels.len()), (12, 1_000));
+    assert!(layout.title.chars().count() <= 120 && layout.title.ends_with('…'));
+    assert!(layout.width < 1_000 * 12 + 1_000, "{}", layout.width);
+    // 3,000 positions do not fit labelled cells: dense cells without gaps or labels.
+    let map = long_map(2_000, 3_000);
+    let layout = Layout::bounded(&map).unwrap();
+    assert_eq!((layout.cell, layout.gap), (1, 0));
+    assert!(layout.col_labels.is_empty() && layout.row_labels.is_empty());
+    assert!(layout.width <= 16_384 && layout.height <= 16_384);
+    // Its SVG: every cell (tips naming the positions), no row entropy written.
+    let small = long_map(40, 1_500);
+    let layout = Layout::bounded(&small).unwrap();
+    assert_eq!((layout.cell, layout.gap), (2, 0));
+    let svg = svg::render_svg(&layout, &small);
+    assert_eq!(svg.matches("class=\"cell\"").count(), 40 * 1_500);
+    assert!(
+        svg.contains("<title>39 ← 1462: 1.000</title>"),
+        "the last step's tip"
+    );
+    assert!(!svg.contains(">0.00<"), "no row entropy written");
+    // Beyond one-pixel cells: refused, naming the map's size.
+    let e = Layout::bounded(&long_map(2, 20_000))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("20000 source positions"), "{e}");
+}

@@ -253,6 +253,33 @@ fn running_text(e: &Exp) -> Option<String> {
         let _ = writeln!(s, "| {m} | {} |", cells.join(" | "));
     }
     for m in RUNNING_TEXT_MODELS {
+        let Some(rows) = json(&e.result(&format!("{m}-an386.json"))) else {
+            continue;
+        };
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        let count = |r: &Value| r["insns_per_token"].as_f64();
+        let cells: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} positions: {} instructions per output token ({} mismatches)",
+                    r["positions"],
+                    count(r).map_or("-".into(), |c| format!("{c:.0}")),
+                    r["mismatches"]
+                )
+            })
+            .collect();
+        let ratio = match (rows.first().and_then(count), rows.last().and_then(count)) {
+            (Some(a), Some(b)) if a > 0.0 => format!("; ratio {:.2}", b / a),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "\n{m} in w8a16 on the AN386 (QEMU, `-icount`): {}{ratio}.",
+            cells.join(", ")
+        );
+    }
+    for m in RUNNING_TEXT_MODELS {
         if e.picture(&format!("{m}-1000.png")).is_file() {
             let _ = writeln!(s, "\n![{m} on 1,000 characters](experiments/{m}-1000.png)");
         }

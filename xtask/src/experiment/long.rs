@@ -1,8 +1,10 @@
 //! The long-input report (issue 29): a running-text model by length bucket, from the
-//! training lengths to 10,000 characters, with `s2s eval --positions --max-steps`, and
-//! the attention map of a 1,000-character sentence.
+//! training lengths to 10,000 characters, with `s2s eval --positions --max-steps`, the
+//! attention map of a 1,000-character sentence, and its w8a16 file's instructions per
+//! output token on the AN386 at the source lengths its positions hold.
 
 use super::data::{RUNNING_TEXT_BUCKETS, RUNNING_TEXT_LENGTHS};
+use super::report::{number_after, sources};
 use super::{read, Exp};
 use crate::error::Result;
 
@@ -22,6 +24,10 @@ pub fn running_text_tests() -> Vec<(String, String)> {
 
 /// The models the report measures (each a training stage of its own).
 pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global"];
+
+/// Source positions (the end token included) at which the instructions per output
+/// token are counted on the AN386, whose arena holds 256 positions.
+pub const DEVICE_POSITIONS: [usize; 2] = [100, 256];
 
 /// The longest source in characters and the longest target in tokens of a
 /// `source<TAB>target` file (`#` lines skipped).
@@ -72,8 +78,52 @@ pub fn running_text_eval(e: &Exp) -> Result {
         e.run_s2s(&[
             &"heatmap", model, &source, &"-o", &png, &l[0], &l[1], &l[2], &l[3],
         ])?;
+        device_counts(e, name, model)?;
     }
     Ok(())
+}
+
+/// `results/<name>-an386.json`: the model in w8a16 (calibrated on 200 training
+/// sentences) under QEMU on the AN386, on three test sentences of the 200-500 bucket cut
+/// to each of [`DEVICE_POSITIONS`] (the end token the last position): instructions per
+/// output token and mismatches with the host. The counts depend on the shapes and the
+/// source length, not on the words.
+fn device_counts(e: &Exp, name: &str, model: &std::path::Path) -> Result {
+    let calib = e.path("running-text/calib.txt");
+    crate::files::write(
+        &calib,
+        &sources(&read(&e.path("running-text/train.tsv"))?, 200),
+    )?;
+    let q = e.path(&format!("{name}-w8a16.s2s"));
+    e.run_s2s(&[
+        &"quantize",
+        &model,
+        &"--scheme",
+        &"w8a16",
+        &"--calib",
+        &calib,
+        &"-o",
+        &q,
+    ])?;
+    let test = sources(&read(&e.path("running-text/test-200-500/test.tsv"))?, 3);
+    let mut rows = Vec::new();
+    for n in DEVICE_POSITIONS {
+        let cut: String = test
+            .lines()
+            .map(|l| format!("{}\n", l.chars().take(n - 1).collect::<String>()))
+            .collect();
+        let input = e.path(&format!("running-text/device-{n}.txt"));
+        crate::files::write(&input, &cut)?;
+        let out = e.capture_s2s(&[&"qemu", &q, &"--board", &"mps2-an386", &"--input", &input])?;
+        print!("{out}");
+        rows.push(serde_json::json!({
+            "positions": n,
+            "insns_per_token": number_after(&out, "decoded token", "instructions"),
+            "mismatches": number_after(&out, "mismatches", ","),
+        }));
+    }
+    let text = serde_json::to_string_pretty(&rows).map_err(|err| err.to_string())?;
+    crate::files::write(&e.result(&format!("{name}-an386.json")), &text)
 }
 
 /// The shortest test sentence of at least 1,000 characters and its target's tokens.

@@ -66,7 +66,7 @@ fn rows(text: &str) -> Vec<&str> {
 }
 
 /// The first `n` sources of a TSV text, one per line.
-fn sources(text: &str, n: usize) -> String {
+pub(super) fn sources(text: &str, n: usize) -> String {
     rows(text)
         .iter()
         .take(n)
