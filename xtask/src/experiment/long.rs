@@ -138,3 +138,30 @@ fn map_source(e: &Exp) -> Result<(String, usize)> {
         .map(|(s, t)| (s.to_string(), t.split_whitespace().count()))
         .ok_or_else(|| format!("{}: no sentence of 1,000 characters", data.display()).into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_lengths_and_limits() {
+        let tests = running_text_tests();
+        assert_eq!(tests.len(), 1 + RUNNING_TEXT_BUCKETS.len());
+        assert_eq!(tests[0], ("20-200".into(), "running-text/test.tsv".into()));
+        assert_eq!(
+            tests[5],
+            (
+                "5000-10000".into(),
+                "running-text/test-5000-10000/test.tsv".into()
+            )
+        );
+        let text = "# a comment\tx y z w\nab cd\tA B | C D\nabcdef g\tA\n";
+        assert_eq!(longest(text), (8, 5));
+        // The end token's position; a quarter more steps than the target, and 16.
+        assert_eq!(
+            limits(9_841, 8_625),
+            ["--positions", "9842", "--max-steps", "10797"]
+        );
+        assert_eq!(limits(200_000, 60_000)[3], "65535");
+    }
+}
