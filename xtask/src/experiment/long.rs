@@ -95,16 +95,7 @@ fn device_counts(e: &Exp, name: &str, model: &std::path::Path) -> Result {
         &sources(&read(&e.path("running-text/train.tsv"))?, 200),
     )?;
     let q = e.path(&format!("{name}-w8a16.s2s"));
-    e.run_s2s(&[
-        &"quantize",
-        &model,
-        &"--scheme",
-        &"w8a16",
-        &"--calib",
-        &calib,
-        &"-o",
-        &q,
-    ])?;
+    print!("{}", e.quantize_w8a16(model, &calib, &q)?);
     let test = sources(&read(&e.path("running-text/test-200-500/test.tsv"))?, 3);
     let mut rows = Vec::new();
     for n in DEVICE_POSITIONS {

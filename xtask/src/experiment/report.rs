@@ -3,7 +3,7 @@
 //! report in `target/experiments/results/`; pictures go to `docs/experiments/`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -25,6 +25,21 @@ impl Exp<'_> {
     /// `docs/experiments/<name>`.
     pub fn picture(&self, name: &str) -> PathBuf {
         self.ctx.root.join("docs/experiments").join(name)
+    }
+
+    /// `s2s quantize` of `model` to w8a16 on the sources of `calib` into `out`; its
+    /// report.
+    pub(super) fn quantize_w8a16(&self, model: &Path, calib: &Path, out: &Path) -> Result<String> {
+        self.capture_s2s(&[
+            &"quantize",
+            &model,
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"-o",
+            &out,
+        ])
     }
 
     pub(super) fn need(&self, names: &[&str]) -> Result<Vec<PathBuf>> {
@@ -278,16 +293,7 @@ pub fn device(e: &Exp) -> Result {
     for (name, calib, check_input, inputs, board) in &jobs {
         let f32_model = e.path(&format!("{name}.s2s"));
         let q = e.path(&format!("{name}-w8a16.s2s"));
-        let quant = e.capture_s2s(&[
-            &"quantize",
-            &f32_model,
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            calib,
-            &"-o",
-            &q,
-        ])?;
+        let quant = e.quantize_w8a16(&f32_model, calib, &q)?;
         let check = e.capture_s2s(&[
             &"check",
             &q,
