@@ -35,7 +35,7 @@ pub enum Error {
         message: String,
     },
     /// The core refused a model file, or a model an input.
-    #[error("{}{place}: {source}", path.display())]
+    #[error("{}{place}: {source}{}", path.display(), crate::model::positions_hint(*positions))]
     Model {
         /// The model file (or the input file for [`Place::Line`]).
         path: PathBuf,
@@ -44,6 +44,9 @@ pub enum Error {
         /// The core's error.
         #[source]
         source: seq2seq::Error,
+        /// For an input line longer than planned for, the `--positions` that takes it
+        /// ([`crate::model::positions_for`]), said after the error.
+        positions: Option<std::num::NonZeroUsize>,
     },
     /// A model file of another format version: says how to re-create it.
     #[error(
@@ -154,6 +157,7 @@ impl Error {
                 path,
                 place: Place::File,
                 source,
+                positions: None,
             },
         }
     }

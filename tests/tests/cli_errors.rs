@@ -467,10 +467,11 @@ fn long_inputs_take_positions_and_max_steps_and_bad_values_are_refused() {
     let model = model_file("g2p-en.s2s");
     let path = model.display().to_string();
     let long = format!("{}\n", "a".repeat(600));
-    // 600 letters and the end token: more than the 512 positions planned by default.
+    // 600 letters and the end token: more than the 512 positions planned by default;
+    // the error says what plans for it.
     let line = assert_one_error(
         &s2s(&[&"run", &model], &long),
-        &["<stdin>:1:", "601", "512"],
+        &["<stdin>:1:", "601", "512", "(`--positions 601` plans for it)"],
     );
     eprintln!("{line}");
     let r = s2s(&[&"run", &model, &"--positions", &"601", &"--ids"], &long);

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use crate::data::{data_rows, read_pairs_each};
 use crate::error::{Error, Place, Result};
 use crate::io::write_atomic;
-use crate::model::{decode_each, Keep, LoadedModel};
+use crate::model::{decode_each, positions_for, positions_hint, Keep, LoadedModel};
 use crate::plot::chart::{Chart, Series};
 use crate::plot::write_chart;
 use rates::{split_tokens, Report};
@@ -104,7 +104,11 @@ pub fn eval_file(
                     let e = Error::invalid(
                         data.display(),
                         Place::Line(pair.line),
-                        format!("{}: {e}", model.display()),
+                        format!(
+                            "{}: {e}{}",
+                            model.display(),
+                            positions_hint(positions_for(&desc, e))
+                        ),
                     );
                     report_line(errors, &e)?;
                     failed.insert(pair.line);

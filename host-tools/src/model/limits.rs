@@ -4,6 +4,7 @@
 //! running text. Checked against the model before anything runs, the workspace in bytes
 //! included.
 
+use std::num::NonZeroUsize;
 use std::path::Path;
 
 use s2s_kernels::{PrecisionKind, F32, W8A16, W8F32};
@@ -21,6 +22,28 @@ pub const MAX_POSITIONS: usize = 1 << 20;
 
 /// Most workspace bytes one decoding thread may take (its [`HOST_LANES`] lanes).
 pub const MAX_THREAD_WORKSPACE: usize = 1 << 30;
+
+/// The `--positions` that would take a line `desc`'s model refused: for a source longer
+/// than the positions planned for (the model not padded to a fixed length, the source
+/// not beyond [`MAX_POSITIONS`]), its length; otherwise none.
+pub fn positions_for(desc: &ModelDesc, e: &seq2seq::Error) -> Option<NonZeroUsize> {
+    match *e {
+        seq2seq::Error::InputTooLong { len, .. }
+            if desc.src_pad_to == 0 && len <= MAX_POSITIONS =>
+        {
+            NonZeroUsize::new(len)
+        }
+        _ => None,
+    }
+}
+
+/// What follows the error of a line refused for its length: ` (`--positions N` plans
+/// for it)` with [`positions_for`]'s `N`, or nothing.
+pub fn positions_hint(n: Option<NonZeroUsize>) -> String {
+    n.map_or(String::new(), |n| {
+        format!(" (`--positions {n}` plans for it)")
+    })
+}
 
 /// What the host runs a model with instead of its defaults.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -18,7 +18,9 @@ mod spread;
 pub mod tie;
 
 pub use decode::{forget_layers, Decoded, HostRunner, Keep, Ranked, HOST_LANES};
-pub use limits::{Limits, HOST_MAX_POSITIONS, MAX_POSITIONS, MAX_THREAD_WORKSPACE};
+pub use limits::{
+    positions_for, positions_hint, Limits, HOST_MAX_POSITIONS, MAX_POSITIONS, MAX_THREAD_WORKSPACE,
+};
 pub use load::{AnyNet, LoadedModel, MAX_MODEL_BYTES};
 pub use prefix::PrefixArgs;
 pub use spread::{decode_each, decode_lines, decode_stream, STREAM_BATCH};

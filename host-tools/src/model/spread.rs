@@ -10,6 +10,7 @@ use seq2seq::{Net, Prefix};
 use crate::dispatch;
 use crate::error::{Error, Result};
 use crate::model::decode::{forget_layers, Decoded, HostRunner, Keep, HOST_LANES};
+use crate::model::limits::positions_for;
 use crate::model::load::LoadedModel;
 use crate::model::prefix::PrefixArgs;
 
@@ -213,6 +214,7 @@ pub fn decode_stream(
                     let in_line = |source| Error::Model {
                         path: name.clone(),
                         place: crate::error::Place::Line(line.number),
+                        positions: positions_for(file.desc(), &source),
                         source,
                     };
                     let (text, result) = match (line.text, prefix) {
