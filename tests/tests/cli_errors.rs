@@ -471,7 +471,12 @@ fn long_inputs_take_positions_and_max_steps_and_bad_values_are_refused() {
     // the error says what plans for it.
     let line = assert_one_error(
         &s2s(&[&"run", &model], &long),
-        &["<stdin>:1:", "601", "512", "(`--positions 601` plans for it)"],
+        &[
+            "<stdin>:1:",
+            "601",
+            "512",
+            "(`--positions 601` plans for it)",
+        ],
     );
     eprintln!("{line}");
     let r = s2s(&[&"run", &model, &"--positions", &"601", &"--ids"], &long);
