@@ -200,7 +200,7 @@ fn fits(board: &Board, path: &Path) -> bool {
 }
 
 /// A number with thousands separators.
-fn thousands(x: f64) -> String {
+pub(crate) fn thousands(x: f64) -> String {
     let digits = format!("{:.0}", x.max(0.0));
     let mut s = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -264,8 +264,10 @@ fn running_text(e: &Exp) -> Option<String> {
                 format!(
                     "{} positions: {} instructions per output token ({} mismatches)",
                     r["positions"],
-                    count(r).map_or("-".into(), |c| format!("{c:.0}")),
+                    count(r).map_or("-".into(), crate::bench::thousands),
                     r["mismatches"]
+                        .as_f64()
+                        .map_or("-".into(), |m| format!("{m:.0}"))
                 )
             })
             .collect();

@@ -56,7 +56,9 @@ fn limits(chars: usize, tokens: usize) -> [String; 4] {
 }
 
 /// `results/running-text-<model>-<bucket>.json` for every model and bucket, and the
-/// attention map of each model on the shortest sentence of 1,000 characters or more.
+/// attention map of each model on the shortest sentence of 1,000 characters or more. A
+/// result newer than its model and data is kept (the 5,000-10,000 bucket alone takes
+/// about 20 minutes on two cores).
 pub fn running_text_eval(e: &Exp) -> Result {
     let models = e.need(RUNNING_TEXT_MODELS)?;
     e.dirs()?;
@@ -64,8 +66,12 @@ pub fn running_text_eval(e: &Exp) -> Result {
     for (name, model) in RUNNING_TEXT_MODELS.iter().zip(&models) {
         for (bucket, file) in &tests {
             let data = e.path(file);
-            let (chars, tokens) = longest(&read(&data)?);
             let json = e.result(&format!("{name}-{bucket}.json"));
+            if crate::files::fresh(&[&json], &[model, &data, &e.s2s]) {
+                println!("{}: up to date", e.ctx.show(&json));
+                continue;
+            }
+            let (chars, tokens) = longest(&read(&data)?);
             let l = limits(chars, tokens);
             let out = e.capture_s2s(&[
                 &"eval", model, &"--data", &data, &"--json", &json, &l[0], &l[1], &l[2], &l[3],
@@ -75,9 +81,13 @@ pub fn running_text_eval(e: &Exp) -> Result {
         let (source, tokens) = map_source(e)?;
         let l = limits(source.chars().count(), tokens);
         let png = e.picture(&format!("{name}-1000.png"));
-        e.run_s2s(&[
-            &"heatmap", model, &source, &"-o", &png, &l[0], &l[1], &l[2], &l[3],
-        ])?;
+        if crate::files::fresh(&[&png], &[model, &e.s2s]) {
+            println!("{}: up to date", e.ctx.show(&png));
+        } else {
+            e.run_s2s(&[
+                &"heatmap", model, &source, &"-o", &png, &l[0], &l[1], &l[2], &l[3],
+            ])?;
+        }
         device_counts(e, name, model)?;
     }
     Ok(())
@@ -86,8 +96,8 @@ pub fn running_text_eval(e: &Exp) -> Result {
 /// `results/<name>-an386.json`: the model in w8a16 (calibrated on 200 training
 /// sentences) under QEMU on the AN386, on three test sentences of the 200-500 bucket cut
 /// to each of [`DEVICE_POSITIONS`] (the end token the last position): instructions per
-/// output token and mismatches with the host. The counts depend on the shapes and the
-/// source length, not on the words.
+/// output token and mismatches with the host. The counts depend on the shapes, the
+/// residual planes the quantizer kept and the source length, not on the words.
 fn device_counts(e: &Exp, name: &str, model: &std::path::Path) -> Result {
     let calib = e.path("running-text/calib.txt");
     crate::files::write(
