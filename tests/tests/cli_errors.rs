@@ -479,6 +479,21 @@ fn long_inputs_take_positions_and_max_steps_and_bad_values_are_refused() {
         ],
     );
     eprintln!("{line}");
+    // The heatmap of such a source names the model and the same remedy, writing nothing.
+    let attends = model_file("pytorch-lstm-g2p.s2s");
+    let dir = scratch_dir("cli-errors-long-heatmap");
+    let svg = dir.join("long.svg");
+    let r = s2s(&[&"heatmap", &attends, &"a".repeat(600), &"-o", &svg], "");
+    let line = assert_one_error(
+        &r,
+        &[
+            &attends.display().to_string(),
+            "input of 600 positions exceeds the capacity of 512",
+            "(`--positions 600` plans for it)",
+        ],
+    );
+    eprintln!("{line}");
+    assert!(!svg.exists(), "nothing written");
     let r = s2s(&[&"run", &model, &"--positions", &"601", &"--ids"], &long);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     // A step limit below the model's cuts every output at that many tokens.

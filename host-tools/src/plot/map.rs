@@ -1,8 +1,8 @@
 //! One attention map (rows = output steps, columns = source positions) and how it is
 //! made from a model and a source.
 
-use crate::error::{Error, Result};
-use crate::model::{decode_lines, Keep, LoadedModel};
+use crate::error::{Error, Place, Result};
+use crate::model::{decode_each, positions_for, Keep, LoadedModel};
 
 /// One attention map: rows = output steps, columns = source positions.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,15 +103,19 @@ pub fn attention_map(m: &LoadedModel, source: &str) -> Result<AttentionMap> {
             m.path.display()
         )));
     }
-    let d = decode_lines(
-        m,
-        &[source.to_string()],
-        Keep {
-            weights: true,
-            ..Keep::default()
-        },
-    )?
-    .remove(0);
+    let keep = Keep {
+        weights: true,
+        ..Keep::default()
+    };
+    // A refused source is the model's error, with the `--positions` that takes it.
+    let d = decode_each(m, &[source.to_string()], &[], keep)?
+        .remove(0)
+        .map_err(|source| Error::Model {
+            path: m.path.clone(),
+            place: Place::File,
+            positions: positions_for(file.desc(), &source),
+            source,
+        })?;
     let mut output = d.tokens.clone();
     if d.weights.len() > output.len() {
         output.push(
