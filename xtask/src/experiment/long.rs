@@ -81,7 +81,8 @@ pub fn running_text_eval(e: &Exp) -> Result {
         let (source, tokens) = map_source(e)?;
         let l = limits(source.chars().count(), tokens);
         let png = e.picture(&format!("{name}-1000.png"));
-        if crate::files::fresh(&[&png], &[model, &e.s2s]) {
+        let map_data = e.path(MAP_DATA);
+        if crate::files::fresh(&[&png], &[model, &map_data, &e.s2s]) {
             println!("{}: up to date", e.ctx.show(&png));
         } else {
             e.run_s2s(&[
@@ -127,9 +128,12 @@ fn device_counts(e: &Exp, name: &str, model: &std::path::Path) -> Result {
     crate::files::write(&e.result(&format!("{name}-an386.json")), &text)
 }
 
+/// The bucket the heatmap's sentence comes from.
+const MAP_DATA: &str = "running-text/test-1000-2000/test.tsv";
+
 /// The shortest test sentence of at least 1,000 characters and its target's tokens.
 fn map_source(e: &Exp) -> Result<(String, usize)> {
-    let data = e.path("running-text/test-1000-2000/test.tsv");
+    let data = e.path(MAP_DATA);
     let text = read(&data)?;
     text.lines()
         .filter(|l| !l.starts_with('#'))
