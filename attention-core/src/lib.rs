@@ -56,6 +56,9 @@ pub enum Error {
         /// Memory (value) size per position.
         memory: usize,
     },
+    /// Monotonic alignment asked of a score other than the additive one (whose `v`
+    /// bias is the energy's offset).
+    NotAdditive,
     /// A mask's valid length is 0 or beyond the attended positions.
     BadMask {
         /// The valid length given.
@@ -78,6 +81,9 @@ impl Describe for Error {
             Error::Dimensions { query, memory } => say!(out;
                 "attention: score matrices do not fit query size ", query, " and memory size ",
                 memory
+            ),
+            Error::NotAdditive => say!(out;
+                "attention: monotonic alignment needs the additive score"
             ),
             Error::BadMask { valid, positions } => say!(out;
                 "attention: valid length ", valid, " outside 1..=", positions,
@@ -469,6 +475,81 @@ impl<'a, P: Precision> Attention<'a, P> {
         P::weighted_sum(attended, rows, context);
         marks.mark(Phase::Rest);
         Ok(())
+    }
+}
+
+impl<P: Precision> Attention<'_, P> {
+    /// Hard monotonic attention (Raffel et al., 2017, "Online and linear-time attention
+    /// by enforcing monotonic alignments"), decoded online: the energy of `query`
+    /// against position `j` is the additive score, `v`'s bias being the offset `r`;
+    /// from position `from` on, the first of the first `n` positions whose energy is
+    /// at least 0 is attended, its memory row becoming the `context`, and is returned.
+    /// The positions before it are passed for good (the next step starts from the one
+    /// attended). When none stops the context is zero and `None` is returned. The
+    /// energies scanned go to `s.scores[from..]` (at most `n` long); the cost is the
+    /// query's projection and one score per position scanned, whatever `n` is.
+    /// Phases go to `marks` like [`Attention::attend_marked`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub fn monotonic_marked(
+        &self,
+        query: &[P::Act],
+        keys: &[P::Act],
+        memory: &[P::Act],
+        from: usize,
+        n: usize,
+        s: &mut AttnScratch<'_, P>,
+        context: &mut [P::Act],
+        marks: &mut impl Marks,
+    ) -> Result<Option<usize>, Error> {
+        #[cfg(feature = "additive")]
+        if let Score::Additive { query: w, v, .. } = &self.score {
+            let (k, m, a) = (self.key_dim(), self.memory_dim, v.cols());
+            shape("query", self.query_dim, query.len())?;
+            shape("context", m, context.len())?;
+            if keys.len() < n.saturating_mul(k)
+                || memory.len() < n.saturating_mul(m)
+                || s.scores.len() < n
+            {
+                return Err(Error::Shape(ShapeError {
+                    what: "keys",
+                    expected: n * k,
+                    found: keys.len(),
+                }));
+            }
+            let (qw, tv) = (
+                s.query.part_mut(..a, "attention scratch")?,
+                s.tanh.part_mut(..a, "attention scratch")?,
+            );
+            marks.mark(Phase::Scores);
+            match w {
+                Some(w) => w.apply(&[query], qw)?,
+                None => {
+                    for (o, &x) in qw.iter_mut().zip(query) {
+                        *o = P::widen(x, self.query_fmt);
+                    }
+                }
+            }
+            let mut stop = None;
+            for j in from..n {
+                let key = keys.part(j * k..(j + 1) * k, "keys")?;
+                let e = s.scores.part_mut(j..j + 1, "attention scores")?;
+                P::additive_scores(qw, key, self.key_fmt, v, tv, e)?;
+                if e[0] >= P::Wide::default() {
+                    stop = Some(j);
+                    break;
+                }
+            }
+            marks.mark(Phase::Context);
+            match stop {
+                Some(j) => {
+                    context.fill_from(memory.part(j * m..(j + 1) * m, "memory")?, "context")?
+                }
+                None => context.fill(P::Act::default()),
+            }
+            marks.mark(Phase::Rest);
+            return Ok(stop);
+        }
+        Err(Error::NotAdditive)
     }
 }
 

@@ -132,6 +132,68 @@ fn mask_zeroes_padding_and_equals_attending_the_valid_prefix() {
 }
 
 #[test]
+fn monotonic_attends_the_first_position_from_the_last_whose_energy_is_not_negative() {
+    // e_j = tanh(q + k_j) - 0.3 over keys = memory (-2, -1, 0.5, 2), q = 0:
+    // (-1.26, -1.06, 0.16, 0.66).
+    let (v, r) = ([1.0f32], [-0.3f32]);
+    let att = Attention::<F32>::new(
+        Score::Additive {
+            query: None,
+            key: None,
+            v: Linear::new(1, 1, 1, &v, &[], Some(&r)).unwrap(),
+        },
+        1,
+        1,
+        Fmt::Q15,
+        Fmt::Q15,
+    )
+    .unwrap();
+    let memory = [-2.0f32, -1.0, 0.5, 2.0];
+    let run = |from: usize, n: usize| {
+        let (mut scores, mut qw, mut tv) = ([9.0f32; 4], [0.0; 1], [0.0; 1]);
+        let mut s = AttnScratch {
+            scores: &mut scores,
+            query: &mut qw,
+            tanh: &mut tv,
+        };
+        let mut c = [7.0f32];
+        let at = att
+            .monotonic_marked(&[0.0], &memory, &memory, from, n, &mut s, &mut c, &mut ())
+            .unwrap();
+        (at, c[0], scores)
+    };
+    let (at, c, scores) = run(0, 4);
+    assert_eq!((at, c), (Some(2), 0.5));
+    for (j, k) in memory.iter().enumerate().take(3) {
+        assert!((scores[j] - (k.tanh() - 0.3)).abs() < 1e-6, "energy {j}");
+    }
+    assert_eq!(
+        scores[3], 9.0,
+        "a position past the one attended is not scored"
+    );
+    assert_eq!(
+        run(2, 4).0,
+        Some(2),
+        "the last position attended can be attended again"
+    );
+    assert_eq!(run(3, 4).0, Some(3));
+    let (at, c, _) = run(0, 2);
+    assert_eq!((at, c), (None, 0.0), "none stops: zero context");
+    assert_eq!(run(4, 4).0, None, "past the end");
+    let dot = Attention::<F32>::new(Score::Dot { scale: 1.0 }, 1, 1, Fmt::Q15, Fmt::Q15).unwrap();
+    let (mut scores, mut c) = ([0.0f32; 4], [0.0f32]);
+    let mut s = AttnScratch {
+        scores: &mut scores,
+        query: &mut [],
+        tanh: &mut [],
+    };
+    assert_eq!(
+        dot.monotonic_marked(&[0.0], &memory, &memory, 0, 4, &mut s, &mut c, &mut ()),
+        Err(Error::NotAdditive)
+    );
+}
+
+#[test]
 fn keras_additive_without_matrices_is_sum_of_scaled_tanh() {
     // e_i = sum_j scale_j tanh(q_j + k_ij)
     let scale = [0.5f32, -2.0];

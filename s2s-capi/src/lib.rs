@@ -89,9 +89,11 @@ impl From<Error> for S2sStatus {
             Error::EmptyInput | Error::UnknownSymbol { .. } => S2sStatus::BadInput,
             Error::InputTooLong { .. } => S2sStatus::InputTooLong,
             Error::OutputTooSmall { .. } => S2sStatus::TooManySteps,
-            Error::BeamTooWide { .. } | Error::Rnn(_) | Error::Attention(_) | Error::Shape(_) => {
-                S2sStatus::Internal
-            }
+            Error::BeamTooWide { .. }
+            | Error::GreedyOnly
+            | Error::Rnn(_)
+            | Error::Attention(_)
+            | Error::Shape(_) => S2sStatus::Internal,
             // The errors of reading and checking a model file.
             _ => S2sStatus::BadModel,
         }

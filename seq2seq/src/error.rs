@@ -239,6 +239,9 @@ pub enum Error {
         /// The widest search the workspace holds.
         max: usize,
     },
+    /// A beam search of a model that decodes greedily only (monotonic attention: the
+    /// position it has reached is not part of a hypothesis's state).
+    GreedyOnly,
     /// The output buffer is shorter than the model's maximum number of steps.
     OutputTooSmall {
         /// Tokens the model may produce.
@@ -339,7 +342,7 @@ codes! {
     NonFinite = 53 => "non-finite weight or scale",
     Misaligned = 54 => "model not loaded at an 8-byte aligned address",
     // running a model (60-89): the binding and the workspace (60-63), the source
-    // (64-66), the beam (67), prefixes (70-74)
+    // (64-66), the beam (67-68), prefixes (70-74)
     PrecisionMismatch = 60 => "model bound at another precision",
     UnsupportedPrecision = 61 => "precision not supported by this build",
     ArenaTooSmall = 62 => "arena too small for the workspace",
@@ -348,6 +351,7 @@ codes! {
     EmptyInput = 65 => "empty input",
     UnknownSymbol = 66 => "symbol not in the source vocabulary",
     BeamTooWide = 67 => "beam width over the workspace's capacity",
+    GreedyOnly = 68 => "beam search of a model that decodes greedily only",
     NoSuchSlot = 70 => "no prefix slot of that name",
     NotInSlot = 71 => "token not one of its prefix slot's",
     NoPrefixToken = 72 => "prefix slot without a token",
@@ -456,6 +460,9 @@ impl Describe for Error {
             ),
             Error::BeamTooWide { width, max } => say!(out;
                 "beam width ", width, ": the workspace holds widths 1 to ", max
+            ),
+            Error::GreedyOnly => out.put(
+                "beam search: a monotonic model decodes greedily only (leave out the beam width)",
             ),
             Error::OutputTooSmall { needed, available } => say!(out;
                 "output buffer holds ", available, " tokens, the model may produce ", needed
@@ -737,6 +744,7 @@ mod tests {
                 Error::SlotTokenInSource { position: 2 },
             ),
             ("BeamTooWide", Error::BeamTooWide { width: 9, max: 4 }),
+            ("GreedyOnly", Error::GreedyOnly),
             (
                 "OutputTooSmall",
                 Error::OutputTooSmall {

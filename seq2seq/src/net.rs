@@ -13,7 +13,7 @@ use s2s_kernels::{Fmt, Linear, Precision};
 
 #[cfg(any(feature = "additive", feature = "multiplicative"))]
 use crate::desc::ScoreKind;
-use crate::desc::{CellKind, Init, ModelDesc, MAX_LAYERS};
+use crate::desc::{CellKind, Init, ModelDesc, Ordering, MAX_LAYERS};
 use crate::format::{ModelFile, Role, Slot, TensorId};
 use crate::vocab::{Slots, Vocab};
 use crate::Error;
@@ -385,10 +385,15 @@ impl<P: Precision> Net<'_, P> {
         rnn * self.encoder_steps(t, valid) + rest * t
     }
 
-    /// Multiply-accumulates of one decoder step over `t` source positions.
+    /// Multiply-accumulates of one decoder step over `t` source positions (a monotonic
+    /// attention's: of a step that scores one position, whatever `t` is).
     pub fn macs_per_step(&self, t: usize) -> usize {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
-        let att = self.attention.as_ref().map_or(0, |a| a.step_macs(t));
+        let scored = match self.desc.attention.ordering {
+            Ordering::Monotonic => t.min(1),
+            _ => t,
+        };
+        let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));
         let attl = self.attentional.map_or(0, |a| a.macs());
         rnn + att + attl + self.out.macs()
     }

@@ -81,9 +81,39 @@ fn decode_both<P: ModelPrecision>(
     Ok((greedy_ids, results))
 }
 
+/// A random description that beam search takes (a monotonic model decodes greedily
+/// only: `a_monotonic_model_refuses_beam_search`).
+fn beam_desc(r: &mut Rng) -> seq2seq::ModelDesc {
+    loop {
+        let d = random_desc(r);
+        if d.attention.ordering != seq2seq::desc::Ordering::Monotonic {
+            return d;
+        }
+    }
+}
+
+#[test]
+fn a_monotonic_model_refuses_beam_search() {
+    let mut r = Rng::new(7);
+    let d = loop {
+        let d = random_desc(&mut r);
+        if d.attention.ordering == seq2seq::desc::Ordering::Monotonic {
+            break d;
+        }
+    };
+    let bytes = random_builder(&d, PrecisionKind::F32, &mut r)
+        .to_bytes()
+        .expect("a valid model");
+    let words = aligned(&bytes);
+    let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
+    let file = ModelFile::parse(bytes).expect("parses");
+    let got = decode_both::<F32>(&file, LINES[0], &[2]);
+    assert_eq!(got.map(|_| ()), Err(Error::GreedyOnly));
+}
+
 fn check_model(kind: PrecisionKind, seed: u64) {
     let mut r = Rng::new(seed);
-    let d = random_desc(&mut r);
+    let d = beam_desc(&mut r);
     let bytes = random_builder(&d, kind, &mut r)
         .to_bytes()
         .expect("a valid model");
@@ -125,7 +155,7 @@ fn beam_one_is_greedy_in_every_variant_and_precision() {
 #[test]
 fn widths_the_workspace_lacks_are_refused() {
     let mut r = Rng::new(7);
-    let d = random_desc(&mut r);
+    let d = beam_desc(&mut r);
     let bytes = random_builder(&d, PrecisionKind::W8A16, &mut r)
         .to_bytes()
         .unwrap();
@@ -239,7 +269,7 @@ fn searches_side_by_side_give_each_line_its_search_alone() {
     let mut searched = 0;
     for seed in 0..20 {
         let mut r = Rng::new(seed);
-        let d = random_desc(&mut r);
+        let d = beam_desc(&mut r);
         for kind in PrecisionKind::ALL {
             let bytes = random_builder(&d, kind, &mut r).to_bytes().unwrap();
             let words = aligned(&bytes);

@@ -347,24 +347,34 @@ impl Ref<'_> {
             })
             .collect();
         let n_att = if d.attention.mask_padding { t } else { valid };
+        let energy = |q: &[f64], k: &[f64]| -> f64 {
+            match d.attention.score {
+                ScoreKind::Additive => {
+                    let wq = if d.attention.query_proj {
+                        self.lin(Role::AttnQuery, 0, 0, q)
+                    } else {
+                        q.to_vec()
+                    };
+                    let tv: Vec<f64> = wq.iter().zip(k).map(|(a, b)| (a + b).tanh()).collect();
+                    self.lin(Role::AttnV, 0, 0, &tv)[0]
+                }
+                _ => q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.attention.scale as f64,
+            }
+        };
+        // Hard monotonic: from the last position attended, the first whose energy is
+        // not negative; none: a zero context, and no position is left.
+        let mut at = 0;
+        let mut monotonic = |q: &[f64]| -> Vec<f64> {
+            while at < n_att {
+                if energy(q, &keys[at]) >= 0.0 {
+                    return memory[at].clone();
+                }
+                at += 1;
+            }
+            vec![0.0; memory[0].len()]
+        };
         let attend = |q: &[f64]| -> Vec<f64> {
-            let e: Vec<f64> = keys[..n_att]
-                .iter()
-                .map(|k| match d.attention.score {
-                    ScoreKind::Additive => {
-                        let wq = if d.attention.query_proj {
-                            self.lin(Role::AttnQuery, 0, 0, q)
-                        } else {
-                            q.to_vec()
-                        };
-                        let tv: Vec<f64> = wq.iter().zip(k).map(|(a, b)| (a + b).tanh()).collect();
-                        self.lin(Role::AttnV, 0, 0, &tv)[0]
-                    }
-                    _ => {
-                        q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.attention.scale as f64
-                    }
-                })
-                .collect();
+            let e: Vec<f64> = keys[..n_att].iter().map(|k| energy(q, k)).collect();
             let m = e.iter().cloned().fold(f64::MIN, f64::max);
             let s: f64 = e.iter().map(|v| (v - m).exp()).sum();
             let alpha: Vec<f64> = e.iter().map(|v| (v - m).exp() / s).collect();
@@ -383,13 +393,15 @@ impl Ref<'_> {
         for step in 0..d.max_steps {
             let e = self.emb(Role::DecEmb, y);
             let mut ctx = vec![];
-            if d.attention.ordering == Ordering::Bahdanau {
-                ctx = attend(&states[d.dec_layers - 1]);
+            match d.attention.ordering {
+                Ordering::Bahdanau => ctx = attend(&states[d.dec_layers - 1]),
+                Ordering::Monotonic => ctx = monotonic(&states[d.dec_layers - 1]),
+                _ => {}
             }
             for l in 0..d.dec_layers {
                 let x = if l == 0 {
                     let mut x = e.clone();
-                    if d.attention.ordering == Ordering::Bahdanau {
+                    if d.attention.ordering.context_first() {
                         x.extend(&ctx);
                     }
                     if d.extras.input_feed {
@@ -468,8 +480,9 @@ impl Observer<F32> for Logits {
     fn step(&mut self, s: &Step<'_, F32>) {
         self.0.push(s.logits.to_vec());
         if let Some(w) = s.weights {
+            // (All 0 when a monotonic step attends no position.)
             let sum: f32 = w.iter().sum();
-            assert!((sum - 1.0).abs() < 1e-5, "weights sum {sum}");
+            assert!((sum - 1.0).abs() < 1e-5 || sum == 0.0, "weights sum {sum}");
         }
     }
 }
@@ -582,6 +595,32 @@ fn bahdanau_matches_reference() {
     d.dec_hidden = 6;
     d.memory_proj = Some(9); // wider: a buffer of its own
     check_against_reference(&d, 8);
+}
+
+#[test]
+fn monotonic_matches_reference() {
+    let mut d = base_desc();
+    d.attention.ordering = Ordering::Monotonic;
+    d.init = Init::Dense;
+    d.out_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
+    for seed in 40..46 {
+        check_against_reference(&d, seed);
+    }
+    d.enc_bidir = true;
+    d.dec_hidden = 12;
+    d.memory_proj = Some(4);
+    check_against_reference(&d, 46);
+    // Only the additive score carries the energy's offset.
+    d.attention.score = ScoreKind::Dot;
+    d.attention.dim = 0;
+    (d.attention.query_proj, d.attention.key_proj) = (false, false);
+    d.memory_proj = Some(12);
+    assert_eq!(
+        tidy(d).check(),
+        Err(Error::Inconsistent(
+            "ordering monotonic: needs the additive score (v's bias is its offset)"
+        ))
+    );
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Attention on candle tensors, batched, computing what `attention-core` computes:
 //! scores (additive with or without its matrices, dot, scaled dot, general), the
-//! padding mask, the weights and the context.
+//! padding mask, the weights and the context; for monotonic attention the expected
+//! alignment it is trained with, or the hard one it is decoded with.
 
-use candle_core::{Result, Tensor, D};
-use seq2seq::desc::{ModelDesc, ScoreKind};
+use candle_core::{DType, Result, Tensor, D};
+use seq2seq::desc::{ModelDesc, Ordering, ScoreKind};
 
 use super::cell::matmul_last;
 use super::params::Weights;
@@ -15,6 +16,8 @@ pub struct Attention {
     query: Option<(Tensor, Option<Tensor>)>,
     /// Additive: `v^T` (`A x 1`).
     v_t: Option<Tensor>,
+    /// Monotonic: `v`'s bias, the energy's offset `r`.
+    offset: Option<Tensor>,
     /// Dot, scaled dot and general: the factor on `q . k`.
     scale: f64,
 }
@@ -47,10 +50,15 @@ impl Attention {
             }
             _ => (None, None),
         };
+        let offset = match desc.attention.ordering {
+            Ordering::Monotonic => p.linear("attention.v").1.cloned(),
+            _ => None,
+        };
         Ok(Some(Attention {
             score: desc.attention.score,
             query,
             v_t,
+            offset,
             scale: f64::from(desc.attention.scale),
         }))
     }
@@ -86,8 +94,27 @@ impl Attention {
     }
 
     /// Weights (`batch x positions`) and context (`batch x M`) for the queries `q`
-    /// (`batch x D`).
-    pub fn attend(&self, q: &Tensor, m: &Memory) -> Result<(Tensor, Tensor)> {
+    /// (`batch x D`); a monotonic attention's from `align` (see [`Align`]).
+    pub fn attend(&self, q: &Tensor, m: &Memory, align: Align<'_>) -> Result<(Tensor, Tensor)> {
+        let scores = self.scores(q, m)?;
+        let weights = match (&self.offset, align) {
+            (Some(r), Align::Expected { prev, noise }) => {
+                let e = scores.broadcast_add(r)?;
+                let e = match noise {
+                    Some(n) => e.add(n)?,
+                    None => e,
+                };
+                expected_alignment(&candle_nn::ops::sigmoid(&e)?, prev, m)?
+            }
+            (Some(r), Align::Hard { prev }) => hard_alignment(&scores.broadcast_add(r)?, prev, m)?,
+            _ => softmax_last(&scores.add(&m.mask)?)?,
+        };
+        let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;
+        Ok((weights, context))
+    }
+
+    /// The scores (`batch x positions`) of the queries `q` (`batch x D`).
+    fn scores(&self, q: &Tensor, m: &Memory) -> Result<Tensor> {
         let scores = match self.score {
             ScoreKind::Additive => {
                 let wq = match &self.query {
@@ -113,11 +140,83 @@ impl Attention {
                 }
             }
         };
-        let scores = scores.add(&m.mask)?;
-        let weights = softmax_last(&scores)?;
-        let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;
-        Ok((weights, context))
+        Ok(scores)
     }
+}
+
+/// How a monotonic attention aligns, from the previous step's weights `prev` (`batch
+/// x positions`; one-hot at position 0 before the first step: [`first_alignment`]).
+#[derive(Clone, Copy)]
+pub enum Align<'t> {
+    /// Training: the expected alignment of Raffel et al. (2017), eq. 9, from stopping
+    /// probabilities `sigmoid(energy + noise)`.
+    Expected {
+        /// The previous step's expected alignment.
+        prev: &'t Tensor,
+        /// Gaussian noise on the energies (training), which pushes the probabilities
+        /// to 0 or 1 as the hard decisions of decoding need.
+        noise: Option<&'t Tensor>,
+    },
+    /// Decoding as the runtime does: from the position attended at the previous step,
+    /// the first whose energy is at least 0; one-hot weights, all 0 when none stops.
+    Hard {
+        /// The previous step's weights.
+        prev: &'t Tensor,
+    },
+}
+
+/// The alignment before the first step: one-hot at position 0.
+pub fn first_alignment(m: &Memory) -> Result<Tensor> {
+    let (b, t) = m.mask.dims2()?;
+    let one = Tensor::ones((b, 1), DType::F32, m.mask.device())?;
+    match t {
+        1 => Ok(one),
+        _ => Tensor::cat(
+            &[one, Tensor::zeros((b, t - 1), DType::F32, m.mask.device())?],
+            1,
+        ),
+    }
+}
+
+/// The smallest exclusive product of `1 - p` divided by (as TensorFlow's and fairseq's
+/// parallel form clamp it).
+const CUMPROD_FLOOR: f64 = 1e-10;
+
+/// `alpha_j = p_j prod_{l<j} (1 - p_l) sum_{k<=j} prev_k / prod_{l<k} (1 - p_l)`: the
+/// expected monotonic alignment given the stopping probabilities `p` (0 past a
+/// sequence's length) and the previous step's `prev`, in the parallel form (the
+/// products as exponentials of sums of logarithms, clamped like the reference
+/// implementations).
+fn expected_alignment(p: &Tensor, prev: &Tensor, m: &Memory) -> Result<Tensor> {
+    let p = p.mul(&valid(m)?)?;
+    let log_keep = p.affine(-1.0, 1.0)?.clamp(CUMPROD_FLOOR, 1.0)?.log()?;
+    let cumprod = log_keep.cumsum(1)?.sub(&log_keep)?.exp()?;
+    let carried = prev.div(&cumprod.clamp(CUMPROD_FLOOR, 1.0)?)?.cumsum(1)?;
+    p.mul(&cumprod)?.mul(&carried)?.clamp(0.0, 1.0)
+}
+
+/// 1 where a sequence attends, 0 at its padding.
+fn valid(m: &Memory) -> Result<Tensor> {
+    m.mask.ge(0.0)?.to_dtype(DType::F32)
+}
+
+/// The hard monotonic alignment of the `energies` (`batch x positions`) from `prev`,
+/// computed as the runtime computes it (one row at a time, scanning forward).
+fn hard_alignment(energies: &Tensor, prev: &Tensor, m: &Memory) -> Result<Tensor> {
+    let e: Vec<Vec<f32>> = energies.to_vec2()?;
+    let prev: Vec<Vec<f32>> = prev.to_vec2()?;
+    let valid: Vec<Vec<f32>> = valid(m)?.to_vec2()?;
+    let t = e.first().map_or(0, Vec::len);
+    let mut w = vec![0f32; e.len() * t];
+    for (i, (row, before)) in e.iter().zip(&prev).enumerate() {
+        let n = valid[i].iter().filter(|&&v| v > 0.0).count();
+        // Where the last step attended; a row of zeros: nothing is left.
+        let from = before.iter().position(|&v| v > 0.0).unwrap_or(n);
+        if let Some(j) = (from..n).find(|&j| row[j] >= 0.0) {
+            w[i * t + j] = 1.0;
+        }
+    }
+    Tensor::from_vec(w, (e.len(), t), energies.device())
 }
 
 /// Softmax over the last dimension (the maximum is subtracted as a constant).
@@ -125,4 +224,72 @@ pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
     let max = x.max_keepdim(D::Minus1)?.detach();
     let e = x.broadcast_sub(&max)?.exp()?;
     e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Device;
+
+    use super::*;
+
+    fn memory(valid: &[usize], t: usize) -> Memory {
+        let mask: Vec<f32> = valid
+            .iter()
+            .flat_map(|&n| (0..t).map(move |j| if j < n { 0.0 } else { -1e9 }))
+            .collect();
+        let mask = Tensor::from_vec(mask, (valid.len(), t), &Device::Cpu).unwrap();
+        let values = Tensor::zeros((valid.len(), t, 1), DType::F32, &Device::Cpu).unwrap();
+        Memory {
+            keys: values.clone(),
+            values,
+            mask,
+        }
+    }
+
+    fn rows(t: &Tensor) -> Vec<Vec<f32>> {
+        t.to_vec2().unwrap()
+    }
+
+    #[test]
+    fn the_expected_alignment_is_the_recurrence_and_the_hard_one_at_0_or_1() {
+        let m = memory(&[4, 3], 4);
+        let first = first_alignment(&m).unwrap();
+        // From position 0 with p = 1/2 everywhere: 1/2, 1/4, 1/8, 1/16; the second
+        // sequence ends at 3 positions, and what passes its end is lost.
+        let half = Tensor::full(0.5f32, (2, 4), &Device::Cpu).unwrap();
+        let a = rows(&expected_alignment(&half, &first, &m).unwrap());
+        let expect = [[0.5, 0.25, 0.125, 0.0625], [0.5, 0.25, 0.125, 0.0]];
+        for (r, e) in a.iter().zip(&expect) {
+            for (x, y) in r.iter().zip(e) {
+                assert!((x - y).abs() < 1e-6, "{a:?}");
+            }
+        }
+        // Probabilities of 0 or 1 give the hard alignment: from the last position
+        // attended, the first that stops.
+        let p = Tensor::from_vec(
+            vec![1f32, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0],
+            (2, 4),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let prev = Tensor::from_vec(
+            vec![0f32, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+            (2, 4),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let soft = rows(&expected_alignment(&p, &prev, &m).unwrap());
+        let energies = p.affine(2.0, -1.0).unwrap();
+        let hard = rows(&hard_alignment(&energies, &prev, &m).unwrap());
+        assert_eq!(hard, [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]]);
+        for (r, e) in soft.iter().zip(&hard) {
+            for (x, y) in r.iter().zip(e) {
+                assert!((x - y).abs() < 1e-6, "{soft:?}");
+            }
+        }
+        // Nothing left to attend (a row of zeros) stays so.
+        let none = Tensor::zeros((2, 4), DType::F32, &Device::Cpu).unwrap();
+        let hard = rows(&hard_alignment(&energies, &none, &m).unwrap());
+        assert_eq!(hard, [[0.0; 4], [0.0; 4]]);
+    }
 }

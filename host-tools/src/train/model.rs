@@ -5,7 +5,7 @@
 use candle_core::{Result, Tensor, D};
 use seq2seq::desc::{Init, ModelDesc, Ordering, Part};
 
-use super::attention::{Attention, Memory};
+use super::attention::{first_alignment, Align, Attention, Memory};
 use super::cell::{matmul_last, Cell, CellKind, State};
 use super::examples::Batch;
 use super::params::{Params, Weights};
@@ -139,6 +139,22 @@ impl<'a> Model<'a> {
             .map(|_| if rng.unit_f32() < p { 0.0 } else { keep })
             .collect();
         x.mul(&Tensor::from_vec(mask, x.shape(), x.device())?)
+    }
+
+    /// Standard normal noise the shape of `like` in training (Raffel et al.'s noise on
+    /// monotonic energies), none in evaluation.
+    fn noise(&mut self, like: &Tensor) -> Result<Option<Tensor>> {
+        let Some(rng) = self.rng.as_deref_mut() else {
+            return Ok(None);
+        };
+        // Box-Muller: two uniforms per value (the first kept above 0 for its logarithm).
+        let n: Vec<f32> = (0..like.elem_count())
+            .map(|_| {
+                let (u, v) = (1.0 - rng.unit_f32(), rng.unit_f32());
+                (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+            })
+            .collect();
+        Tensor::from_vec(n, like.shape(), like.device()).map(Some)
     }
 
     fn embed(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
@@ -275,6 +291,10 @@ impl<'a> Model<'a> {
     /// One decoder step from the embedding `e` of its input token and `gi0`, the
     /// embedding's part of layer 0's gates (bias included). Returns the new states,
     /// the output layer's input and the attention weights.
+    ///
+    /// A monotonic attention aligns from `prev`, the previous step's weights: their
+    /// expected value, or with `hard` the runtime's hard alignment.
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
         dec: &Decoder,
@@ -282,17 +302,32 @@ impl<'a> Model<'a> {
         gi0: Tensor,
         states: &[State],
         mem: Option<&Memory>,
+        prev: Option<&Tensor>,
+        hard: bool,
     ) -> Result<(Vec<State>, Tensor, Option<Tensor>)> {
         let d = self.desc;
+        let noise = match (prev, mem, hard) {
+            (Some(_), Some(m), false) => self.noise(&m.mask)?,
+            _ => None,
+        };
         let attend = |q: &Tensor| -> Result<Option<(Tensor, Tensor)>> {
-            match (&dec.attention, mem) {
-                (Some(a), Some(m)) => a.attend(q, m).map(Some),
-                _ => Ok(None),
-            }
+            let (Some(a), Some(m)) = (&dec.attention, mem) else {
+                return Ok(None);
+            };
+            let align = match prev {
+                Some(prev) if hard => Align::Hard { prev },
+                Some(prev) => Align::Expected {
+                    prev,
+                    noise: noise.as_ref(),
+                },
+                // (Read by monotonic attention only.)
+                None => Align::Hard { prev: &m.mask },
+            };
+            a.attend(q, m, align).map(Some)
         };
         let mut att = None;
         let mut gi = gi0;
-        if d.attention.ordering == Ordering::Bahdanau {
+        if d.attention.ordering.context_first() {
             let top = &states[d.dec_layers - 1].h;
             att = attend(top)?;
             if let Some((_, c)) = &att {
@@ -339,6 +374,16 @@ impl<'a> Model<'a> {
         Ok((new, Tensor::cat(&parts, 1)?, att.map(|(w, _)| w)))
     }
 
+    /// A monotonic attention's alignment before the first step (none for the others).
+    fn first_alignment(&self, mem: Option<&Memory>) -> Result<Option<Tensor>> {
+        match mem {
+            Some(m) if self.desc.attention.ordering == Ordering::Monotonic => {
+                first_alignment(m).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The mean cross-entropy of the batch's targets under teacher forcing.
     pub fn loss(&mut self, b: &Batch) -> Result<Tensor> {
         self.loss_with(b, None)
@@ -356,10 +401,19 @@ impl<'a> Model<'a> {
         let gi0 = dec.cells[0].project(&emb)?.transpose(0, 1)?.contiguous()?;
         let emb_t = emb.transpose(0, 1)?.contiguous()?;
         let mut parts = Vec::with_capacity(b.steps);
+        let mut prev = self.first_alignment(mem.as_ref())?;
         for t in 0..b.steps {
-            let (next, x, _) =
-                self.step(&dec, &emb_t.get(t)?, gi0.get(t)?, &states, mem.as_ref())?;
+            let (next, x, w) = self.step(
+                &dec,
+                &emb_t.get(t)?,
+                gi0.get(t)?,
+                &states,
+                mem.as_ref(),
+                prev.as_ref(),
+                false,
+            )?;
             states = next;
+            prev = prev.and(w);
             parts.push(x);
         }
         let x = self.drop(Tensor::stack(&parts, 1)?)?;
@@ -401,6 +455,7 @@ impl<'a> Model<'a> {
             }
             None => vec![0; b.size],
         };
+        let mut prev = self.first_alignment(mem.as_ref())?;
         for _ in 0..d.max_steps {
             if done.iter().all(|&x| x) {
                 break;
@@ -408,7 +463,9 @@ impl<'a> Model<'a> {
             let ids = Tensor::from_vec(y.clone(), b.size, b.src.device())?;
             let e = Self::embed(&dec.emb, &ids)?;
             let gi0 = dec.cells[0].project(&e)?;
-            let (next, x, weights) = self.step(&dec, &e, gi0, &states, mem.as_ref())?;
+            let (next, x, weights) =
+                self.step(&dec, &e, gi0, &states, mem.as_ref(), prev.as_ref(), true)?;
+            prev = prev.and(weights.clone());
             // No gradient flows through a greedy decode: the states are cut from the
             // previous steps' graph, so that a long decode is no deep chain of tensors
             // (whose drop would recurse once per step).

@@ -7,21 +7,30 @@ use std::collections::{BTreeMap, HashMap};
 use candle_core::{DType, Device, Result, Tensor, Var};
 use s2s_kernels::PrecisionKind;
 use seq2seq::builder::ModelBuilder;
-use seq2seq::desc::{LayerSpec, ModelDesc};
+use seq2seq::desc::{LayerSpec, ModelDesc, Ordering};
 use seq2seq::format::Role;
 
 use crate::data::rng::SplitMix64;
 use crate::import::layer_name;
 
-/// Whether training gives a layer a bias. Embeddings have none; neither have the key
-/// matrix and `v` of an additive score nor the general score's matrix, whose biases
-/// would add the same number to every position's score (softmax ignores it).
-pub fn has_bias(role: Role) -> bool {
-    !matches!(
-        role,
-        Role::EncEmb | Role::DecEmb | Role::AttnKey | Role::AttnV | Role::AttnGeneral
-    )
+/// Whether training gives a layer of `desc` a bias. Embeddings have none; neither have
+/// the key matrix and `v` of an additive score nor the general score's matrix, whose
+/// biases would add the same number to every position's score (softmax ignores it),
+/// except `v`'s under monotonic attention, where it is the energy's offset `r`.
+pub fn has_bias(desc: &ModelDesc, role: Role) -> bool {
+    match role {
+        Role::AttnV => desc.attention.ordering == Ordering::Monotonic,
+        _ => !matches!(
+            role,
+            Role::EncEmb | Role::DecEmb | Role::AttnKey | Role::AttnGeneral
+        ),
+    }
 }
+
+/// The initial offset `r` of a monotonic energy: `sigmoid(-1) = 0.27` to stop at
+/// a position at first (Raffel et al. start with a negative offset, so that the
+/// expected alignment does not run ahead of the output).
+const MONOTONIC_OFFSET: f32 = -1.0;
 
 /// The weights a forward pass reads, by layer: the parameters themselves
 /// ([`Params::weights`]) or their int8 grid passed straight through
@@ -81,9 +90,11 @@ impl Params {
                 device,
             )?;
             vars.push((format!("{name}.weight"), Var::from_tensor(&w)?));
-            if has_bias(spec.role) {
+            if has_bias(desc, spec.role) {
                 let b = if recurrent {
                     Tensor::from_vec(uniform(spec.rows), spec.rows, device)?
+                } else if spec.role == Role::AttnV {
+                    Tensor::full(MONOTONIC_OFFSET, spec.rows, device)?
                 } else {
                     Tensor::zeros(spec.rows, DType::F32, device)?
                 };
@@ -139,10 +150,11 @@ impl Params {
                     | Role::Attentional
                     | Role::Out
             );
-            let unused = matches!(
-                spec.role,
-                Role::EncEmb | Role::DecEmb | Role::AttnV | Role::BridgeC
-            );
+            let needs = needs || (spec.role == Role::AttnV && has_bias(desc, spec.role));
+            let unused = match spec.role {
+                Role::AttnV => !has_bias(desc, spec.role),
+                _ => matches!(spec.role, Role::EncEmb | Role::DecEmb | Role::BridgeC),
+            };
             match bias {
                 Some(_) if unused => {
                     return Err(format!(

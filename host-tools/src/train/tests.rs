@@ -122,6 +122,24 @@ init = "zeros"
 output = ["state", "context"]"#,
     ),
     (
+        "monotonic additive, bidirectional, dense bridge",
+        r#"[encoder]
+embedding = 6
+hidden = 6
+bidirectional = true
+reset = "after"
+[attention]
+ordering = "monotonic"
+score = "additive"
+dim = 7
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "dense"
+output = ["state", "context"]"#,
+    ),
+    (
         "luong dot, attentional layer, last state",
         r#"[encoder]
 embedding = 6

@@ -24,6 +24,12 @@ pub enum Ordering {
     Bahdanau = 1,
     /// Luong: the decoder cell first, score with `s_t`, then context `c_t`.
     Luong = 2,
+    /// Hard monotonic alignment (Raffel et al., 2017) in Bahdanau's order: from the
+    /// position attended at the previous step (the first at the first), the first
+    /// position whose energy, the additive score with `v`'s bias as its offset, is at
+    /// least 0 is attended, its memory row being `c_t`; none: `c_t = 0`. Decoded
+    /// online, never looking back (`attention_core::Attention::monotonic_marked`).
+    Monotonic = 3,
 }
 
 /// The attention score (see `attention_core::Score`).
@@ -44,15 +50,28 @@ pub enum ScoreKind {
 
 impl Ordering {
     /// Every ordering, indexed by its stored code.
-    pub const ALL: [Ordering; 3] = [Ordering::None, Ordering::Bahdanau, Ordering::Luong];
+    pub const ALL: [Ordering; 4] = [
+        Ordering::None,
+        Ordering::Bahdanau,
+        Ordering::Luong,
+        Ordering::Monotonic,
+    ];
 
-    /// Its name in a model's configuration: `none`, `bahdanau` or `luong`.
+    /// Its name in a model's configuration: `none`, `bahdanau`, `luong` or
+    /// `monotonic`.
     pub fn name(self) -> &'static str {
         match self {
             Ordering::None => "none",
             Ordering::Bahdanau => "bahdanau",
             Ordering::Luong => "luong",
+            Ordering::Monotonic => "monotonic",
         }
+    }
+
+    /// True when the context is computed before the decoder cell, from `s_{t-1}`, and
+    /// is part of the cell's input (Bahdanau's order).
+    pub fn context_first(self) -> bool {
+        matches!(self, Ordering::Bahdanau | Ordering::Monotonic)
     }
 }
 
@@ -228,6 +247,9 @@ impl AttentionDesc {
             return Ok(());
         }
         let (q, m) = (query, memory);
+        if self.ordering == Ordering::Monotonic && self.score != ScoreKind::Additive {
+            return bad("ordering monotonic: needs the additive score (v's bias is its offset)");
+        }
         match self.score {
             ScoreKind::Additive => {
                 let a = self.dim;

@@ -3,7 +3,6 @@
 
 use s2s_kernels::Fmt;
 
-use super::attention::Ordering;
 use super::limits::{MAX_OUT_PARTS, MAX_SPECS};
 use super::model::{Activation, CellKind, Init, ModelDesc, Part};
 use super::role::Role;
@@ -67,7 +66,7 @@ impl ModelDesc {
     /// Input size of decoder layer `l`, and its number of parts.
     pub fn dec_input(&self, l: usize) -> (usize, usize) {
         match (l, self.attention.ordering) {
-            (0, Ordering::Bahdanau) => (self.dec_emb + self.memory_dim(), 2),
+            (0, o) if o.context_first() => (self.dec_emb + self.memory_dim(), 2),
             (0, _) if self.extras.input_feed => (self.dec_emb + self.attentional.unwrap_or(0), 2),
             (0, _) => (self.dec_emb, 1),
             _ => (self.dec_hidden, 1),
@@ -194,7 +193,7 @@ impl ModelDesc {
             Role::AttnKey | Role::AttnGeneral => push(self.memory_fmt()),
             Role::DecWih if s.layer == 0 => {
                 push(self.fmt_dec_emb);
-                if self.attention.ordering == Ordering::Bahdanau {
+                if self.attention.ordering.context_first() {
                     push(self.memory_fmt());
                 }
                 if self.extras.input_feed {

@@ -43,6 +43,10 @@ pub(super) struct Lane<'w, P: Precision> {
     pub(super) y: u16,
     pub(super) n: usize,
     pub(super) done: bool,
+    /// Monotonic attention: the position attended at the last step, where the next
+    /// one starts ([`Lane::UNSTARTED`] before the first step, the valid length once no
+    /// position stopped).
+    pub(super) at: usize,
 }
 
 /// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words), or
@@ -58,6 +62,9 @@ fn take<'w, T: bytemuck::Pod>(
 }
 
 impl<'w, P: Precision> Lane<'w, P> {
+    /// [`Lane::at`] before a source's first decoder step.
+    pub(super) const UNSTARTED: usize = usize::MAX;
+
     /// Puts source ids (end token and padding included, `valid` unpadded) into the lane.
     #[inline(always)]
     pub(super) fn load(&mut self, src: &[u16], valid: usize) -> Result<(), Error> {
@@ -95,6 +102,7 @@ impl<'w, P: Precision> Lane<'w, P> {
             y: 0,
             n: 0,
             done: true,
+            at: Self::UNSTARTED,
         })
     }
 
@@ -109,6 +117,7 @@ impl<'w, P: Precision> Lane<'w, P> {
             y: 0,
             n: 0,
             done: true,
+            at: Self::UNSTARTED,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::observe::{ObsRef, Observer};
 use super::runner::Runner;
 use super::step::step_lanes;
 use crate::beam::{BeamPlan, BeamView, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
+use crate::desc::Ordering;
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
@@ -130,6 +131,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         search: Search,
         obs: &mut [O],
     ) -> Result<(), Error> {
+        greedy_only(self.net)?;
         if !cfg!(feature = "beam") {
             return Err(Error::NotCompiled(Feature::Beam));
         }
@@ -239,6 +241,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         out: &mut [u16],
         obs: &mut O,
     ) -> Result<usize, Error> {
+        greedy_only(self.net)?;
         // Without the feature no runner has a beam workspace: the search is left out.
         if !cfg!(feature = "beam") {
             return Err(Error::NotCompiled(Feature::Beam));
@@ -285,6 +288,16 @@ struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
     lane: &'s mut Lane<'w, P>,
     lay: &'s Layout,
     obs: &'s mut O,
+}
+
+/// Refuses a beam search of a model that decodes greedily only: a hypothesis's state
+/// is its decoder state, and the position a monotonic attention has reached is not part
+/// of it.
+fn greedy_only<P: Precision>(net: &Net<'_, P>) -> Result<(), Error> {
+    match net.desc.attention.ordering {
+        Ordering::Monotonic => Err(Error::GreedyOnly),
+        _ => Ok(()),
+    }
 }
 
 /// Lane `j`'s beam workspace (every lane has one in a runner made by

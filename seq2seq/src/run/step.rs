@@ -39,7 +39,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
         for lane in lanes.iter_mut().filter(|l| !l.done) {
             let y = lane.y as usize;
             net.dec_emb.embed(y, lane.act[b::DEC_EMB])?;
-            if d.attention.ordering == Ordering::Bahdanau {
+            if d.attention.ordering.context_first() {
                 with_marks!(P, O, obs, |m| attend_lane(
                     net, lane, mem_buf, keys_buf, top_state, m
                 )?);
@@ -62,7 +62,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 let _ = cs.push(cells.get_mut(l * hd..(l + 1) * hd).unwrap_or(&mut []));
                 let x: [&[P::Act]; 2] = if l > 0 {
                     [below.part((l - 1) * hd.., "decoder states")?, &[]]
-                } else if d.attention.ordering == Ordering::Bahdanau {
+                } else if d.attention.ordering.context_first() {
                     [dec_emb, context]
                 } else if feed {
                     [dec_emb, attentional]
@@ -77,7 +77,7 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                     cell_act,
                 )?);
             }
-            let nparts = if l == 0 && (d.attention.ordering == Ordering::Bahdanau || feed) {
+            let nparts = if l == 0 && (d.attention.ordering.context_first() || feed) {
                 2
             } else {
                 1
@@ -108,7 +108,13 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 o.probe(Probe::DecoderCells, Values::Act(cells, d.cells.fmt_dec));
             }
             if net.attention.is_some() {
-                let scores = lane.wide[b::SCORES].part(..lane.t, "attention scores")?;
+                // A monotonic step scores the positions from the last one attended up
+                // to the one it attends: that one's energy.
+                let scored = match d.attention.ordering {
+                    Ordering::Monotonic => lane.at..(lane.at + 1).min(lane.t),
+                    _ => 0..lane.t,
+                };
+                let scores = lane.wide[b::SCORES].part(scored, "attention scores")?;
                 o.probe(Probe::Scores, Values::Wide(scores));
                 o.probe(
                     Probe::Context,
@@ -209,6 +215,38 @@ fn attend_lane<P: Precision>(
         query,
         tanh,
     };
+    if d.attention.ordering == Ordering::Monotonic {
+        // The weights are one-hot at the position attended (all 0 when none stopped):
+        // the previous step's one is cleared, not the whole row.
+        let from = match lane.at {
+            Lane::<P>::UNSTARTED => {
+                weights.fill(P::Act::default());
+                0
+            }
+            at => {
+                if let Some(w) = weights.get_mut(at) {
+                    *w = P::Act::default();
+                }
+                at
+            }
+        };
+        let n = match mask {
+            Mask::None => t,
+            Mask::Valid(n) => n,
+        };
+        let query = dec_state.part(top_state.., "decoder states")?;
+        let at = att.monotonic_marked(query, key, mem, from, n, &mut s, context, marks)?;
+        lane.at = match at {
+            Some(j) => {
+                // A softmax of one score: the precision's own 1.
+                let e = s.scores.part(j..j + 1, "attention scores")?;
+                P::softmax(e, weights.part_mut(j..j + 1, "attention weights")?);
+                j
+            }
+            None => n,
+        };
+        return Ok(());
+    }
     att.attend_marked(
         dec_state.part(top_state.., "decoder states")?,
         key,

@@ -103,7 +103,12 @@ pub fn random_desc(r: &mut Rng) -> ModelDesc {
 }
 
 fn try_desc(r: &mut Rng) -> ModelDesc {
-    let ordering = r.pick(&[Ordering::None, Ordering::Bahdanau, Ordering::Luong]);
+    let ordering = r.pick(&[
+        Ordering::None,
+        Ordering::Bahdanau,
+        Ordering::Luong,
+        Ordering::Monotonic,
+    ]);
     let attention = ordering != Ordering::None;
     let score = if attention {
         r.pick(&[
@@ -441,7 +446,11 @@ fn decode<P: ModelPrecision>(file: &ModelFile<'_>, line: &str) -> Result<usize, 
     let n =
         runner
             .translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
-    // A beam search of the model's own variant, 3 wide, over the same kind of arena.
+    // A beam search of the model's own variant, 3 wide, over the same kind of arena
+    // (a monotonic model decodes greedily only: refused, tests/beam.rs).
+    if file.desc().attention.ordering == Ordering::Monotonic {
+        return Ok(n);
+    }
     let need = need + BeamPlan::new::<P>(file.desc(), 3).bytes();
     let mut arena = vec![0u32; need.min(1 << 18) / 4];
     let mut runner = Runner::with_beam(&net, &mut arena, positions, 3)?;

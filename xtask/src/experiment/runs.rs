@@ -197,6 +197,19 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 60,
     },
+    // Hard monotonic attention on the same data, shapes, options and seed (issue 29).
+    Run {
+        name: "running-text-monotonic",
+        config: "models/experiments/running-text-monotonic.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 60,
+    },
     Run {
         name: "qat-g2p-en",
         config: "models/g2p-en.s2s",
