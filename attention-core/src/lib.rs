@@ -83,7 +83,7 @@ impl Describe for Error {
                 memory
             ),
             Error::NotAdditive => say!(out;
-                "attention: monotonic alignment needs the additive score"
+                "attention: monotonic needs the additive score"
             ),
             Error::BadMask { valid, positions } => say!(out;
                 "attention: valid length ", valid, " outside 1..=", positions,
@@ -487,9 +487,11 @@ impl<P: Precision> Attention<'_, P> {
     /// The positions before it are passed for good (the next step starts from the one
     /// attended). When none stops the context is zero and `None` is returned. The
     /// energies scanned go to `s.scores[from..]` (at most `n` long); the cost is the
-    /// query's projection and one score per position scanned, whatever `n` is.
+    /// query's projection per [`MONOTONIC_CHUNK`] positions scanned and one score per
+    /// position, whatever `n` is.
     /// Phases go to `marks` like [`Attention::attend_marked`]'s.
     #[allow(clippy::too_many_arguments)]
+    #[cfg_attr(not(feature = "additive"), allow(unused_variables))]
     pub fn monotonic_marked(
         &self,
         query: &[P::Act],
@@ -501,57 +503,63 @@ impl<P: Precision> Attention<'_, P> {
         context: &mut [P::Act],
         marks: &mut impl Marks,
     ) -> Result<Option<usize>, Error> {
-        #[cfg(feature = "additive")]
-        if let Score::Additive { query: w, v, .. } = &self.score {
-            let (k, m, a) = (self.key_dim(), self.memory_dim, v.cols());
-            shape("query", self.query_dim, query.len())?;
-            shape("context", m, context.len())?;
-            if keys.len() < n.saturating_mul(k)
-                || memory.len() < n.saturating_mul(m)
-                || s.scores.len() < n
-            {
-                return Err(Error::Shape(ShapeError {
-                    what: "keys",
-                    expected: n * k,
-                    found: keys.len(),
-                }));
-            }
-            let (qw, tv) = (
-                s.query.part_mut(..a, "attention scratch")?,
-                s.tanh.part_mut(..a, "attention scratch")?,
-            );
-            marks.mark(Phase::Scores);
-            match w {
-                Some(w) => w.apply(&[query], qw)?,
-                None => {
-                    for (o, &x) in qw.iter_mut().zip(query) {
-                        *o = P::widen(x, self.query_fmt);
+        match &self.score {
+            #[cfg(feature = "additive")]
+            Score::Additive { .. } => {
+                let (k, m) = (self.key_dim(), self.memory_dim);
+                shape("context", m, context.len())?;
+                if keys.len() < n.saturating_mul(k)
+                    || memory.len() < n.saturating_mul(m)
+                    || s.scores.len() < n
+                {
+                    return Err(Error::Shape(ShapeError {
+                        what: "keys",
+                        expected: n.saturating_mul(k),
+                        found: keys.len(),
+                    }));
+                }
+                marks.mark(Phase::Scores);
+                // Chunks of positions through `scores`, the one call of the score
+                // kernel: a second call site moved the AN386's encoder by 1.8 % (the
+                // kernels' helpers are inlined differently); a chunk costs one query
+                // projection.
+                let mut stop = None;
+                let mut at = from;
+                while at < n {
+                    let len = (n - at).min(MONOTONIC_CHUNK);
+                    let keys = keys.part(at * k..(at + len) * k, "keys")?;
+                    let mut chunk = AttnScratch {
+                        scores: s.scores.part_mut(at..at + len, "attention scores")?,
+                        query: &mut *s.query,
+                        tanh: &mut *s.tanh,
+                    };
+                    self.scores(query, keys, len, &mut chunk)?;
+                    let zero = P::Wide::default();
+                    if let Some(i) = chunk.scores.iter().position(|&e| e >= zero) {
+                        stop = Some(at + i);
+                        break;
                     }
+                    at += len;
                 }
-            }
-            let mut stop = None;
-            for j in from..n {
-                let key = keys.part(j * k..(j + 1) * k, "keys")?;
-                let e = s.scores.part_mut(j..j + 1, "attention scores")?;
-                P::additive_scores(qw, key, self.key_fmt, v, tv, e)?;
-                if e[0] >= P::Wide::default() {
-                    stop = Some(j);
-                    break;
+                marks.mark(Phase::Context);
+                let row = stop.and_then(|j| memory.chunks_exact(m.max(1)).nth(j));
+                match row {
+                    Some(row) => context.fill_from(row, "context")?,
+                    None => context.fill(P::Act::default()),
                 }
+                marks.mark(Phase::Rest);
+                Ok(stop)
             }
-            marks.mark(Phase::Context);
-            match stop {
-                Some(j) => {
-                    context.fill_from(memory.part(j * m..(j + 1) * m, "memory")?, "context")?
-                }
-                None => context.fill(P::Act::default()),
-            }
-            marks.mark(Phase::Rest);
-            return Ok(stop);
+            #[allow(unreachable_patterns)] // with `additive` only
+            _ => Err(Error::NotAdditive),
         }
-        Err(Error::NotAdditive)
     }
 }
+
+/// Positions a monotonic step scores at once ([`Attention::monotonic_marked`]): a step
+/// usually stops within a few positions of the last one, and each chunk costs a query
+/// projection.
+pub const MONOTONIC_CHUNK: usize = 8;
 
 /// Entropy `-sum_i alpha_i ln alpha_i` (nats) of attention weights: `ln t` for uniform
 /// weights over `t` positions, near 0 when one position takes all. For reports only.

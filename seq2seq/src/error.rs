@@ -351,7 +351,7 @@ codes! {
     EmptyInput = 65 => "empty input",
     UnknownSymbol = 66 => "symbol not in the source vocabulary",
     BeamTooWide = 67 => "beam width over the workspace's capacity",
-    GreedyOnly = 68 => "beam search of a model that decodes greedily only",
+    GreedyOnly = 68 => "a monotonic model decodes greedily only: no beam search",
     NoSuchSlot = 70 => "no prefix slot of that name",
     NotInSlot = 71 => "token not one of its prefix slot's",
     NoPrefixToken = 72 => "prefix slot without a token",
@@ -461,9 +461,6 @@ impl Describe for Error {
             Error::BeamTooWide { width, max } => say!(out;
                 "beam width ", width, ": the workspace holds widths 1 to ", max
             ),
-            Error::GreedyOnly => out.put(
-                "beam search: a monotonic model decodes greedily only (leave out the beam width)",
-            ),
             Error::OutputTooSmall { needed, available } => say!(out;
                 "output buffer holds ", available, " tokens, the model may produce ", needed
             ),
@@ -478,7 +475,7 @@ impl Describe for Error {
                 "a prefix slot's token is typed in the source at position ", position,
                 ": choose it as the prefix instead"
             ),
-            Error::EmptyInput | Error::NoSuchSlot => out.put(self.as_str()),
+            Error::EmptyInput | Error::NoSuchSlot | Error::GreedyOnly => out.put(self.as_str()),
             // Without `error-text` (a smaller device build), the rest, a bad model file
             // or a shape the binding would have caught, is its fixed text and subject.
             _ if !cfg!(feature = "error-text") => match self.subject() {

@@ -33,6 +33,8 @@ s2s_kernels::named_enum! {
         /// Prefix slots: source tokens chosen per call
         /// ([`Prefix`](crate::vocab::Prefix)).
         PrefixSlots = 7 => "prefix-slots",
+        /// Hard monotonic attention (`Ordering::Monotonic`).
+        Monotonic = 8 => "monotonic",
     }
 }
 
@@ -48,6 +50,7 @@ impl Feature {
             Feature::Beam => cfg!(feature = "beam"),
             Feature::V6mLayout => Layout::V6m.compiled(),
             Feature::PrefixSlots => cfg!(feature = "prefix-slots"),
+            Feature::Monotonic => cfg!(feature = "monotonic"),
         }
     }
 }
@@ -55,7 +58,7 @@ impl Feature {
 /// A set of [`Feature`]s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Features(u8);
+pub struct Features(u16);
 
 impl Features {
     /// No feature.
@@ -76,12 +79,12 @@ impl Features {
 
     /// The set with `f` added.
     pub const fn with(self, f: Feature) -> Features {
-        Features(self.0 | 1 << f as u8)
+        Features(self.0 | 1 << f as u16)
     }
 
     /// Whether `f` is in the set.
     pub const fn contains(self, f: Feature) -> bool {
-        self.0 & 1 << f as u8 != 0
+        self.0 & 1 << f as u16 != 0
     }
 
     /// The features of the set, in [`Feature::ALL`] order.

@@ -390,7 +390,7 @@ impl<P: Precision> Net<'_, P> {
     pub fn macs_per_step(&self, t: usize) -> usize {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         let scored = match self.desc.attention.ordering {
-            Ordering::Monotonic => t.min(1),
+            Ordering::Monotonic if cfg!(feature = "monotonic") => t.min(1),
             _ => t,
         };
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));

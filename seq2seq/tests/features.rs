@@ -32,6 +32,9 @@ fn the_parts_a_model_needs_follow_its_description() {
     d.attention.score = ScoreKind::Additive;
     assert!(d.features().contains(Feature::Additive));
     assert!(!d.features().contains(Feature::Multiplicative));
+    assert!(!d.features().contains(Feature::Monotonic));
+    d.attention.ordering = Ordering::Monotonic;
+    assert!(d.features().contains(Feature::Monotonic) && d.features().contains(Feature::Additive));
     assert!(
         !d.features().contains(Feature::Beam),
         "no model needs a beam"
@@ -51,6 +54,7 @@ fn the_compiled_features_are_the_cargo_features() {
         // Every target but the Cortex-M0 family reads the v6m layout, feature or not.
         Some("v6m-layout"),
         cfg!(feature = "prefix-slots").then_some("prefix-slots"),
+        cfg!(feature = "monotonic").then_some("monotonic"),
     ]
     .into_iter()
     .flatten()

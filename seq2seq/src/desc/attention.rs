@@ -248,7 +248,7 @@ impl AttentionDesc {
         }
         let (q, m) = (query, memory);
         if self.ordering == Ordering::Monotonic && self.score != ScoreKind::Additive {
-            return bad("ordering monotonic: needs the additive score (v's bias is its offset)");
+            return bad("monotonic: needs the additive score");
         }
         match self.score {
             ScoreKind::Additive => {

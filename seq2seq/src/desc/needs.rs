@@ -1,6 +1,7 @@
 //! The parts of the runtime a description needs ([`ModelDesc::features`]): the cargo
 //! feature of each cell and score, and the set a model calls for.
 
+use super::attention::Ordering;
 use super::model::{CellKind, ModelDesc};
 use crate::features::{Feature, Features};
 
@@ -30,6 +31,9 @@ impl ModelDesc {
         }
         if self.has_attention() {
             set = set.with(self.attention.score.feature());
+        }
+        if self.attention.ordering == Ordering::Monotonic {
+            set = set.with(Feature::Monotonic);
         }
         if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
             set = set.with(Feature::Bridge);

@@ -111,7 +111,10 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 // A monotonic step scores the positions from the last one attended up
                 // to the one it attends: that one's energy.
                 let scored = match d.attention.ordering {
-                    Ordering::Monotonic => lane.at..(lane.at + 1).min(lane.t),
+                    Ordering::Monotonic if cfg!(feature = "monotonic") => {
+                        let end = lane.at.saturating_add(1).min(lane.t);
+                        lane.at.min(end)..end
+                    }
                     _ => 0..lane.t,
                 };
                 let scores = lane.wide[b::SCORES].part(scored, "attention scores")?;
@@ -171,8 +174,8 @@ fn part_bufs(
     Ok(bufs)
 }
 
-/// Scores, weights and context of one lane with its top decoder state as the query;
-/// their phases go to `marks`.
+/// Scores, weights and context of one lane with its top decoder state as the query
+/// ([`attend_monotonic`]'s for monotonic attention); their phases go to `marks`.
 fn attend_lane<P: Precision>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
@@ -185,6 +188,9 @@ fn attend_lane<P: Precision>(
         return Ok(());
     };
     let d = &net.desc;
+    if cfg!(feature = "monotonic") && d.attention.ordering == Ordering::Monotonic {
+        return attend_monotonic(net, lane, mem_buf, keys_buf, top_state, marks);
+    }
     let t = lane.t;
     let mask = if d.attention.mask_padding {
         Mask::None
@@ -215,38 +221,6 @@ fn attend_lane<P: Precision>(
         query,
         tanh,
     };
-    if d.attention.ordering == Ordering::Monotonic {
-        // The weights are one-hot at the position attended (all 0 when none stopped):
-        // the previous step's one is cleared, not the whole row.
-        let from = match lane.at {
-            Lane::<P>::UNSTARTED => {
-                weights.fill(P::Act::default());
-                0
-            }
-            at => {
-                if let Some(w) = weights.get_mut(at) {
-                    *w = P::Act::default();
-                }
-                at
-            }
-        };
-        let n = match mask {
-            Mask::None => t,
-            Mask::Valid(n) => n,
-        };
-        let query = dec_state.part(top_state.., "decoder states")?;
-        let at = att.monotonic_marked(query, key, mem, from, n, &mut s, context, marks)?;
-        lane.at = match at {
-            Some(j) => {
-                // A softmax of one score: the precision's own 1.
-                let e = s.scores.part(j..j + 1, "attention scores")?;
-                P::softmax(e, weights.part_mut(j..j + 1, "attention weights")?);
-                j
-            }
-            None => n,
-        };
-        return Ok(());
-    }
     att.attend_marked(
         dec_state.part(top_state.., "decoder states")?,
         key,
@@ -258,5 +232,74 @@ fn attend_lane<P: Precision>(
         context,
         marks,
     )?;
+    Ok(())
+}
+
+/// Hard monotonic attention of one lane with its top decoder state as the query: from
+/// the position it attended last ([`Lane::at`]), the first that stops becomes the
+/// context and the lane's position, its weight 1 and every other 0 (no position: a zero
+/// context, and none is left); its phases go to `marks`. Out of line, so that the other
+/// orderings' code is what it was.
+#[inline(never)]
+fn attend_monotonic<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    mem_buf: usize,
+    keys_buf: usize,
+    top_state: usize,
+    marks: &mut impl Marks,
+) -> Result<(), Error> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let (t, at) = (lane.t, lane.at);
+    let n = match net.desc.attention.mask_padding {
+        true => t,
+        false => lane.valid,
+    };
+    let (m, k) = (att.memory_dim(), att.key_dim());
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
+    let pick = |i: usize| -> &[P::Act] {
+        match i {
+            b::ENC_A => enc_a,
+            b::ENC_B => enc_b,
+            b::MEMORY => memory,
+            _ => keys,
+        }
+    };
+    let mem = pick(mem_buf).part(..t * m, "memory")?;
+    let key = pick(keys_buf).part(..t * k, "attention keys")?;
+    let weights = weights.part_mut(..t, "attention weights")?;
+    // The previous step's weight is cleared, not the whole row (all of it at the first).
+    let from = match at {
+        Lane::<P>::UNSTARTED => {
+            weights.fill(P::Act::default());
+            0
+        }
+        at => {
+            if let Some(w) = weights.get_mut(at) {
+                *w = P::Act::default();
+            }
+            at
+        }
+    };
+    let [.., scores, query, _] = wide;
+    let mut s = AttnScratch {
+        scores,
+        query,
+        tanh,
+    };
+    let query = dec_state.part(top_state.., "decoder states")?;
+    let stop = att.monotonic_marked(query, key, mem, from, n, &mut s, context, marks)?;
+    lane.at = match stop {
+        Some(j) => {
+            // A softmax of one score: the precision's own 1.
+            let e = s.scores.part(j..=j, "attention scores")?;
+            P::softmax(e, weights.part_mut(j..=j, "attention weights")?);
+            j
+        }
+        None => n,
+    };
     Ok(())
 }
