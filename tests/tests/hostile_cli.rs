@@ -128,6 +128,40 @@ fn train_runs_at_the_max_steps_bound() {
     assert!(dir.join("m.s2s").is_file());
 }
 
+// ------------------------------------------ issue 29: monotonic attention
+
+/// A monotonic model trains and decodes greedily; a beam search of it is refused in
+/// one line naming the model, before any line is decoded; and a monotonic attention
+/// over a score without the offset is refused at training, naming the configuration.
+#[test]
+fn monotonic_models_train_decode_greedily_and_refuse_a_beam() {
+    let dir = train_dir("hostile-monotonic", 6, 12);
+    let attention = |score: &str| {
+        train_config(6, 12).replace(
+            "[decoder]",
+            &format!("[attention]\nordering = \"monotonic\"\nscore = \"{score}\"\n[decoder]"),
+        )
+    };
+    std::fs::write(dir.join("c.toml"), attention("dot")).unwrap();
+    let (r, _) = train(&dir, &["--epochs", "1"]);
+    assert_one_error(&r, &["c.toml", "monotonic: needs the additive score"]);
+    assert_only(&dir, &["c.toml", "d.tsv"]);
+    std::fs::write(dir.join("c.toml"), attention("additive")).unwrap();
+    let (r, _) = train(&dir, &["--epochs", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let m = dir.join("m.s2s");
+    let greedy = s2s(&[&"run", &m], "abc\nbcd\n");
+    assert!(
+        greedy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&greedy.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&greedy.stdout).lines().count(), 2);
+    let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
+    assert_one_error(&beam, &["m.s2s", "decodes greedily only: no beam search"]);
+    assert!(beam.stdout.is_empty());
+}
+
 // ------------------------------------------ issue 33: --init and --quantize
 
 /// `s2s train --init` refuses, in one line before anything is written: a quantized

@@ -143,6 +143,7 @@ pub fn decode_each(
     prefixes: &[Prefix],
     keep: Keep,
 ) -> Result<Vec<Result<Decoded, seq2seq::Error>>> {
+    greedy_only(model, &keep)?;
     let positions = model.positions();
     model.with_net(|any| {
         dispatch!(any, |net: P| {
@@ -155,6 +156,21 @@ pub fn decode_each(
             ))
         })
     })
+}
+
+/// Refuses a beam search of a model that decodes greedily only (monotonic attention)
+/// once, naming the model, instead of on every line.
+fn greedy_only(model: &LoadedModel, keep: &Keep) -> Result {
+    let desc = *model.file().desc();
+    match (keep.beam, desc.attention.ordering) {
+        (Some(_), seq2seq::desc::Ordering::Monotonic) => Err(Error::Model {
+            path: model.path.clone(),
+            place: crate::error::Place::File,
+            source: seq2seq::Error::GreedyOnly,
+            positions: None,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Lines decoded together by [`decode_stream`], per thread: what the input has
@@ -195,6 +211,7 @@ pub fn decode_stream(
     keep: Keep,
     mut each: impl FnMut(usize, &str, Result<Decoded>) -> Result,
 ) -> Result {
+    greedy_only(model, &keep)?;
     let positions = model.positions();
     let name = PathBuf::from(input.name());
     let file = model.file();
