@@ -23,7 +23,7 @@ pub fn running_text_tests() -> Vec<(String, String)> {
 }
 
 /// The models the report measures (each a training stage of its own).
-pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global"];
+pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global", "running-text-monotonic"];
 
 /// Source positions (the end token included) at which the instructions per output
 /// token are counted on the AN386, whose arena holds 256 positions.
