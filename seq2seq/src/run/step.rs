@@ -174,6 +174,51 @@ fn part_bufs(
     Ok(bufs)
 }
 
+/// What attention reads and writes of one lane over its `t` positions: the memory and
+/// keys (in the buffers `mem_buf` and `keys_buf`), the query (the top decoder state,
+/// from `top_state`), the context, the weights and the score's scratch.
+struct LaneAttention<'l, P: Precision> {
+    mem: &'l [P::Act],
+    key: &'l [P::Act],
+    query: &'l [P::Act],
+    context: &'l mut [P::Act],
+    weights: &'l mut [P::Act],
+    scratch: AttnScratch<'l, P>,
+}
+
+/// The lane's [`LaneAttention`] for memory rows of `m` and keys of `k` values.
+#[inline(always)]
+fn lane_attention<'l, P: Precision>(
+    lane: &'l mut Lane<'_, P>,
+    (mem_buf, keys_buf, top_state): (usize, usize, usize),
+    (m, k): (usize, usize),
+) -> Result<LaneAttention<'l, P>, Error> {
+    let t = lane.t;
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
+    let pick = |i: usize| -> &'l [P::Act] {
+        match i {
+            b::ENC_A => enc_a,
+            b::ENC_B => enc_b,
+            b::MEMORY => memory,
+            _ => keys,
+        }
+    };
+    let [.., scores, query, _] = wide;
+    Ok(LaneAttention {
+        mem: pick(mem_buf).part(..t * m, "memory")?,
+        key: pick(keys_buf).part(..t * k, "attention keys")?,
+        query: dec_state.part(top_state.., "decoder states")?,
+        context,
+        weights: weights.part_mut(..t, "attention weights")?,
+        scratch: AttnScratch {
+            scores,
+            query,
+            tanh,
+        },
+    })
+}
+
 /// Scores, weights and context of one lane with its top decoder state as the query
 /// ([`attend_monotonic`]'s for monotonic attention); their phases go to `marks`.
 fn attend_lane<P: Precision>(
@@ -191,45 +236,27 @@ fn attend_lane<P: Precision>(
     if cfg!(feature = "monotonic") && d.attention.ordering == Ordering::Monotonic {
         return attend_monotonic(net, lane, mem_buf, keys_buf, top_state, marks);
     }
-    let t = lane.t;
     let mask = if d.attention.mask_padding {
         Mask::None
     } else {
         Mask::Valid(lane.valid)
     };
-    let (m, k) = (att.memory_dim(), att.key_dim());
-    let Lane { act, wide, .. } = lane;
-    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
-    let pick = |i: usize| -> &[P::Act] {
-        match i {
-            b::ENC_A => enc_a,
-            b::ENC_B => enc_b,
-            b::MEMORY => memory,
-            _ => keys,
-        }
-    };
-    let mem = pick(mem_buf).part(..t * m, "memory")?;
-    let key = pick(keys_buf).part(..t * k, "attention keys")?;
+    let bufs = (mem_buf, keys_buf, top_state);
+    let a = lane_attention(lane, bufs, (att.memory_dim(), att.key_dim()))?;
+    let mut s = a.scratch;
     // `weights.len()` is `t`. Passing the slice's own length keeps the LM3S6965's
     // (opt-level "s") decoder step within 1 % of its count before these checks: the
     // register allocation of the inlined additive-score loop is sensitive to what stays
     // live across it (with `t` there, one value more, and a spill in the hottest loop).
-    let weights = weights.part_mut(..t, "attention weights")?;
-    let [.., scores, query, _] = wide;
-    let mut s = AttnScratch {
-        scores,
-        query,
-        tanh,
-    };
     att.attend_marked(
-        dec_state.part(top_state.., "decoder states")?,
-        key,
-        mem,
-        weights.len(),
+        a.query,
+        a.key,
+        a.mem,
+        a.weights.len(),
         mask,
         &mut s,
-        weights,
-        context,
+        a.weights,
+        a.context,
         marks,
     )?;
     Ok(())
@@ -252,25 +279,13 @@ fn attend_monotonic<P: Precision>(
     let Some(att) = &net.attention else {
         return Ok(());
     };
-    let (t, at) = (lane.t, lane.at);
-    let n = match net.desc.attention.mask_padding {
-        true => t,
-        false => lane.valid,
+    let (at, n) = match net.desc.attention.mask_padding {
+        true => (lane.at, lane.t),
+        false => (lane.at, lane.valid),
     };
-    let (m, k) = (att.memory_dim(), att.key_dim());
-    let Lane { act, wide, .. } = lane;
-    let [_, enc_a, enc_b, memory, keys, _, _, _, dec_state, _, context, weights, tanh, ..] = act;
-    let pick = |i: usize| -> &[P::Act] {
-        match i {
-            b::ENC_A => enc_a,
-            b::ENC_B => enc_b,
-            b::MEMORY => memory,
-            _ => keys,
-        }
-    };
-    let mem = pick(mem_buf).part(..t * m, "memory")?;
-    let key = pick(keys_buf).part(..t * k, "attention keys")?;
-    let weights = weights.part_mut(..t, "attention weights")?;
+    let bufs = (mem_buf, keys_buf, top_state);
+    let a = lane_attention(lane, bufs, (att.memory_dim(), att.key_dim()))?;
+    let (weights, mut s) = (a.weights, a.scratch);
     // The previous step's weight is cleared, not the whole row (all of it at the first).
     let from = match at {
         Lane::<P>::UNSTARTED => {
@@ -284,15 +299,8 @@ fn attend_monotonic<P: Precision>(
             at
         }
     };
-    let [.., scores, query, _] = wide;
-    let mut s = AttnScratch {
-        scores,
-        query,
-        tanh,
-    };
-    let query = dec_state.part(top_state.., "decoder states")?;
-    let stop = att.monotonic_marked(query, key, mem, from, n, &mut s, context, marks)?;
-    lane.at = match stop {
+    let stop = att.monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, marks)?;
+    let next = match stop {
         Some(j) => {
             // A softmax of one score: the precision's own 1.
             let e = s.scores.part(j..=j, "attention scores")?;
@@ -301,5 +309,6 @@ fn attend_monotonic<P: Precision>(
         }
         None => n,
     };
+    lane.at = next;
     Ok(())
 }
