@@ -368,20 +368,27 @@ pub fn rows(
             }),
         )
     });
+    let greedy_only = d.attention.ordering == seq2seq::desc::Ordering::Monotonic;
+    let beam_ram = match greedy_only {
+        true => String::new(),
+        false => format!(
+            "; a beam search adds {} bytes at width 2 and {} per further hypothesis",
+            thousands(beam2),
+            thousands(per_beam)
+        ),
+    };
     row(
         "RAM",
         format!(
-            "{} bytes of workspace for {t} source positions; a beam search adds {} bytes at \
-             width 2 and {} per further hypothesis",
+            "{} bytes of workspace for {t} source positions{beam_ram}",
             thousands(plan.bytes()),
-            thousands(beam2),
-            thousands(per_beam)
         ),
     );
     row("boards", boards);
     row(
         "beam",
         match d.beam.variant {
+            _ if greedy_only => "none: a monotonic model decodes greedily only".to_string(),
             seq2seq::BeamVariant::Netra => "netra (no length normalisation)".to_string(),
             v => format!("{}, alpha {}", v.name(), d.beam.alpha.value()),
         },
