@@ -368,7 +368,7 @@ pub fn rows(
             }),
         )
     });
-    let greedy_only = d.attention.ordering == seq2seq::desc::Ordering::Monotonic;
+    let greedy_only = d.attention.ordering.greedy_only();
     let beam_ram = match greedy_only {
         true => String::new(),
         false => format!(

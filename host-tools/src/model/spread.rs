@@ -162,8 +162,8 @@ pub fn decode_each(
 /// once, naming the model, instead of on every line.
 fn greedy_only(model: &LoadedModel, keep: &Keep) -> Result {
     let desc = *model.file().desc();
-    match (keep.beam, desc.attention.ordering) {
-        (Some(_), seq2seq::desc::Ordering::Monotonic) => Err(Error::Model {
+    match (keep.beam, desc.attention.ordering.greedy_only()) {
+        (Some(_), true) => Err(Error::Model {
             path: model.path.clone(),
             place: crate::error::Place::File,
             source: seq2seq::Error::GreedyOnly,

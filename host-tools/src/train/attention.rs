@@ -94,11 +94,17 @@ impl Attention {
     }
 
     /// Weights (`batch x positions`) and context (`batch x M`) for the queries `q`
-    /// (`batch x D`); a monotonic attention's from `align` (see [`Align`]).
-    pub fn attend(&self, q: &Tensor, m: &Memory, align: Align<'_>) -> Result<(Tensor, Tensor)> {
+    /// (`batch x D`); a monotonic attention's from `align` (see [`Align`]; `None` for
+    /// the other orderings).
+    pub fn attend(
+        &self,
+        q: &Tensor,
+        m: &Memory,
+        align: Option<Align<'_>>,
+    ) -> Result<(Tensor, Tensor)> {
         let scores = self.scores(q, m)?;
         let weights = match (&self.offset, align) {
-            (Some(r), Align::Expected { prev, noise }) => {
+            (Some(r), Some(Align::Expected { prev, noise })) => {
                 let e = scores.broadcast_add(r)?;
                 let e = match noise {
                     Some(n) => e.add(n)?,
@@ -106,7 +112,9 @@ impl Attention {
                 };
                 expected_alignment(&candle_nn::ops::sigmoid(&e)?, prev, m)?
             }
-            (Some(r), Align::Hard { prev }) => hard_alignment(&scores.broadcast_add(r)?, prev, m)?,
+            (Some(r), Some(Align::Hard { prev })) => {
+                hard_alignment(&scores.broadcast_add(r)?, prev, m)?
+            }
             _ => softmax_last(&scores.add(&m.mask)?)?,
         };
         let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;

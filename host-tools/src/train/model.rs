@@ -314,15 +314,13 @@ impl<'a> Model<'a> {
             let (Some(a), Some(m)) = (&dec.attention, mem) else {
                 return Ok(None);
             };
-            let align = match prev {
-                Some(prev) if hard => Align::Hard { prev },
-                Some(prev) => Align::Expected {
+            let align = prev.map(|prev| match hard {
+                true => Align::Hard { prev },
+                false => Align::Expected {
                     prev,
                     noise: noise.as_ref(),
                 },
-                // (Read by monotonic attention only.)
-                None => Align::Hard { prev: &m.mask },
-            };
+            });
             a.attend(q, m, align).map(Some)
         };
         let mut att = None;

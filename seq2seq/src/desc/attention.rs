@@ -68,6 +68,13 @@ impl Ordering {
         }
     }
 
+    /// True when a model of this ordering decodes greedily only: a beam hypothesis's
+    /// state is its decoder state, and a monotonic attention's position is not part of
+    /// it (a beam search is refused with `Error::GreedyOnly`).
+    pub fn greedy_only(self) -> bool {
+        self == Ordering::Monotonic
+    }
+
     /// True when the context is computed before the decoder cell, from `s_{t-1}`, and
     /// is part of the cell's input (Bahdanau's order).
     pub fn context_first(self) -> bool {

@@ -12,7 +12,6 @@ use super::observe::{ObsRef, Observer};
 use super::runner::Runner;
 use super::step::step_lanes;
 use crate::beam::{BeamPlan, BeamView, BeamWork, Hypothesis, Search, Stepper, MAX_WIDTH};
-use crate::desc::Ordering;
 use crate::features::Feature;
 use crate::net::Net;
 use crate::plan::Plan;
@@ -291,8 +290,8 @@ struct LaneStepper<'s, 'n, 'a, 'w, P: Precision, O> {
 /// is its decoder state, and the position a monotonic attention has reached is not part
 /// of it.
 fn greedy_only<P: Precision>(net: &Net<'_, P>) -> Result<(), Error> {
-    match net.desc.attention.ordering {
-        Ordering::Monotonic if cfg!(feature = "monotonic") => Err(Error::GreedyOnly),
+    match net.desc.attention.ordering.greedy_only() {
+        true if cfg!(feature = "monotonic") => Err(Error::GreedyOnly),
         _ => Ok(()),
     }
 }
