@@ -114,6 +114,11 @@ const STAGES: &[Stage] = &[
         run: Job::Train,
     },
     Stage {
+        name: "running-text-stream",
+        what: "train the streaming model (monotonic, unidirectional encoder, micro:bit-sized) on the same running text",
+        run: Job::Train,
+    },
+    Stage {
         name: "running-text-eval",
         what: "running-text models by length bucket up to 10,000 characters, and a 1,000-character heatmap",
         run: Job::Do(long::running_text_eval),

@@ -210,6 +210,20 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 60,
     },
+    // The streaming model of running text (issue 29): monotonic over a unidirectional
+    // encoder, micro:bit-sized, on the same data, options and seed.
+    Run {
+        name: "running-text-stream",
+        config: "models/experiments/running-text-stream.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 45,
+    },
     Run {
         name: "qat-g2p-en",
         config: "models/g2p-en.s2s",
