@@ -242,6 +242,9 @@ pub enum Error {
     /// A beam search of a model that decodes greedily only (monotonic attention: the
     /// position it has reached is not part of a hypothesis's state).
     GreedyOnly,
+    /// A source streamed through a model that cannot take one ([`crate::ModelDesc::streams`]):
+    /// why.
+    NotStreamable(&'static str),
     /// The output buffer is shorter than the model's maximum number of steps.
     OutputTooSmall {
         /// Tokens the model may produce.
@@ -342,7 +345,7 @@ codes! {
     NonFinite = 53 => "non-finite weight or scale",
     Misaligned = 54 => "model not loaded at an 8-byte aligned address",
     // running a model (60-89): the binding and the workspace (60-63), the source
-    // (64-66), the beam (67-68), prefixes (70-74)
+    // (64-66), the beam (67-68), streaming (69), prefixes (70-74)
     PrecisionMismatch = 60 => "model bound at another precision",
     UnsupportedPrecision = 61 => "precision not supported by this build",
     ArenaTooSmall = 62 => "arena too small for the workspace",
@@ -352,6 +355,7 @@ codes! {
     UnknownSymbol = 66 => "symbol not in the source vocabulary",
     BeamTooWide = 67 => "beam width over the workspace's capacity",
     GreedyOnly = 68 => "a monotonic model decodes greedily only: no beam search",
+    NotStreamable = 69 => "this model cannot take a streamed source",
     NoSuchSlot = 70 => "no prefix slot of that name",
     NotInSlot = 71 => "token not one of its prefix slot's",
     NoPrefixToken = 72 => "prefix slot without a token",
@@ -378,7 +382,8 @@ impl Error {
             | Error::TokenOutOfRange { what: s, .. }
             | Error::VocabOrder { vocab: s }
             | Error::EmptyToken { vocab: s, .. }
-            | Error::DuplicateToken { vocab: s, .. } => Some(s),
+            | Error::DuplicateToken { vocab: s, .. }
+            | Error::NotStreamable(s) => Some(s),
             Error::NotCompiled(f) => Some(f.name()),
             _ => None,
         }
@@ -448,6 +453,7 @@ impl Describe for Error {
             Error::NotCompiled(f) => say!(out;
                 "the model needs the ", f.name(), " feature, which this build leaves out"
             ),
+            Error::NotStreamable(why) => say!(out; self.as_str(), ": ", why),
             Error::ArenaTooSmall { needed, available } => say!(out;
                 "workspace needs ", needed, " bytes, the arena has ", available
             ),
@@ -742,6 +748,10 @@ mod tests {
             ),
             ("BeamTooWide", Error::BeamTooWide { width: 9, max: 4 }),
             ("GreedyOnly", Error::GreedyOnly),
+            (
+                "NotStreamable",
+                Error::NotStreamable("its encoder is bidirectional"),
+            ),
             (
                 "OutputTooSmall",
                 Error::OutputTooSmall {

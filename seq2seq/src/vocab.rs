@@ -449,6 +449,59 @@ fn typed_slot_token(
     first.map(|at| at + 1)
 }
 
+/// The ids a source starts with: the model's fixed prefix tokens, then one token per
+/// prefix slot (`prefix`'s choice or the slot's default, see [`Prefix`]).
+pub fn prefix_ids<'d>(
+    desc: &'d ModelDesc,
+    slots: &Slots<'_>,
+    prefix: &Prefix,
+) -> Result<impl Iterator<Item = u16> + 'd, Error> {
+    // A build without the part: no slot code (a model with slots is refused).
+    let chosen = match cfg!(feature = "prefix-slots") {
+        true => prefix.resolve(desc, slots)?,
+        false if desc.extras.slots().next().is_some() => {
+            return Err(Error::NotCompiled(Feature::PrefixSlots));
+        }
+        false => [None; MAX_SLOTS],
+    };
+    Ok(desc.extras.prefix().chain(chosen.into_iter().flatten()))
+}
+
+/// The id of character `c` at `position` (from 0) of a source split into characters:
+/// ASCII-lowercased if the model says so, the unknown id if it is not in the
+/// vocabulary, or an error naming it and its position when the model has none.
+pub fn char_id(
+    desc: &ModelDesc,
+    vocab: &Vocab<'_>,
+    c: char,
+    position: usize,
+) -> Result<u16, Error> {
+    let c = if desc.lowercase {
+        c.to_ascii_lowercase()
+    } else {
+        c
+    };
+    let mut buf = [0u8; 4];
+    token_id(desc, vocab, c.encode_utf8(&mut buf), position, c)
+}
+
+/// The id of source token `tok` at `position` (from 0), whose first character is `ch`.
+fn token_id(
+    desc: &ModelDesc,
+    vocab: &Vocab<'_>,
+    tok: &str,
+    position: usize,
+    ch: char,
+) -> Result<u16, Error> {
+    vocab
+        .find(tok)
+        .or(desc.src_unk)
+        .ok_or(Error::UnknownSymbol {
+            position: position + 1,
+            ch,
+        })
+}
+
 /// Converts a source line into token ids as the model expects them: the model's fixed
 /// prefix tokens first (a language or domain tag), then one token per prefix slot
 /// (`prefix`'s choice or the slot's default, see [`Prefix`]), then the line: optional
@@ -474,14 +527,7 @@ pub fn encode_source(
     } else {
         out.len()
     };
-    // A build without the part: no slot code (a model with slots is refused).
-    let chosen = match cfg!(feature = "prefix-slots") {
-        true => prefix.resolve(desc, slots)?,
-        false if desc.extras.slots().next().is_some() => {
-            return Err(Error::NotCompiled(Feature::PrefixSlots));
-        }
-        false => [None; MAX_SLOTS],
-    };
+    let first = prefix_ids(desc, slots, prefix)?;
     if let Some(position) = typed_slot_token(desc, vocab, slots, line) {
         return Err(Error::SlotTokenInSource { position });
     }
@@ -499,29 +545,13 @@ pub fn encode_source(
     };
     let prefix = desc.extras.prefix_len();
     let words = prefix + count_tokens(desc.split, line) + desc.src_eos.is_some() as usize;
-    for id in desc.extras.prefix().chain(chosen.into_iter().flatten()) {
+    for id in first {
         push(id, &mut n, words)?;
     }
-    let lookup = |tok: &str, position: usize, ch: char| -> Result<u16, Error> {
-        vocab
-            .find(tok)
-            .or(desc.src_unk)
-            .ok_or(Error::UnknownSymbol {
-                position: position + 1,
-                ch,
-            })
-    };
     match desc.split {
         Split::Chars => {
             for (position, c) in line.chars().enumerate() {
-                let c = if desc.lowercase {
-                    c.to_ascii_lowercase()
-                } else {
-                    c
-                };
-                let mut buf = [0u8; 4];
-                let id = lookup(c.encode_utf8(&mut buf), position, c)?;
-                push(id, &mut n, words)?;
+                push(char_id(desc, vocab, c, position)?, &mut n, words)?;
             }
         }
         Split::Whitespace => {
@@ -536,7 +566,7 @@ pub fn encode_source(
                 } else {
                     w
                 };
-                push(lookup(w, position, first)?, &mut n, words)?;
+                push(token_id(desc, vocab, w, position, first)?, &mut n, words)?;
             }
         }
     }

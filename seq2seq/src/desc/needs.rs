@@ -44,3 +44,29 @@ impl ModelDesc {
         set
     }
 }
+
+impl ModelDesc {
+    /// Whether a source can be streamed through this model (`Runner::stream`): read a
+    /// token at a time, with only the encoder states its attention can still reach
+    /// held. Nothing may wait for the source's end: the attention is monotonic (global
+    /// attention reads every position at every step), every encoder layer runs
+    /// forwards only, the decoder starts from zeros (not from the encoder's final or
+    /// mean state), and the source is not padded to a fixed length. The error says
+    /// which of these the model breaks.
+    pub fn streams(&self) -> Result<(), crate::Error> {
+        let why = if self.attention.ordering != Ordering::Monotonic || !self.has_attention() {
+            "only monotonic attention streams (global attention reads every position at every step)"
+        } else if self.enc_bidir {
+            "its encoder is bidirectional (a backward layer starts at the source's end)"
+        } else if self.init != super::model::Init::Zeros
+            || (self.cells.dec.is_lstm() && self.cells.init_cell != super::model::Init::Zeros)
+        {
+            "its decoder's initial state is computed from the whole source (init is not zeros)"
+        } else if self.src_pad_to > 0 {
+            "its source is padded to a fixed length"
+        } else {
+            return Ok(());
+        };
+        Err(crate::Error::NotStreamable(why))
+    }
+}

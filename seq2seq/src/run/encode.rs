@@ -82,7 +82,8 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 vocab: d.src_vocab,
             });
         }
-        (lane.y, lane.n, lane.done, lane.at) = (d.tgt_start, 0, false, Lane::<P>::UNSTARTED);
+        (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
+        (lane.at, lane.streamed) = (Lane::<P>::UNSTARTED, false);
     }
     let h_max = d.enc_hidden.max(d.dec_hidden);
     let de = d.enc_output();
@@ -252,7 +253,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
 /// final states stand in for the cell states it does not have. Cell states are
 /// converted to the decoder's cell format. Both stacks keep their cell states before
 /// their states, in the same buffer (see [`cell_states`]).
-fn init_states<P: Precision>(
+pub(super) fn init_states<P: Precision>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
     cells: bool,

@@ -10,6 +10,7 @@ use super::encode::encode_lanes;
 use super::lane::{b, Lane};
 use super::observe::{Observer, Step};
 use super::step::step_lanes;
+use crate::desc::ModelDesc;
 use crate::net::Net;
 use crate::Error;
 
@@ -42,12 +43,7 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
             .filter(|((l, _), _)| !l.done)
         {
             let logits = &lane.wide[b::LOGITS][..];
-            // Before `min_steps` the end token is not a choice.
-            let y = match index < d.extras.min_steps {
-                true => argmax_but(logits, usize::from(d.tgt_end)),
-                false => argmax(logits),
-            }
-            .unwrap_or(0) as u16;
+            let y = choose(d, index, logits);
             let weights = match net.attention {
                 Some(_) => Some(lane.act[b::WEIGHTS].part(..lane.t, "attention weights")?),
                 None => None,
@@ -68,6 +64,17 @@ pub(super) fn run_lanes<P: Precision, O: Observer<P>, const L: usize>(
         }
     }
     Ok(())
+}
+
+/// The greedy choice at step `index` from its logits: the most probable token, where
+/// before `min_steps` the end token is not a choice.
+#[inline(always)]
+pub(super) fn choose<W: PartialOrd + Copy>(d: &ModelDesc, index: usize, logits: &[W]) -> u16 {
+    match index < d.extras.min_steps {
+        true => argmax_but(logits, usize::from(d.tgt_end)),
+        false => argmax(logits),
+    }
+    .unwrap_or(0) as u16
 }
 
 /// The encoder, bridge and decoder over lanes in lockstep, lane `i` fed `targets[i]`

@@ -47,6 +47,9 @@ pub(super) struct Lane<'w, P: Precision> {
     /// one starts ([`Lane::UNSTARTED`] before the first step, the valid length once no
     /// position stopped).
     pub(super) at: usize,
+    /// Whether the source is being streamed ([`super::stream`]): the stream attends
+    /// before each decoder step, which then leaves attention alone.
+    pub(super) streamed: bool,
 }
 
 /// Splits `n` elements of `T` off the front of `rest` (rounded up to whole words), or
@@ -103,6 +106,7 @@ impl<'w, P: Precision> Lane<'w, P> {
             n: 0,
             done: true,
             at: Self::UNSTARTED,
+            streamed: false,
         })
     }
 
@@ -118,6 +122,7 @@ impl<'w, P: Precision> Lane<'w, P> {
             n: 0,
             done: true,
             at: Self::UNSTARTED,
+            streamed: false,
         }
     }
 }

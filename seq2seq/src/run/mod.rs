@@ -4,8 +4,8 @@
 //! The files, bottom up: `observe` (the [`Observer`] and what it sees), `lane` (one
 //! sequence's share of the workspace and its buffers), `encode` (the encoder pass),
 //! `step` (one decoder step), `greedy` (greedy decoding), `runner` (the [`Runner`]
-//! and its entry points) and `search` (the runner's beam search). This file only
-//! names them.
+//! and its entry points), `search` (the runner's beam search) and `stream` (a source
+//! streamed through a window of encoder states). This file only names them.
 
 mod encode;
 mod greedy;
@@ -14,6 +14,8 @@ mod observe;
 mod runner;
 mod search;
 mod step;
+mod stream;
 
 pub use observe::{Observer, Probe, Step, Values};
 pub use runner::Runner;
+pub use stream::Streamed;

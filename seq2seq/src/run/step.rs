@@ -177,18 +177,18 @@ fn part_bufs(
 /// What attention reads and writes of one lane over its `t` positions: the memory and
 /// keys (in the buffers `mem_buf` and `keys_buf`), the query (the top decoder state,
 /// from `top_state`), the context, the weights and the score's scratch.
-struct LaneAttention<'l, P: Precision> {
-    mem: &'l [P::Act],
-    key: &'l [P::Act],
-    query: &'l [P::Act],
-    context: &'l mut [P::Act],
-    weights: &'l mut [P::Act],
-    scratch: AttnScratch<'l, P>,
+pub(super) struct LaneAttention<'l, P: Precision> {
+    pub(super) mem: &'l [P::Act],
+    pub(super) key: &'l [P::Act],
+    pub(super) query: &'l [P::Act],
+    pub(super) context: &'l mut [P::Act],
+    pub(super) weights: &'l mut [P::Act],
+    pub(super) scratch: AttnScratch<'l, P>,
 }
 
 /// The lane's [`LaneAttention`] for memory rows of `m` and keys of `k` values.
 #[inline(always)]
-fn lane_attention<'l, P: Precision>(
+pub(super) fn lane_attention<'l, P: Precision>(
     lane: &'l mut Lane<'_, P>,
     (mem_buf, keys_buf, top_state): (usize, usize, usize),
     (m, k): (usize, usize),
@@ -279,6 +279,10 @@ fn attend_monotonic<P: Precision>(
     let Some(att) = &net.attention else {
         return Ok(());
     };
+    // A streamed source's step was attended before it (`stream::attend_stream`).
+    if lane.streamed {
+        return Ok(());
+    }
     let (at, n) = match net.desc.attention.mask_padding {
         true => (lane.at, lane.t),
         false => (lane.at, lane.valid),
@@ -286,8 +290,20 @@ fn attend_monotonic<P: Precision>(
     let bufs = (mem_buf, keys_buf, top_state);
     let a = lane_attention(lane, bufs, (att.memory_dim(), att.key_dim()))?;
     let (weights, mut s) = (a.weights, a.scratch);
-    // The previous step's weight is cleared, not the whole row (all of it at the first).
-    let from = match at {
+    let from = clear_weight::<P>(weights, at);
+    let stop = att.monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, marks)?;
+    lane.at = match stop {
+        Some(j) => set_weight::<P>(&s, weights, j)?,
+        None => n,
+    };
+    Ok(())
+}
+
+/// Where a monotonic step's scan starts, `at` ([`Lane::at`]), with the previous step's
+/// weight cleared (not the whole row: all of it at the first step).
+#[inline(always)]
+pub(super) fn clear_weight<P: Precision>(weights: &mut [P::Act], at: usize) -> usize {
+    match at {
         Lane::<P>::UNSTARTED => {
             weights.fill(P::Act::default());
             0
@@ -298,17 +314,18 @@ fn attend_monotonic<P: Precision>(
             }
             at
         }
-    };
-    let stop = att.monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, marks)?;
-    let next = match stop {
-        Some(j) => {
-            // A softmax of one score: the precision's own 1.
-            let e = s.scores.part(j..=j, "attention scores")?;
-            P::softmax(e, weights.part_mut(j..=j, "attention weights")?);
-            j
-        }
-        None => n,
-    };
-    lane.at = next;
-    Ok(())
+    }
+}
+
+/// The weight of `j`, the position a monotonic step stopped at: a softmax of its one
+/// score, the precision's own 1. Returns `j`.
+#[inline(always)]
+pub(super) fn set_weight<P: Precision>(
+    s: &AttnScratch<'_, P>,
+    weights: &mut [P::Act],
+    j: usize,
+) -> Result<usize, Error> {
+    let e = s.scores.part(j..=j, "attention scores")?;
+    P::softmax(e, weights.part_mut(j..=j, "attention weights")?);
+    Ok(j)
 }

@@ -1,0 +1,317 @@
+//! Streaming: a source read a token at a time through a model that waits for nothing at
+//! its end ([`ModelDesc::streams`](crate::ModelDesc::streams)), its outputs handed out
+//! as they are decided. The workspace's positions are a window of encoder states: the
+//! encoder fills it with the next positions of the source, the monotonic scan passes
+//! them, and once it has passed every one (it never looks back) the window is filled
+//! again from its first row. The workspace is the plan of the window's positions,
+//! whatever the source's length; every output is the one the whole source gives
+//! ([`Runner::run`]) with as many steps.
+
+use rnn_core::CellScratch;
+use s2s_kernels::part::Part as _;
+use s2s_kernels::Precision;
+
+use super::encode::{init_states, Layout};
+use super::greedy::choose;
+use super::lane::{b, cell_states, Lane};
+use super::observe::{with_marks, Observer, Step};
+use super::runner::Runner;
+use super::step::{clear_weight, lane_attention, set_weight, step_lanes};
+use crate::net::Net;
+use crate::vocab::{char_id, prefix_ids, Prefix};
+use crate::{Error, Split};
+
+/// How a streamed source went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Streamed {
+    /// Source positions read: the prefix tokens, the source's own and the end token.
+    pub positions: usize,
+    /// Output tokens handed out (the end token not counted).
+    pub tokens: usize,
+    /// Whether the decoder chose the end token (else it stopped at the step cap).
+    pub ended: bool,
+}
+
+/// What the window has read of the source.
+struct Window {
+    /// The source position of the window's first row.
+    base: usize,
+    /// Whether the source's last position (its end token, if the model has one) is in.
+    ended: bool,
+}
+
+impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w, P, L, B> {
+    /// Streams one source through lane 0, its ids read one at a time from `next` (`None`
+    /// at its end; the model's end-of-source token is added) into the window of the
+    /// runner's positions, the outputs handed to `emit` as they are decided, for at
+    /// most `max_steps` decoder steps. The source is read to its end, also after the
+    /// decoder has ended. Every output is what [`Runner::run`] gives the whole source
+    /// with `max_steps` steps; `obs` sees the steps (the weights of the window's
+    /// positions) and their phases.
+    pub fn stream<E: From<Error>>(
+        &mut self,
+        mut next: impl FnMut() -> Result<Option<u16>, E>,
+        max_steps: usize,
+        obs: &mut impl Observer<P>,
+        mut emit: impl FnMut(u16) -> Result<(), E>,
+    ) -> Result<Streamed, E> {
+        let lane = self
+            .lanes
+            .first_mut()
+            .ok_or(Error::Inconsistent("no lane"))?;
+        stream_lane(self.net, lane, &mut next, max_steps, obs, &mut emit)
+    }
+
+    /// [`Runner::stream`] of a source split into characters, read one at a time from
+    /// `next`, after the prefix tokens `prefix` chooses: each is tokenized as
+    /// [`crate::vocab::encode_source`] tokenizes a line's (an unknown character is an
+    /// error naming it and its position when the model has no unknown token).
+    pub fn stream_chars<E: From<Error>>(
+        &mut self,
+        prefix: &Prefix,
+        mut next: impl FnMut() -> Result<Option<char>, E>,
+        max_steps: usize,
+        obs: &mut impl Observer<P>,
+        emit: impl FnMut(u16) -> Result<(), E>,
+    ) -> Result<Streamed, E> {
+        let (net, slots) = (self.net, self.net.slots());
+        let d = &net.desc;
+        if d.split != Split::Chars {
+            return Err(
+                Error::NotStreamable("its source is split into words, not characters").into(),
+            );
+        }
+        let mut first = prefix_ids(d, &slots, prefix)?;
+        let mut position = 0;
+        let ids = move || -> Result<Option<u16>, E> {
+            if let Some(id) = first.next() {
+                return Ok(Some(id));
+            }
+            let Some(c) = next()? else {
+                return Ok(None);
+            };
+            position += 1;
+            Ok(Some(char_id(d, &net.src_vocab, c, position - 1)?))
+        };
+        self.stream(ids, max_steps, obs, emit)
+    }
+}
+
+/// [`Runner::stream`] in `lane`, whose positions are the window.
+fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    next: &mut impl FnMut() -> Result<Option<u16>, E>,
+    max_steps: usize,
+    o: &mut O,
+    emit: &mut impl FnMut(u16) -> Result<(), E>,
+) -> Result<Streamed, E> {
+    let d = &net.desc;
+    d.streams()?;
+    let (Some(att), ring) = (&net.attention, lane.act[b::WEIGHTS].len()) else {
+        return Err(Error::Inconsistent("a streaming model without attention").into());
+    };
+    if ring == 0 {
+        return Err(Error::InputTooLong { len: 1, max: 0 }.into());
+    }
+    (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
+    (lane.at, lane.streamed, lane.t, lane.valid) = (Lane::<P>::UNSTARTED, true, 0, 0);
+    lane.act[b::ENC_LAST].fill(P::Act::default());
+    init_states(net, lane, false)?;
+    init_states(net, lane, true)?;
+    lane.act[b::ATTENTIONAL].fill(P::Act::default());
+    // Memory rows are written in the first encoder buffer, or in the memory buffer when
+    // projected wider than the encoder's outputs (as the whole source's are).
+    let mem_buf = match &net.memory_proj {
+        Some(p) if p.rows() > d.enc_output() => b::MEMORY,
+        _ => b::ENC_A,
+    };
+    let lay = Layout {
+        mem_buf,
+        keys_buf: if att.keys_are_memory() {
+            mem_buf
+        } else {
+            b::KEYS
+        },
+        top_state: cell_states(d).1 + (d.dec_layers - 1) * d.dec_hidden,
+    };
+    let mut win = Window {
+        base: 0,
+        ended: false,
+    };
+    let mut done = Streamed::default();
+    for index in 0..max_steps {
+        attend_stream(net, lane, &lay, &mut win, ring, next, o)?;
+        step_lanes::<P, O, 1>(
+            net,
+            core::slice::from_mut(lane),
+            &lay,
+            core::slice::from_mut(o),
+        )?;
+        let logits = &lane.wide[b::LOGITS][..];
+        let y = choose(d, index, logits);
+        let weights = lane.act[b::WEIGHTS]
+            .part(..lane.t, "attention weights")
+            .map_err(Error::from)?;
+        o.step(&Step {
+            index,
+            token: y,
+            weights: Some(weights),
+            logits,
+        });
+        lane.y = y;
+        if y == d.tgt_end {
+            (lane.done, done.ended) = (true, true);
+            break;
+        }
+        emit(y)?;
+        lane.n += 1;
+    }
+    done.tokens = lane.n;
+    // The rest of the source is read (and not encoded): the caller's input stays in step.
+    done.positions = win.base + lane.t;
+    while !win.ended {
+        match next()? {
+            Some(_) => done.positions += 1,
+            None => {
+                done.positions += d.src_eos.is_some() as usize;
+                win.ended = true;
+            }
+        }
+    }
+    if done.positions == d.extras.prefix_len() {
+        return Err(Error::EmptyInput.into());
+    }
+    Ok(done)
+}
+
+/// The monotonic attention of a streamed step (`step::attend_monotonic` over the
+/// window): the scan goes on from the lane's position; when it has passed every
+/// position of the window and the source has more, the window is filled again from its
+/// first row and the scan goes on there.
+fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    lay: &Layout,
+    win: &mut Window,
+    ring: usize,
+    next: &mut impl FnMut() -> Result<Option<u16>, E>,
+    o: &mut O,
+) -> Result<(), E> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let bufs = (lay.mem_buf, lay.keys_buf, lay.top_state);
+    let dims = (att.memory_dim(), att.key_dim());
+    let mut from = {
+        let at = lane.at;
+        clear_weight::<P>(lane.act[b::WEIGHTS], at)
+    };
+    loop {
+        let n = lane.t;
+        let a = lane_attention(lane, bufs, dims)?;
+        let (weights, mut s) = (a.weights, a.scratch);
+        let stop = with_marks!(P, O, core::slice::from_mut(o), |m| att
+            .monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, m)
+            .map_err(Error::from)?);
+        match stop {
+            Some(j) => {
+                lane.at = set_weight::<P>(&s, weights, j)?;
+                return Ok(());
+            }
+            None if win.ended => {
+                lane.at = n;
+                return Ok(());
+            }
+            None => {
+                // Every position of the window is passed: the next ones replace them.
+                win.base += n;
+                lane.act[b::WEIGHTS].fill(P::Act::default());
+                (lane.t, lane.valid, from) = (0, 0, 0);
+                while lane.t < ring && !win.ended {
+                    match next()? {
+                        Some(id) => push_position(net, lane, id, lay.mem_buf, o)?,
+                        None => {
+                            if let Some(eos) = net.desc.src_eos {
+                                push_position(net, lane, eos, lay.mem_buf, o)?;
+                            }
+                            win.ended = true;
+                        }
+                    }
+                }
+                lane.valid = lane.t;
+            }
+        }
+    }
+}
+
+/// Encodes source id `id` as the window's next row: the encoder's layers one step on
+/// from their states, the top state as the memory row (or its projection, in
+/// `mem_buf`), and its attention key.
+fn push_position<P: Precision, O: Observer<P>>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    id: u16,
+    mem_buf: usize,
+    o: &mut O,
+) -> Result<(), Error> {
+    let d = &net.desc;
+    if usize::from(id) >= d.src_vocab {
+        return Err(Error::TokenOutOfRange {
+            what: "source id",
+            id: u32::from(id),
+            vocab: d.src_vocab,
+        });
+    }
+    let (p, h) = (lane.t, d.enc_hidden);
+    let (enc_cells, _) = cell_states(d);
+    let Lane { act, wide, .. } = lane;
+    let [_, enc_a, _, memory, keys, enc_last, xbuf, cell_act, ..] = act;
+    let (cells, states) = enc_last.cut_mut(enc_cells, "encoder final states")?;
+    let x0 = xbuf.part_mut(..d.enc_emb, "encoder input row")?;
+    net.src_emb.embed(usize::from(id), x0)?;
+    let mut scratch = CellScratch::with_hidden(
+        d.enc_hidden.max(d.dec_hidden),
+        &mut wide[b::CELL_WIDE][..],
+        cell_act,
+    )?;
+    for (l, layer) in net.encoder.iter().enumerate() {
+        let (below, here) = states.cut_mut(l * h, "encoder states")?;
+        let x: &[P::Act] = match l {
+            0 => x0,
+            _ => below.part((l - 1) * h.., "encoder states")?,
+        };
+        let hs = here.part_mut(..h, "encoder state")?;
+        let cs = cells.get_mut(l * h..(l + 1) * h).unwrap_or(&mut []);
+        with_marks!(P, O, core::slice::from_mut(o), |m| layer
+            .fwd
+            .step_batch::<1>(
+                &[&[x]],
+                &mut [hs],
+                &mut [cs],
+                &mut [&mut scratch],
+                m
+            )?);
+    }
+    let top = states.part((d.enc_layers - 1) * h..d.enc_layers * h, "encoder states")?;
+    let mem: &mut [P::Act] = if mem_buf == b::MEMORY { memory } else { enc_a };
+    let m = d.memory_dim();
+    let row = mem.part_mut(p * m..(p + 1) * m, "memory")?;
+    match &net.memory_proj {
+        Some(proj) => {
+            let out = wide[b::PROJ].part_mut(..m, "memory projection")?;
+            proj.apply(&[top], out)?;
+            for (o, &w) in row.iter_mut().zip(out.iter()) {
+                *o = P::narrow(w, d.fmt_memory);
+            }
+        }
+        None => row.fill_from(top, "memory")?,
+    }
+    if let Some(att) = net.attention.as_ref().filter(|a| !a.keys_are_memory()) {
+        let k = att.key_dim();
+        let key = keys.part_mut(p * k..(p + 1) * k, "attention keys")?;
+        att.precompute_keys(row, 1, key, &mut wide[b::PROJ][..])?;
+    }
+    lane.t = p + 1;
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Streaming (`Runner::stream_chars`): a source read a character at a time through a
+//! window of encoder states gives, at every precision and every window size, the
+//! tokens the whole source gives; the models that cannot stream, and the sources that
+//! cannot be streamed, are refused with their reason.
+
+mod common;
+
+use common::{random_builder, random_desc, Rng, SRC};
+use s2s_kernels::{PrecisionKind, F32, W8A16, W8F32};
+use seq2seq::builder::aligned;
+use seq2seq::desc::{Ordering, Split};
+use seq2seq::{Error, ModelDesc, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Streamed};
+
+/// A random description that streams, of characters.
+fn streaming_desc(r: &mut Rng) -> ModelDesc {
+    loop {
+        let mut d = random_desc(r);
+        d.split = Split::Chars;
+        if d.check().is_ok() && d.streams().is_ok() {
+            return d;
+        }
+    }
+}
+
+/// A line of `n` characters of the test vocabulary.
+fn line(r: &mut Rng, n: usize) -> String {
+    (0..n).map(|_| SRC[r.range(3, SRC.len() - 1)]).collect()
+}
+
+/// The whole line run at once: its output ids, or its error.
+fn whole<P: ModelPrecision>(net: &Net<'_, P>, line: &str) -> Result<Vec<u16>, Error> {
+    let positions = line.chars().count() + 8;
+    let mut arena = vec![0u32; Plan::new::<P>(&net.desc, positions).bytes() / 4];
+    let mut runner = Runner::new(net, &mut arena, positions)?;
+    let mut out = vec![0u16; net.desc.max_steps];
+    let n = runner.translate_line::<Error>(line, &Prefix::NONE, &mut out, &mut (), |_| Ok(()))?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// The line streamed a character at a time through a window of `ring` positions, for
+/// the model's steps: its output ids and how it went, or its error.
+fn streamed<P: ModelPrecision>(
+    net: &Net<'_, P>,
+    line: &str,
+    ring: usize,
+) -> Result<(Vec<u16>, Streamed), Error> {
+    let plan = Plan::new::<P>(&net.desc, ring);
+    let mut arena = vec![0u32; plan.bytes() / 4];
+    let mut runner = Runner::new(net, &mut arena, ring)?;
+    assert_eq!(runner.plan_bytes(), plan.bytes());
+    let mut chars = line.chars();
+    let mut out = Vec::new();
+    let done = runner.stream_chars::<Error>(
+        &Prefix::NONE,
+        || Ok(chars.next()),
+        net.desc.max_steps,
+        &mut (),
+        |y| {
+            out.push(y);
+            Ok(())
+        },
+    )?;
+    assert_eq!(chars.next(), None, "the source is read to its end");
+    Ok((out, done))
+}
+
+fn bytes_of(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> Vec<u64> {
+    let bytes = random_builder(d, precision, r)
+        .to_bytes()
+        .unwrap_or_else(|e| panic!("a valid random model is refused: {e}\n{d:?}"));
+    aligned(&bytes)
+}
+
+fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> usize {
+    let file = ModelFile::parse(bytemuck::cast_slice(words)).unwrap();
+    let net = Net::<P>::bind(&file).unwrap();
+    let mut compared = 0;
+    for _ in 0..6 {
+        let n = r.range(1, 70);
+        let text = line(r, n);
+        let expect = whole(&net, &text);
+        for ring in [1, 2, 5, 16, 80] {
+            let got = streamed(&net, &text, ring);
+            match (&expect, &got) {
+                (Ok(e), Ok((g, done))) => {
+                    assert_eq!(g, e, "{:?}: {text:?} through {ring} positions", net.desc);
+                    assert_eq!(done.tokens, e.len());
+                    assert_eq!(
+                        done.positions,
+                        net.desc.extras.prefix_len() + n + net.desc.src_eos.is_some() as usize
+                    );
+                    compared += 1;
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                _ => panic!(
+                    "{:?}: {text:?}: {expect:?} whole, {got:?} streamed",
+                    net.desc
+                ),
+            }
+        }
+    }
+    compared
+}
+
+#[test]
+fn a_streamed_source_gives_the_whole_sources_tokens_at_every_precision_and_window() {
+    let mut compared = 0;
+    for seed in 0..24 {
+        let mut r = Rng::new(seed);
+        let d = streaming_desc(&mut r);
+        compared += check::<F32>(&bytes_of(&d, PrecisionKind::F32, &mut r), &mut r);
+        compared += check::<W8F32>(&bytes_of(&d, PrecisionKind::W8F32, &mut r), &mut r);
+        compared += check::<W8A16>(&bytes_of(&d, PrecisionKind::W8A16, &mut r), &mut r);
+    }
+    // Most random models decode every line; the others' errors agree.
+    assert!(compared > 1000, "only {compared} lines compared");
+}
+
+#[test]
+fn the_models_that_cannot_stream_say_why() {
+    let mut r = Rng::new(7);
+    let base = streaming_desc(&mut r);
+    type Change = fn(&mut ModelDesc);
+    let cases: [(Change, &str); 4] = [
+        (
+            |d| d.enc_bidir = true,
+            "its encoder is bidirectional (a backward layer starts at the source's end)",
+        ),
+        (
+            |d| d.attention.ordering = Ordering::Bahdanau,
+            "only monotonic attention streams (global attention reads every position at every step)",
+        ),
+        (
+            |d| d.init = seq2seq::Init::Dense,
+            "its decoder's initial state is computed from the whole source (init is not zeros)",
+        ),
+        (|d| d.src_pad_to = 9, "its source is padded to a fixed length"),
+    ];
+    for (change, why) in cases {
+        let mut d = base;
+        change(&mut d);
+        assert_eq!(d.streams(), Err(Error::NotStreamable(why)));
+        assert_eq!(
+            Error::NotStreamable(why).to_string(),
+            format!("this model cannot take a streamed source: {why}")
+        );
+    }
+    // A model of words streams through `stream`, not `stream_chars`.
+    let mut d = base;
+    d.split = Split::Whitespace;
+    let words = bytes_of(&d, PrecisionKind::F32, &mut r);
+    let file = ModelFile::parse(bytemuck::cast_slice(&words)).unwrap();
+    let net = Net::<F32>::bind(&file).unwrap();
+    assert_eq!(
+        streamed(&net, "ab", 4).map(|_| ()),
+        Err(Error::NotStreamable(
+            "its source is split into words, not characters"
+        ))
+    );
+}
+
+#[test]
+fn bad_streamed_sources_are_refused_as_whole_ones_are() {
+    let mut r = Rng::new(11);
+    let mut d = streaming_desc(&mut r);
+    d.src_unk = None;
+    let words = bytes_of(&d, PrecisionKind::F32, &mut r);
+    let file = ModelFile::parse(bytemuck::cast_slice(&words)).unwrap();
+    let net = Net::<F32>::bind(&file).unwrap();
+    // An unknown character, with its position, after a long stretch of good ones.
+    let text = format!("{}!", line(&mut r, 40));
+    let e = streamed(&net, &text, 4).unwrap_err();
+    assert_eq!(
+        e,
+        Error::UnknownSymbol {
+            position: 41,
+            ch: '!'
+        }
+    );
+    assert_eq!(whole(&net, &text).unwrap_err(), e);
+    // No window.
+    assert_eq!(
+        streamed(&net, "ab", 0).map(|_| ()),
+        Err(Error::InputTooLong { len: 1, max: 0 })
+    );
+}
