@@ -355,7 +355,7 @@ codes! {
     UnknownSymbol = 66 => "symbol not in the source vocabulary",
     BeamTooWide = 67 => "beam width over the workspace's capacity",
     GreedyOnly = 68 => "a monotonic model decodes greedily only: no beam search",
-    NotStreamable = 69 => "this model cannot take a streamed source",
+    NotStreamable = 69 => "model cannot stream",
     NoSuchSlot = 70 => "no prefix slot of that name",
     NotInSlot = 71 => "token not one of its prefix slot's",
     NoPrefixToken = 72 => "prefix slot without a token",
@@ -453,7 +453,6 @@ impl Describe for Error {
             Error::NotCompiled(f) => say!(out;
                 "the model needs the ", f.name(), " feature, which this build leaves out"
             ),
-            Error::NotStreamable(why) => say!(out; self.as_str(), ": ", why),
             Error::ArenaTooSmall { needed, available } => say!(out;
                 "workspace needs ", needed, " bytes, the arena has ", available
             ),
@@ -488,6 +487,7 @@ impl Describe for Error {
                 Some(s) => say!(out; self.as_str(), ": ", s),
                 None => out.put(self.as_str()),
             },
+            Error::NotStreamable(why) => say!(out; self.as_str(), ": ", why),
             Error::UnsupportedVersion { found, supported } => say!(out;
                 "model file format version ", found, ", this build reads version ", supported
             ),

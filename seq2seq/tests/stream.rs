@@ -143,7 +143,7 @@ fn the_models_that_cannot_stream_say_why() {
         assert_eq!(d.streams(), Err(Error::NotStreamable(why)));
         assert_eq!(
             Error::NotStreamable(why).to_string(),
-            format!("this model cannot take a streamed source: {why}")
+            format!("model cannot stream: {why}")
         );
     }
     // A model of words streams through `stream`, not `stream_chars`.
