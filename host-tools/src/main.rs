@@ -242,6 +242,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             beam,
             prefix,
             nbest,
+            stream,
             limits,
         } => {
             let beam = beam_options(&beam)?;
@@ -259,7 +260,11 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 nbest,
                 limits: limits.limits(),
             };
-            let failed = model::run::run_file(
+            let run = match stream {
+                true => model::stream::stream_file,
+                false => model::run::run_file,
+            };
+            let failed = run(
                 &model,
                 input.as_deref(),
                 &options,

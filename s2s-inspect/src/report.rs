@@ -394,6 +394,17 @@ pub fn rows(
         },
     );
     row(
+        "stream",
+        match d.streams() {
+            Ok(()) => format!(
+                "yes: `s2s run --stream` holds a window of {t} source positions, the {} bytes above whatever the source's length",
+                thousands(plan.bytes())
+            ),
+            Err(seq2seq::Error::NotStreamable(why)) => format!("no: {why}"),
+            Err(e) => format!("no: {e}"),
+        },
+    );
+    row(
         "MACs",
         format!(
             "{} per encoder step (source position), {} per decoder step (at {t} positions)",

@@ -162,6 +162,118 @@ fn monotonic_models_train_decode_greedily_and_refuse_a_beam() {
     assert!(beam.stdout.is_empty());
 }
 
+/// `s2s run --stream` (issue 29): a streaming model's lines, streamed through a window
+/// of 4 encoder states, give exactly the outputs of the whole lines (a 600-character
+/// one included, planned for its length); a line that is not UTF-8 keeps the tokens
+/// decided before its bad byte, and its error names the file, the line and the byte,
+/// the other lines going on; a model that cannot stream and an option that needs a
+/// whole line are refused in one line, before any output.
+#[test]
+fn streamed_lines_give_the_whole_lines_outputs_and_bad_input_says_where() {
+    let dir = train_dir("hostile-stream", 6, 12);
+    let config = train_config(6, 12)
+        .replace("init = \"last\"", "init = \"zeros\"")
+        .replace(
+            "[decoder]",
+            "[attention]\nordering = \"monotonic\"\nscore = \"additive\"\n[decoder]",
+        );
+    std::fs::write(dir.join("c.toml"), config).unwrap();
+    let (r, _) = train(&dir, &["--epochs", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let m = dir.join("m.s2s");
+    let long = "abcd".repeat(150);
+    let input = dir.join("in.txt");
+    std::fs::write(&input, format!("abc\n\nbcd\r\n{long}\n")).unwrap();
+    let limits = ["--max-steps", "700"];
+    let whole = s2s(
+        &[
+            &"run",
+            &m,
+            &"--ids",
+            &"--input",
+            &input,
+            &limits[0],
+            &limits[1],
+            &"--positions",
+            &"700",
+        ],
+        "",
+    );
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let streamed = s2s(
+        &[
+            &"run",
+            &m,
+            &"--ids",
+            &"--stream",
+            &"--input",
+            &input,
+            &limits[0],
+            &limits[1],
+            &"--positions",
+            &"4",
+        ],
+        "",
+    );
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+    let out = String::from_utf8_lossy(&streamed.stdout);
+    assert_eq!(out, String::from_utf8_lossy(&whole.stdout));
+    assert_eq!(out.lines().count(), 4);
+    assert!(out.lines().nth(3).unwrap().split(' ').count() > 20, "{out}");
+    // A bad byte in the middle of line 2: the tokens before it stay, the rest go on.
+    let mut bytes = format!("abc\n{long}").into_bytes();
+    bytes.extend_from_slice(b"\xffabc\nbcd\n");
+    std::fs::write(&input, bytes).unwrap();
+    let bad = s2s(
+        &[
+            &"run",
+            &m,
+            &"--stream",
+            &"--input",
+            &input,
+            &"--positions",
+            &"4",
+        ],
+        "",
+    );
+    assert_one_error(
+        &bad,
+        &["in.txt:2", "not UTF-8 (byte 601 of the line is 0xff)"],
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&bad.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let each = s2s(&[&"run", &m], "abc\nbcd\n");
+    let each: Vec<&str> = std::str::from_utf8(&each.stdout).unwrap().lines().collect();
+    assert_eq!((lines[0].as_str(), lines[2].as_str()), (each[0], each[1]));
+    // A model that cannot stream (its decoder starts from the encoder's last state).
+    std::fs::write(dir.join("c.toml"), train_config(6, 12)).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
+    let (r, _) = train(&dir, &["--epochs", "1"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let refused = s2s(&[&"run", &m, &"--stream"], "abc\n");
+    assert_one_error(
+        &refused,
+        &["m.s2s", "model cannot stream: it has no attention"],
+    );
+    assert!(refused.stdout.is_empty());
+    let tsv = s2s(&[&"run", &m, &"--stream", &"--tsv"], "abc\n");
+    assert_one_error(
+        &tsv,
+        &["--tsv needs a whole line: it does not go with --stream"],
+    );
+}
+
 // ------------------------------------------ issue 33: --init and --quantize
 
 /// `s2s train --init` refuses, in one line before anything is written: a quantized

@@ -182,6 +182,15 @@ pub enum Cmd {
         /// probabilities of the tokens).
         #[arg(long, value_name = "N")]
         nbest: Option<usize>,
+        /// Stream each line through a streaming model (monotonic attention over a
+        /// unidirectional encoder, decoder from zeros: `s2s inspect` says whether a
+        /// model streams): read a character at a time into a window of --positions
+        /// encoder states, whatever the line's length, and write each output token as
+        /// it is decided. The outputs are those of the whole line with --max-steps
+        /// steps. Lines have no length limit; --tsv, --attention, --beam and
+        /// --prefix-column need whole lines and are refused.
+        #[arg(long)]
+        stream: bool,
         #[command(flatten)]
         limits: LimitArgs,
     },

@@ -15,6 +15,7 @@ mod prefix;
 pub mod run;
 mod simd;
 mod spread;
+pub mod stream;
 pub mod tie;
 
 pub use decode::{forget_layers, Decoded, HostRunner, Keep, Ranked, HOST_LANES};

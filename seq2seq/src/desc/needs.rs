@@ -54,7 +54,9 @@ impl ModelDesc {
     /// mean state), and the source is not padded to a fixed length. The error says
     /// which of these the model breaks.
     pub fn streams(&self) -> Result<(), crate::Error> {
-        let why = if self.attention.ordering != Ordering::Monotonic || !self.has_attention() {
+        let why = if !self.has_attention() {
+            "it has no attention (its decoder reads the whole source's encoding)"
+        } else if self.attention.ordering != Ordering::Monotonic {
             "only monotonic attention streams (global attention reads every position at every step)"
         } else if self.enc_bidir {
             "its encoder is bidirectional (a backward layer starts at the source's end)"
