@@ -83,6 +83,14 @@ impl defmt::Format for HandlerError {
     }
 }
 
+/// The link while a source line streams through the handler ([`LineHandler::stream`]):
+/// the line's bytes as they arrive, and the output, written as it is decided.
+pub trait StreamLink: Sink {
+    /// The line's next byte (`\r` dropped); `None` at its end: its `\n`, or the end of
+    /// the input, or a failed read (the session then ends).
+    fn next_byte(&mut self) -> Option<u8>;
+}
+
 /// Handles one request line, writing zero or more output lines to `out` (each ends with
 /// `\n`; the protocol's writers do it). An error makes the session answer `ERR <error>`
 /// and go on with the next line.
@@ -97,6 +105,84 @@ pub trait LineHandler {
     fn command(&mut self, cmd: Command<'_>, out: &mut dyn Sink) -> Result<(), Self::Error> {
         let _ = (cmd, out);
         Err(UNKNOWN_COMMAND.into())
+    }
+
+    /// Whether the next source line is streamed ([`LineHandler::stream`]) instead of
+    /// read whole; by default never.
+    fn streaming(&self) -> bool {
+        false
+    }
+
+    /// Streams a source line, read from `link` a byte at a time, writing its output to
+    /// it as it goes (the session reads what is left of the line afterwards).
+    fn stream(&mut self, link: &mut dyn StreamLink) -> Result<(), Self::Error> {
+        let _ = link;
+        Err(UNKNOWN_COMMAND.into())
+    }
+}
+
+/// The bytes read from the link that the session has not handled yet.
+struct Pending {
+    chunk: [u8; 32],
+    at: usize,
+    n: usize,
+}
+
+impl Pending {
+    /// The next byte of `io`, `None` at the end of its input.
+    fn next<IO: Read>(&mut self, io: &mut IO) -> Result<Option<u8>, IO::Error> {
+        if self.at >= self.n {
+            self.n = io.read(&mut self.chunk)?;
+            self.at = 0;
+        }
+        let byte = self
+            .chunk
+            .get(..self.n)
+            .and_then(|c| c.get(self.at))
+            .copied();
+        self.at += 1;
+        Ok(byte)
+    }
+}
+
+/// The [`StreamLink`] of a session: its pending bytes, then the link's.
+struct StreamIo<'a, IO: Write> {
+    io: &'a mut IO,
+    pending: &'a mut Pending,
+    /// The first I/O error, reading or writing.
+    failed: Option<IO::Error>,
+    /// Whether the line has ended, and whether the input has.
+    line_ended: bool,
+    input_ended: bool,
+}
+
+impl<IO: Read + Write> StreamLink for StreamIo<'_, IO> {
+    fn next_byte(&mut self) -> Option<u8> {
+        while !self.line_ended {
+            match self.pending.next(&mut *self.io) {
+                Ok(Some(b'\r')) => {}
+                Ok(Some(b'\n')) => self.line_ended = true,
+                Ok(Some(byte)) => return Some(byte),
+                Ok(None) => (self.line_ended, self.input_ended) = (true, true),
+                Err(e) => {
+                    self.failed = Some(e);
+                    (self.line_ended, self.input_ended) = (true, true);
+                }
+            }
+        }
+        None
+    }
+}
+
+impl<IO: Write> fmt::Write for StreamIo<'_, IO> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.failed.is_some() {
+            return Err(fmt::Error);
+        }
+        self.io.write_all(s.as_bytes()).map_err(|e| {
+            self.failed = Some(e);
+            fmt::Error
+        })
     }
 }
 
@@ -159,53 +245,80 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
     let mut counter = C::new();
     let mut len = 0;
     let mut too_long = false;
-    let mut chunk = [0u8; 32];
+    let mut pending = Pending {
+        chunk: [0u8; 32],
+        at: 0,
+        n: 0,
+    };
     loop {
-        let n = io.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(summary); // end of input
-        }
-        for &byte in chunk.get(..n).unwrap_or(&chunk) {
-            match byte {
-                b'\r' => {}
-                b'\n' => {
-                    let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
-                    if !too_long && request == Request::End {
-                        return Ok(summary);
-                    }
-                    summary.lines += 1;
-                    let mut out = FmtOut::new(&mut *io);
-                    counter.start();
-                    let result = match request {
-                        _ if too_long => Err(HandlerError::new(DeviceCode::LineTooLong).into()),
-                        Request::Source(text) => handler.handle(text, &mut out),
-                        Request::Command(cmd) => handler.command(cmd, &mut out),
-                        Request::Unknown(_) | Request::End => Err(UNKNOWN_COMMAND.into()),
-                    };
-                    let ticks = counter.read();
-                    summary.handler_ticks += u64::from(ticks);
-                    log!(debug, "line {=u32}: {=u32} ticks", summary.lines, ticks);
-                    if let Err(e) = result {
-                        summary.errors += 1;
-                        log!(warn, "line {=u32}: ERR {}", summary.lines, e);
-                        if out.failed.is_none() {
-                            let _ = protocol::write_err(&mut out, &e);
-                        }
-                    }
-                    if let Some(e) = out.failed {
-                        return Err(e);
-                    }
-                    len = 0;
-                    too_long = false;
+        if len == 0 && !too_long && handler.streaming() {
+            summary.lines += 1;
+            let mut link = StreamIo {
+                io: &mut *io,
+                pending: &mut pending,
+                failed: None,
+                line_ended: false,
+                input_ended: false,
+            };
+            counter.start();
+            let result = handler.stream(&mut link);
+            while link.next_byte().is_some() {}
+            summary.handler_ticks += u64::from(counter.read());
+            if let Err(e) = result {
+                summary.errors += 1;
+                log!(warn, "line {=u32}: ERR {}", summary.lines, e);
+                if link.failed.is_none() {
+                    let _ = protocol::write_err(&mut link, &e);
                 }
-                _ => match line.get_mut(len) {
-                    Some(slot) => {
-                        *slot = byte;
-                        len += 1;
-                    }
-                    None => too_long = true,
-                },
             }
+            match (link.failed, link.input_ended) {
+                (Some(e), _) => return Err(e),
+                (None, true) => return Ok(summary),
+                (None, false) => continue,
+            }
+        }
+        let Some(byte) = pending.next(io)? else {
+            return Ok(summary); // end of input
+        };
+        match byte {
+            b'\r' => {}
+            b'\n' => {
+                let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
+                if !too_long && request == Request::End {
+                    return Ok(summary);
+                }
+                summary.lines += 1;
+                let mut out = FmtOut::new(&mut *io);
+                counter.start();
+                let result = match request {
+                    _ if too_long => Err(HandlerError::new(DeviceCode::LineTooLong).into()),
+                    Request::Source(text) => handler.handle(text, &mut out),
+                    Request::Command(cmd) => handler.command(cmd, &mut out),
+                    Request::Unknown(_) | Request::End => Err(UNKNOWN_COMMAND.into()),
+                };
+                let ticks = counter.read();
+                summary.handler_ticks += u64::from(ticks);
+                log!(debug, "line {=u32}: {=u32} ticks", summary.lines, ticks);
+                if let Err(e) = result {
+                    summary.errors += 1;
+                    log!(warn, "line {=u32}: ERR {}", summary.lines, e);
+                    if out.failed.is_none() {
+                        let _ = protocol::write_err(&mut out, &e);
+                    }
+                }
+                if let Some(e) = out.failed {
+                    return Err(e);
+                }
+                len = 0;
+                too_long = false;
+            }
+            _ => match line.get_mut(len) {
+                Some(slot) => {
+                    *slot = byte;
+                    len += 1;
+                }
+                None => too_long = true,
+            },
         }
     }
 }

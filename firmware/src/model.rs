@@ -90,15 +90,27 @@ pub fn serve<L: Read + Write, C: Counter, B: OutputPin>(
 }
 
 /// Source positions the workspace is planned for: the model's fixed length, else
-/// [`MAX_POSITIONS`].
-fn positions_for(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
-    BOARD
+/// [`MAX_POSITIONS`]; for a model that streams, the most of those whose workspace the
+/// arena holds (its window of encoder states, whatever a streamed source's length).
+fn positions_for<P: Precision>(desc: &seq2seq::ModelDesc) -> Result<usize, Error> {
+    let most = BOARD
         .capacities
         .positions_for(desc.src_pad_to)
         .ok_or(Error::InputTooLong {
             len: desc.src_pad_to,
             max: MAX_POSITIONS,
-        })
+        })?;
+    if !streams(desc) {
+        return Ok(most);
+    }
+    let fits = |n: usize| Plan::new::<P>(desc, n).bytes() <= ARENA_BYTES;
+    Ok((1..=most).rev().find(|&n| fits(n)).unwrap_or(most))
+}
+
+/// Whether this build streams sources through `desc`'s model (`\x01stream`): with
+/// monotonic attention compiled, a model that streams.
+fn streams(desc: &seq2seq::ModelDesc) -> bool {
+    cfg!(feature = "monotonic") && desc.streams().is_ok()
 }
 
 // Stack use: the pieces below are kept out of line, and the `Net` and the handler are
@@ -130,7 +142,9 @@ where
         Ok(net) => net,
         Err(e) => return Err(ServeError::Model(*e)),
     };
-    if net.desc.max_steps > MAX_STEPS {
+    // A model that streams is served for its streamed sources; a whole line of more
+    // steps than the board holds is refused on its own (`OutputTooSmall`).
+    if net.desc.max_steps > MAX_STEPS && !streams(&net.desc) {
         return Err(ServeError::Capacity(Error::OutputTooSmall {
             needed: net.desc.max_steps,
             available: MAX_STEPS,
@@ -195,7 +209,7 @@ where
     P: ModelPrecision,
     P::Act: RawAct,
 {
-    let positions = positions_for(&net.desc).map_err(ServeError::Capacity)?;
+    let positions = positions_for::<P>(&net.desc).map_err(ServeError::Capacity)?;
     let link = io.link;
     let mut made = ModelHandler::<P, C, B>::new(net, arena, positions, io.busy);
     let handler = match &mut made {
@@ -280,6 +294,9 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
     beam: u16,
     /// The prefix slots' tokens of the following lines (`\x01prefix`).
     prefix: Prefix,
+    /// The step cap of the next line, streamed (`\x01stream N`); 0: read it whole.
+    #[cfg(feature = "monotonic")]
+    stream: u16,
     counter: C,
     /// High while a line is decoded.
     busy: B,
@@ -351,6 +368,8 @@ where
             attention: false,
             beam: 1,
             prefix: Prefix::NONE,
+            #[cfg(feature = "monotonic")]
+            stream: 0,
             counter: C::new(),
             busy,
             #[cfg(feature = "profile")]
@@ -391,10 +410,60 @@ where
                 self.prefix = Prefix::NONE.with_fields(&net.slots(), &net.src_vocab, fields)?;
                 log!(info, "prefix {=str}", fields);
             }
+            #[cfg(feature = "monotonic")]
+            Command::Stream(n) => {
+                self.net.desc.streams()?;
+                self.stream = n;
+                log!(info, "stream {=u16}", n);
+            }
             _ => return Err(app::UNKNOWN_COMMAND.into()),
         }
         protocol::write_ok(out, cmd)?;
         Ok(())
+    }
+
+    #[cfg(feature = "monotonic")]
+    fn streaming(&self) -> bool {
+        self.stream > 0
+    }
+
+    /// The streamed line: its ids as `OUT` lines as they are decided, then `STREAMED`.
+    #[cfg(feature = "monotonic")]
+    #[inline(never)]
+    fn stream(&mut self, link: &mut dyn app::StreamLink) -> Result<(), LineError> {
+        let cap = core::mem::take(&mut self.stream);
+        let link = core::cell::RefCell::new(link);
+        let borrow = || link.try_borrow_mut().map_err(|_| LineError::Output);
+        // Instructions, summed a token at a time (the counter is 32 bits wide).
+        let (counter, mut ticks) = (&mut self.counter, 0u64);
+        let _ = self.busy.set_high();
+        counter.start();
+        let streamed = self.runner.stream_chars(
+            &self.prefix,
+            || match borrow()?.next_byte() {
+                None => Ok(None),
+                Some(first) => next_char(first, || borrow().ok()?.next_byte()).map(Some),
+            },
+            cap.into(),
+            &mut (),
+            |y| {
+                ticks += u64::from(counter.read());
+                protocol::write_out(&mut **borrow()?, &[y]).map_err(|_| LineError::Output)?;
+                counter.start();
+                Ok(())
+            },
+        );
+        ticks += u64::from(counter.read());
+        let _ = self.busy.set_low();
+        let done = streamed?;
+        let summary = protocol::Streamed {
+            positions: done.positions as u64,
+            tokens: done.tokens as u64,
+            insns: measure::ticks_to_insns(ticks),
+            ended: done.ended,
+        };
+        let written = protocol::write_streamed(&mut **borrow()?, &summary);
+        written.map_err(|_| LineError::Output)
     }
 
     fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), LineError> {
@@ -466,4 +535,26 @@ where
         }
         Ok(())
     }
+}
+
+/// The character whose UTF-8 encoding starts with byte `first`, its further bytes from
+/// `more` (`None`: the line ended); `NotUtf8` if they are not one.
+#[cfg(feature = "monotonic")]
+fn next_char(first: u8, mut more: impl FnMut() -> Option<u8>) -> Result<char, LineError> {
+    let len = match first {
+        0x00..=0x7f => return Ok(char::from(first)),
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return Err(LineError::NotUtf8),
+    };
+    let mut utf8 = [first, 0, 0, 0];
+    for slot in utf8.iter_mut().take(len).skip(1) {
+        *slot = more().ok_or(LineError::NotUtf8)?;
+    }
+    let text = utf8.get(..len).ok_or(LineError::NotUtf8)?;
+    core::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.chars().next())
+        .ok_or(LineError::NotUtf8)
 }

@@ -86,6 +86,45 @@ fn device_verdict(
     Ok(lines_status(inputs.unsent + rejected))
 }
 
+/// `s2s qemu --stream`: the report, an error if the board and the host differ, and
+/// status 1 if the board refused an input (each said on standard error).
+fn stream_verdict(
+    model: &std::path::Path,
+    input: Option<&std::path::Path>,
+    steps: u16,
+    options: &QemuOptions,
+    stdout: &mut impl Write,
+) -> Result<ExitCode> {
+    let inputs = device::read_inputs(input)?;
+    let report = device::stream::stream_check(model, &inputs.sources, steps, options)?;
+    stdout
+        .write_all(report.render().as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(host_tools::Error::io(STDOUT_NAME))?;
+    let device = options.board.name;
+    if report.mismatches() > 0 {
+        return Err(host_tools::Error::device(
+            device,
+            format!(
+                "{} of {} streamed inputs differ from the host",
+                report.mismatches(),
+                report.lines.len()
+            ),
+        ));
+    }
+    let mut refused = 0;
+    for (l, &line) in report.lines.iter().zip(&inputs.lines) {
+        if let Err(reason) = &l.device {
+            refused += 1;
+            eprintln!(
+                "error: {}:{line}: refused by {device}: {reason}",
+                inputs.name
+            );
+        }
+    }
+    Ok(lines_status(inputs.unsent + refused))
+}
+
 /// The beam search of `--beam`, `--beam-variant` and `--alpha`.
 fn beam_options(b: &cli::BeamArgs) -> Result<Option<model::beam::BeamOptions>> {
     let Some(width) = b.beam else {
@@ -417,6 +456,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             minimal,
             one_model,
             profile,
+            stream,
             firmware_dir,
         } => {
             let options = QemuOptions {
@@ -431,6 +471,9 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 profile,
                 ..QemuOptions::new(device::board(&board.board)?)
             };
+            if let Some(steps) = stream {
+                return stream_verdict(&model, check.input.as_deref(), steps, &options, stdout);
+            }
             let (report, inputs) = device::qemu_command(&model, check.input.as_deref(), &options)?;
             return device_verdict(
                 &report,

@@ -414,6 +414,49 @@ fn small_monotonic_w8a16_on_microbit_matches_the_host() {
     device_matches_host_at(&model, board("microbit"), 20, true);
 }
 
+/// A streaming model (issue 29: monotonic attention over a unidirectional encoder, the
+/// decoder from zeros) on the micro:bit, w8a16: a 100-character and a 10,000-character
+/// source streamed through its window of encoder states (the 16 KiB part's arena holds
+/// 25 positions), token for token the host's, each source read to its end; the
+/// workspace is the same window's, whatever the length.
+#[test]
+fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
+    let dir = scratch_dir("firmware-stream-microbit");
+    let mut d = small_desc();
+    d.attention.ordering = Ordering::Monotonic;
+    d.attention.score = ScoreKind::Additive;
+    (
+        d.attention.dim,
+        d.attention.query_proj,
+        d.attention.key_proj,
+    ) = (5, true, true);
+    d.out_parts = [Some(Part::State), Some(Part::Context), None, None];
+    d.max_steps = 32;
+    d.streams().expect("a streaming description");
+    let model = synthetic(&dir, "stream-w8a16.s2s", &d, PrecisionKind::W8A16);
+    let text = |n: usize| -> String { "abcd dcba cab ".chars().cycle().take(n).collect() };
+    let inputs = [text(100), text(10_000)];
+    let options = QemuOptions {
+        timeout: PAIR_TIMEOUT,
+        ..QemuOptions::new(board("microbit"))
+    };
+    let report = device::stream::stream_check(&model, &inputs, 12_000, &options).unwrap();
+    print!("{}", report.render());
+    assert_eq!(report.mismatches(), 0, "{}", report.render());
+    for (l, chars) in report.lines.iter().zip([100, 10_000]) {
+        let done = l.device.as_ref().expect("streamed");
+        assert_eq!(
+            done.positions as usize,
+            chars + 1,
+            "every character read, and the end"
+        );
+        assert_eq!(l.ids.len() as u64, done.tokens);
+        assert!(done.insns > 0);
+    }
+    assert!(report.info.positions < 100, "{:?}", report.info);
+    assert!(report.stats.stack_peak < report.stats.stack_size);
+}
+
 // ------------------------------------------------------------------ minimal builds
 
 /// Runtime flash (`STATS flash_runtime`) of the micro:bit's minimal netra build (`s2s

@@ -396,6 +396,13 @@ pub enum Cmd {
         /// phase (the counts then include the counter reads at the phase boundaries).
         #[arg(long)]
         profile: bool,
+        /// Stream each input through a streaming model (`s2s inspect` says whether it
+        /// streams) with at most N decoder steps: the board reads it a byte at a time
+        /// into its window of encoder states, whatever its length, and answers with its
+        /// tokens as they are decided; each is compared with `s2s run --stream`'s, and
+        /// the instructions per output token are printed.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        stream: Option<u16>,
         /// The firmware sources (`firmware/` of the s2s repository; default: the
         /// checkout s2s was built from, or S2S_FIRMWARE_DIR). They are built in
         /// ~/.cache/s2s (or $XDG_CACHE_HOME/s2s, or S2S_CACHE_DIR), not in the checkout.

@@ -20,6 +20,7 @@ pub mod report;
 #[cfg(feature = "serial")]
 pub mod serial;
 pub mod session;
+pub mod stream;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -180,25 +181,7 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         host_prefix(m, &o.prefix)?;
     }
     let attends = host.as_ref().is_ok_and(|m| m.file().desc().has_attention());
-    let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
-    let elf = if o.one_model {
-        let host = host?;
-        let mut features = one_model_features(&host.file());
-        if o.profile {
-            features.push("profile");
-        }
-        let module = embed_module(&firmware, &host, o.board)?;
-        firmware.build_one_model(o.board, &module, o.release, &features)?
-    } else if o.minimal {
-        let mut features = firmware::minimal_features(&host?.file());
-        if o.profile {
-            features.push("profile");
-        }
-        firmware.build_minimal(o.board, "firmware", o.release, &features)?
-    } else {
-        let features: &[&str] = if o.profile { &["profile"] } else { &[] };
-        firmware.build_with(o.board, "firmware", o.release, features)?
-    };
+    let elf = build_elf(host, o)?;
     let sent = requests(inputs, o.attention, beam, &o.prefix);
     let pace = Pace::Answers { attends };
     let loaded = (!o.one_model).then_some(model);
@@ -210,6 +193,26 @@ pub fn run_on_board(model: &Path, inputs: &[String], o: &QemuOptions) -> Result<
         },
         e => e,
     })
+}
+
+/// Builds the firmware `o` asks for (cargo rebuilds only what changed): the default
+/// build, the minimal or the one-model one of `host`'s model (which then must load).
+fn build_elf(host: Result<LoadedModel>, o: &QemuOptions) -> Result<PathBuf> {
+    let firmware = Firmware::locate(o.firmware_dir.as_deref())?;
+    let profile: &[&str] = if o.profile { &["profile"] } else { &[] };
+    if o.one_model {
+        let host = host?;
+        let mut features = one_model_features(&host.file());
+        features.extend_from_slice(profile);
+        let module = embed_module(&firmware, &host, o.board)?;
+        firmware.build_one_model(o.board, &module, o.release, &features)
+    } else if o.minimal {
+        let mut features = firmware::minimal_features(&host?.file());
+        features.extend_from_slice(profile);
+        firmware.build_minimal(o.board, "firmware", o.release, &features)
+    } else {
+        firmware.build_with(o.board, "firmware", o.release, profile)
+    }
 }
 
 /// The features of a one-model firmware for `file`: its parts (those of the minimal

@@ -123,21 +123,21 @@ impl Ending {
 }
 
 /// Reads the UART lines of a run in order.
-struct Lines<'r> {
-    lines: &'r [String],
-    ending: &'r Ending,
+pub(super) struct Lines<'r> {
+    pub(super) lines: &'r [String],
+    pub(super) ending: &'r Ending,
     /// What errors name: the board, or the serial port.
-    name: &'r str,
-    at: usize,
+    pub(super) name: &'r str,
+    pub(super) at: usize,
 }
 
 impl<'r> Lines<'r> {
-    fn peek(&self) -> Option<Reply<'r>> {
+    pub(super) fn peek(&self) -> Option<Reply<'r>> {
         self.lines.get(self.at).and_then(|l| parse_reply(l).ok())
     }
 
     /// The error for an unexpected line at the current position.
-    fn fail(&self, what: &str) -> Error {
+    pub(super) fn fail(&self, what: &str) -> Error {
         let seen = self
             .lines
             .get(self.at)
@@ -154,7 +154,11 @@ impl<'r> Lines<'r> {
     }
 
     /// The next line, which `pick` must accept.
-    fn next<T>(&mut self, what: &str, pick: impl FnOnce(Reply<'r>) -> Option<T>) -> Result<T> {
+    pub(super) fn next<T>(
+        &mut self,
+        what: &str,
+        pick: impl FnOnce(Reply<'r>) -> Option<T>,
+    ) -> Result<T> {
         let v = self.peek().and_then(pick).ok_or_else(|| self.fail(what))?;
         self.at += 1;
         Ok(v)
@@ -194,38 +198,13 @@ pub fn parse_lines(
     attention: bool,
     beam: Option<u16>,
 ) -> Result<DeviceSession> {
-    let run = ending;
     let mut lines = Lines {
         lines,
         ending,
         name,
         at: 0,
     };
-    let ready = format!("expected `READY {}`", board.name);
-    lines.next(&ready, |r| (r == Reply::Ready(board.name)).then_some(()))?;
-    if let Some(Reply::ModelError(reason)) = lines.peek() {
-        return Err(Error::device(
-            name,
-            format!(
-                "the firmware cannot serve the model: ERR model: {} ({})",
-                Reason(reason),
-                run.status
-            ),
-        ));
-    }
-    let m = lines.next("expected the MODEL line", |r| match r {
-        Reply::Model(m) => Some(m),
-        _ => None,
-    })?;
-    let model = ModelInfo {
-        precision: m.precision.to_string(),
-        params: m.params as usize,
-        bytes: m.bytes as usize,
-        crc: m.crc,
-        arena: m.arena as usize,
-        arena_capacity: m.arena_capacity as usize,
-        positions: m.positions as usize,
-    };
+    let model = read_model(&mut lines, board)?;
     if attention {
         lines.next("expected `OK attention on`", |r| match r {
             Reply::Ok(s2s_device::protocol::Command::Attention(true)) => Some(()),
@@ -260,6 +239,50 @@ pub fn parse_lines(
         }
         outputs.push(Ok(read_output(&mut lines, n, float)?));
     }
+    let stats = read_end(&mut lines)?;
+    Ok(DeviceSession {
+        board,
+        model,
+        outputs,
+        stats,
+        elapsed: ending.elapsed,
+        via: ending.via.clone(),
+    })
+}
+
+/// The `READY` and `MODEL` lines that open a session on `board` (an error with the
+/// firmware's own line if it cannot serve the model).
+pub(super) fn read_model(lines: &mut Lines<'_>, board: &'static Board) -> Result<ModelInfo> {
+    let ready = format!("expected `READY {}`", board.name);
+    lines.next(&ready, |r| (r == Reply::Ready(board.name)).then_some(()))?;
+    if let Some(Reply::ModelError(reason)) = lines.peek() {
+        return Err(Error::device(
+            lines.name,
+            format!(
+                "the firmware cannot serve the model: ERR model: {} ({})",
+                Reason(reason),
+                lines.ending.status
+            ),
+        ));
+    }
+    let m = lines.next("expected the MODEL line", |r| match r {
+        Reply::Model(m) => Some(m),
+        _ => None,
+    })?;
+    Ok(ModelInfo {
+        precision: m.precision.to_string(),
+        params: m.params as usize,
+        bytes: m.bytes as usize,
+        crc: m.crc,
+        arena: m.arena as usize,
+        arena_capacity: m.arena_capacity as usize,
+        positions: m.positions as usize,
+    })
+}
+
+/// The `DONE` and `STATS` lines that close a session, which must have ended as it
+/// should.
+pub(super) fn read_end(lines: &mut Lines<'_>) -> Result<DeviceStats> {
     lines.next("expected DONE", |r| {
         matches!(r, Reply::Done(_)).then_some(())
     })?;
@@ -267,22 +290,15 @@ pub fn parse_lines(
         Reply::Stats(s) => Some(s),
         _ => None,
     })?;
-    if !run.ok {
+    if !lines.ending.ok {
         return Err(lines.fail("the session did not end as it should"));
     }
-    Ok(DeviceSession {
-        board,
-        model,
-        outputs,
-        stats: DeviceStats {
-            ram_static: s.ram_static as usize,
-            stack_peak: s.stack_peak as usize,
-            stack_size: s.stack_size as usize,
-            flash_runtime: s.flash_runtime as usize,
-            model_bytes: s.model_bytes as usize,
-        },
-        elapsed: run.elapsed,
-        via: run.via.clone(),
+    Ok(DeviceStats {
+        ram_static: s.ram_static as usize,
+        stack_peak: s.stack_peak as usize,
+        stack_size: s.stack_size as usize,
+        flash_runtime: s.flash_runtime as usize,
+        model_bytes: s.model_bytes as usize,
     })
 }
 

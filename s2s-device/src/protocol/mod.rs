@@ -20,6 +20,13 @@
 //! device: OK attention on|off
 //! host:   \x01beam <K>             the following sources beam-searched K wide
 //! device: OK beam <K>
+//! host:   \x01stream <N>            the next source streamed (a streaming model:
+//!                                  `seq2seq::ModelDesc::streams`), at most N steps
+//! device: OK stream <N>
+//! host:   <source>                 sent in pieces of any size, no length limit
+//! device: OUT <id> ...             the ids decided so far, as they are decided
+//! device: STREAMED positions=<n> tokens=<n> insns=<n> ended=0|1
+//!         (or `ERR <reason>` after the OUT lines already written)
 //! host:   \x01prefix <name>=<token> ...   the following sources after these prefix
 //!                                  slot tokens (`\x01prefix` alone: the defaults)
 //! device: OK prefix <name>=<token> ...
@@ -59,8 +66,8 @@ pub use fields::{unescape, Escape};
 pub use reply::{
     write_att, write_cnt, write_done, write_err, write_err_code, write_hardfault, write_model,
     write_model_error, write_model_error_code, write_ok, write_out, write_panic, write_ready,
-    write_stats, write_txt, Att, AttWeight, Cnt, Done, Fault, ModelInfo, PhaseCounts, Reply, Stats,
-    PHASES,
+    write_stats, write_streamed, write_txt, Att, AttWeight, Cnt, Done, Fault, ModelInfo,
+    PhaseCounts, Reply, Stats, Streamed, PHASES,
 };
 pub use reply_parse::{parse_reply, ParseError};
 pub use request::{check_source, parse_request, write_request, Command, Request, ACK, END};

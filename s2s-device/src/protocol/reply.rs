@@ -117,6 +117,20 @@ pub struct Done {
     pub handler_insns: u64,
 }
 
+/// The `STREAMED` line: how a streamed source went (its output ids were the `OUT`
+/// lines before it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Streamed {
+    /// Source positions read (prefix and end tokens included).
+    pub positions: u64,
+    /// Output tokens decided (the end token not counted).
+    pub tokens: u64,
+    /// Instructions of the whole stream: encoder and decoder, reading included.
+    pub insns: u64,
+    /// Whether the decoder chose the end token (else it stopped at the step cap).
+    pub ended: bool,
+}
+
 /// The `STATS` line: memory use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Stats {
@@ -171,6 +185,8 @@ pub enum Reply<'a> {
     /// `ERR <reason>`: this request failed. The reason is words or `E<code>`
     /// ([`super::code::Reason`] shows either).
     Err(&'a str),
+    /// `STREAMED ...`.
+    Streamed(Streamed),
     /// `DONE ...`.
     Done(Done),
     /// `STATS ...`.
@@ -335,6 +351,16 @@ pub fn write_done(out: &mut dyn Sink, d: &Done) -> fmt::Result {
     put_field(out, "errors", d.errors)?;
     put_field(out, "handler_ticks", d.handler_ticks)?;
     put_field(out, "handler_insns", d.handler_insns)?;
+    out.put("\n")
+}
+
+/// `STREAMED positions=.. tokens=.. insns=.. ended=0|1`.
+pub fn write_streamed(out: &mut dyn Sink, s: &Streamed) -> fmt::Result {
+    out.put("STREAMED")?;
+    put_field(out, "positions", s.positions)?;
+    put_field(out, "tokens", s.tokens)?;
+    put_field(out, "insns", s.insns)?;
+    put_field(out, "ended", u64::from(s.ended))?;
     out.put("\n")
 }
 

@@ -4,7 +4,9 @@
 use core::fmt::{self, Display};
 
 use super::fields::{field, hex, num};
-use super::reply::{Att, Cnt, Done, Fault, ModelInfo, PhaseCounts, Reply, Stats, MODEL_ERROR};
+use super::reply::{
+    Att, Cnt, Done, Fault, ModelInfo, PhaseCounts, Reply, Stats, Streamed, MODEL_ERROR,
+};
 use super::request::Command;
 
 /// A line that is none of the [`Reply`] lines, or a malformed one.
@@ -89,6 +91,21 @@ pub fn parse_reply(line: &str) -> Result<Reply<'_>, ParseError> {
             Reply::Att(Att { step, words })
         }
         "OK" => Reply::Ok(Command::parse(rest).ok_or(bad("OK"))?),
+        "STREAMED" => {
+            let s = || {
+                Some(Streamed {
+                    positions: num(rest, "positions")?,
+                    tokens: num(rest, "tokens")?,
+                    insns: num(rest, "insns")?,
+                    ended: match field(rest, "ended")? {
+                        "0" => false,
+                        "1" => true,
+                        _ => return None,
+                    },
+                })
+            };
+            Reply::Streamed(s().ok_or(bad("STREAMED"))?)
+        }
         "DONE" => {
             let d = || {
                 Some(Done {
@@ -247,9 +264,22 @@ mod tests {
             Command::Beam(3),
             Command::Prefix(""),
             Command::Prefix("country=<EG>"),
+            Command::Stream(4000),
         ] {
             assert_eq!(round_trip(|s| write_ok(s, cmd)).1, Reply::Ok(cmd));
         }
+        let streamed = Streamed {
+            positions: 10_001,
+            tokens: 4_410,
+            insns: 123_456_789,
+            ended: true,
+        };
+        let (line, r) = round_trip(|s| write_streamed(s, &streamed));
+        assert_eq!(
+            line,
+            "STREAMED positions=10001 tokens=4410 insns=123456789 ended=1"
+        );
+        assert_eq!(r, Reply::Streamed(streamed));
         let done = Done {
             lines: 4,
             errors: 1,

@@ -21,6 +21,10 @@ pub enum Command<'a> {
     /// and `prefix` alone (the empty text) restores every default. A field the model
     /// refuses is answered with `ERR`, and the prefix stays what it was.
     Prefix(&'a str),
+    /// `stream <N>`: the next source line is streamed (read a byte at a time as it
+    /// arrives, never held whole, with at most `N` decoder steps), its output ids
+    /// written as `OUT` lines as they are decided, then a `STREAMED` line.
+    Stream(u16),
 }
 
 impl<'a> Command<'a> {
@@ -32,6 +36,7 @@ impl<'a> Command<'a> {
             Command::Beam(k) => say!(out; "beam ", k),
             Command::Prefix("") => out.put("prefix"),
             Command::Prefix(fields) => say!(out; "prefix ", fields),
+            Command::Stream(n) => say!(out; "stream ", n),
         }
     }
 
@@ -42,16 +47,21 @@ impl<'a> Command<'a> {
             "attention off" => Some(Command::Attention(false)),
             "prefix" => Some(Command::Prefix("")),
             _ if text.starts_with("prefix ") => text.get(7..).map(Command::Prefix),
-            _ => {
-                let k = text.strip_prefix("beam ")?;
-                // Digits only: no sign, no spaces, no leading zero.
-                if k.is_empty() || k.starts_with('0') || !k.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                k.parse().ok().map(Command::Beam)
-            }
+            _ => match text.split_once(' ')? {
+                ("beam", k) => count(k).map(Command::Beam),
+                ("stream", n) => count(n).map(Command::Stream),
+                _ => None,
+            },
         }
     }
+}
+
+/// A command's count: 1 to 65,535 in digits only (no sign, no spaces, no leading zero).
+fn count(k: &str) -> Option<u16> {
+    if k.is_empty() || k.starts_with('0') || !k.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    k.parse().ok()
 }
 
 /// A line the host sends.
@@ -137,6 +147,7 @@ mod tests {
             Request::Command(Command::Beam(65535)),
             Request::Command(Command::Prefix("")),
             Request::Command(Command::Prefix("country=<EG> role=x")),
+            Request::Command(Command::Stream(12000)),
             Request::End,
         ] {
             let mut s = String::new();
@@ -158,6 +169,9 @@ mod tests {
             Request::Unknown(b"prefixes")
         );
         for bad in [
+            "stream",
+            "stream 0",
+            "stream 1x",
             "beam",
             "beam ",
             "beam 0",
