@@ -134,12 +134,11 @@ impl Pending {
         if self.at >= self.n {
             self.n = io.read(&mut self.chunk)?;
             self.at = 0;
+            if self.n == 0 {
+                return Ok(None);
+            }
         }
-        let byte = self
-            .chunk
-            .get(..self.n)
-            .and_then(|c| c.get(self.at))
-            .copied();
+        let byte = self.chunk.get(self.at).copied();
         self.at += 1;
         Ok(byte)
     }

@@ -432,38 +432,50 @@ where
     #[inline(never)]
     fn stream(&mut self, link: &mut dyn app::StreamLink) -> Result<(), LineError> {
         let cap = core::mem::take(&mut self.stream);
-        let link = core::cell::RefCell::new(link);
-        let borrow = || link.try_borrow_mut().map_err(|_| LineError::Output);
-        // Instructions, summed a token at a time (the counter is 32 bits wide).
-        let (counter, mut ticks) = (&mut self.counter, 0u64);
+        // The link and the counter, shared by reading and writing: the instructions
+        // are summed between them (exact under QEMU: none of the waiting for a byte or
+        // for the UART is counted, and the counter's 32 bits never wrap in between).
+        let timed = core::cell::RefCell::new(Timed {
+            link,
+            counter: &mut self.counter,
+            ticks: 0,
+        });
+        let borrow = || timed.try_borrow_mut().map_err(|_| LineError::Output);
         let _ = self.busy.set_high();
-        counter.start();
+        borrow()?.counter.start();
         let streamed = self.runner.stream_chars(
             &self.prefix,
-            || match borrow()?.next_byte() {
-                None => Ok(None),
-                Some(first) => next_char(first, || borrow().ok()?.next_byte()).map(Some),
+            || {
+                let mut t = borrow()?;
+                t.pause();
+                let got = match t.link.next_byte() {
+                    None => Ok(None),
+                    Some(first) => next_char(first, || t.link.next_byte()).map(Some),
+                };
+                t.counter.start();
+                got
             },
             cap.into(),
             &mut (),
             |y| {
-                ticks += u64::from(counter.read());
-                protocol::write_out(&mut **borrow()?, &[y]).map_err(|_| LineError::Output)?;
-                counter.start();
+                let mut t = borrow()?;
+                t.pause();
+                protocol::write_out(&mut *t.link, &[y]).map_err(|_| LineError::Output)?;
+                t.counter.start();
                 Ok(())
             },
         );
-        ticks += u64::from(counter.read());
+        let mut t = borrow()?;
+        t.pause();
         let _ = self.busy.set_low();
         let done = streamed?;
         let summary = protocol::Streamed {
             positions: done.positions as u64,
             tokens: done.tokens as u64,
-            insns: measure::ticks_to_insns(ticks),
+            insns: measure::ticks_to_insns(t.ticks),
             ended: done.ended,
         };
-        let written = protocol::write_streamed(&mut **borrow()?, &summary);
-        written.map_err(|_| LineError::Output)
+        protocol::write_streamed(&mut *t.link, &summary).map_err(|_| LineError::Output)
     }
 
     fn handle(&mut self, line: &[u8], out: &mut dyn Sink) -> Result<(), LineError> {
@@ -534,6 +546,23 @@ where
             }
         }
         Ok(())
+    }
+}
+
+/// A streamed line's link and the counter of its instructions.
+#[cfg(feature = "monotonic")]
+struct Timed<'l, 'c, C> {
+    link: &'l mut dyn app::StreamLink,
+    counter: &'c mut C,
+    /// Ticks counted so far.
+    ticks: u64,
+}
+
+#[cfg(feature = "monotonic")]
+impl<C: Counter> Timed<'_, '_, C> {
+    /// Adds the ticks since the counter's start (before the link is used).
+    fn pause(&mut self) {
+        self.ticks += u64::from(self.counter.read());
     }
 }
 

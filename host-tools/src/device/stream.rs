@@ -23,8 +23,8 @@ pub struct StreamedLine {
     /// The board's `STREAMED` line: positions read, tokens, instructions, and whether
     /// the decoder ended (else the step cap); or its `ERR` reason.
     pub device: std::result::Result<s2s_device::protocol::Streamed, String>,
-    /// The host's output ids (or its error).
-    pub host: std::result::Result<Vec<u16>, seq2seq::Error>,
+    /// The host's output ids (those before its error, if any) and its error.
+    pub host: (Vec<u16>, Option<seq2seq::Error>),
     /// The board's output ids (those before its error, if any).
     pub ids: Vec<u16>,
     /// The first index at which the ids differ, if they do (or the error sides differ).
@@ -174,18 +174,17 @@ pub fn stream_check(
                 .iter()
                 .map(|line| {
                     let (mut chars, mut out) = (line.chars(), Vec::new());
-                    runner
-                        .stream_chars::<seq2seq::Error>(
-                            &prefix,
-                            || Ok(chars.next()),
-                            usize::from(steps),
-                            &mut (),
-                            |y| {
-                                out.push(y);
-                                Ok(())
-                            },
-                        )
-                        .map(|_| out)
+                    let done = runner.stream_chars::<seq2seq::Error>(
+                        &prefix,
+                        || Ok(chars.next()),
+                        usize::from(steps),
+                        &mut (),
+                        |y| {
+                            out.push(y);
+                            Ok(())
+                        },
+                    );
+                    (out, done.err())
                 })
                 .collect::<Vec<_>>()
         }))
@@ -195,15 +194,11 @@ pub fn stream_check(
         .zip(device)
         .zip(host_ids)
         .map(|((input, (ids, end)), host)| {
-            let same = match (&host, &end) {
-                (Ok(h), Ok(_)) => h == &ids,
-                (Err(_), Err(_)) => true,
-                _ => false,
-            };
-            let mismatch = (!same).then(|| match &host {
-                Ok(h) => h.iter().zip(&ids).take_while(|(a, b)| a == b).count(),
-                Err(_) => 0,
-            });
+            // The same ids (before the error, if any), and an error on both sides or
+            // on neither.
+            let same = host.0 == ids && host.1.is_some() == end.is_err();
+            let mismatch =
+                (!same).then(|| host.0.iter().zip(&ids).take_while(|(a, b)| a == b).count());
             StreamedLine {
                 chars: input.chars().count(),
                 device: end,

@@ -380,8 +380,11 @@ pub fn train_file(
         let skeleton = to_model(&params)?;
         let train_ex = encode_pairs(&skeleton.file(), &train_pairs, data)?;
         let valid_ex = encode_pairs(&skeleton.file(), &valid_pairs, &valid_name)?;
-        for w in too_long_for(&setup.boards, desc.src_pad_to, &train_pairs, &train_ex) {
-            eprintln!("warning: {}: {w}", data.display());
+        // A model that streams takes sources of any length on a board (`\x01stream`).
+        if desc.streams().is_err() {
+            for w in too_long_for(&setup.boards, desc.src_pad_to, &train_pairs, &train_ex) {
+                eprintln!("warning: {}: {w}", data.display());
+            }
         }
         let quantizer = match opt.quantize {
             Some(scheme) => {

@@ -58,10 +58,14 @@ impl<'a> Command<'a> {
 
 /// A command's count: 1 to 65,535 in digits only (no sign, no spaces, no leading zero).
 fn count(k: &str) -> Option<u16> {
-    if k.is_empty() || k.starts_with('0') || !k.bytes().all(|b| b.is_ascii_digit()) {
+    if k.is_empty() || k.starts_with('0') {
         return None;
     }
-    k.parse().ok()
+    // (Digit by digit rather than `str::parse`: a few dozen bytes of every firmware.)
+    k.bytes().try_fold(0u16, |n, b| {
+        let digit = b.checked_sub(b'0').filter(|&d| d < 10)?;
+        n.checked_mul(10)?.checked_add(u16::from(digit))
+    })
 }
 
 /// A line the host sends.

@@ -62,8 +62,27 @@ fn limits(chars: usize, tokens: usize) -> [String; 4] {
 pub fn running_text_eval(e: &Exp) -> Result {
     let models = e.need(RUNNING_TEXT_MODELS)?;
     e.dirs()?;
-    let tests = running_text_tests();
     for (name, model) in RUNNING_TEXT_MODELS.iter().zip(&models) {
+        eval_model(e, name, model)?;
+    }
+    Ok(())
+}
+
+/// The streaming model (`running-text-stream`): [`running_text_eval`]'s results for it,
+/// then `results/running-text-stream-streamed.json`, its w8a16 file streamed on the
+/// AN386 and the micro:bit at 100 and 10,000 characters ([`stream_counts`]).
+pub fn running_text_stream_eval(e: &Exp) -> Result {
+    let name = "running-text-stream";
+    let model = e.need(&[name])?.remove(0);
+    e.dirs()?;
+    eval_model(e, name, &model)?;
+    stream_counts(e, name)
+}
+
+/// One model's results by bucket, its heatmap and its device counts.
+fn eval_model(e: &Exp, name: &str, model: &std::path::Path) -> Result {
+    let tests = running_text_tests();
+    {
         for (bucket, file) in &tests {
             let data = e.path(file);
             let json = e.result(&format!("{name}-{bucket}.json"));
@@ -74,7 +93,7 @@ pub fn running_text_eval(e: &Exp) -> Result {
             let (chars, tokens) = longest(&read(&data)?);
             let l = limits(chars, tokens);
             let out = e.capture_s2s(&[
-                &"eval", model, &"--data", &data, &"--json", &json, &l[0], &l[1], &l[2], &l[3],
+                &"eval", &model, &"--data", &data, &"--json", &json, &l[0], &l[1], &l[2], &l[3],
             ])?;
             print!("{out}");
         }
@@ -86,12 +105,75 @@ pub fn running_text_eval(e: &Exp) -> Result {
             println!("{}: up to date", e.ctx.show(&png));
         } else {
             e.run_s2s(&[
-                &"heatmap", model, &source, &"-o", &png, &l[0], &l[1], &l[2], &l[3],
+                &"heatmap", &model, &source, &"-o", &png, &l[0], &l[1], &l[2], &l[3],
             ])?;
         }
         device_counts(e, name, model)?;
     }
     Ok(())
+}
+
+/// Characters of the streamed sources: the training lengths' and the longest bucket's.
+pub const STREAM_CHARS: [usize; 2] = [100, 10_000];
+
+/// `results/<name>-streamed.json`: the model's w8a16 file ([`device_counts`] wrote it)
+/// streamed (`s2s qemu --stream`) on the AN386 and the micro:bit, one source of each of
+/// [`STREAM_CHARS`] characters (test sentences joined by spaces, cut there): output
+/// tokens, instructions per output token, mismatches with the host, and the window and
+/// workspace the board plans, whatever the length.
+fn stream_counts(e: &Exp, name: &str) -> Result {
+    let q = e.path(&format!("{name}-w8a16.s2s"));
+    let words = sources(&read(&e.path("running-text/test-5000-10000/test.tsv"))?, 20);
+    let text = words.lines().collect::<Vec<_>>().join(" ");
+    let input = e.path("running-text/device-stream.txt");
+    let lines: String = STREAM_CHARS
+        .iter()
+        .map(|&n| format!("{}\n", text.chars().take(n).collect::<String>().trim_end()))
+        .collect();
+    crate::files::write(&input, &lines)?;
+    let mut rows = Vec::new();
+    for board in ["mps2-an386", "microbit"] {
+        let out = e.capture_s2s(&[
+            &"qemu",
+            &q,
+            &"--board",
+            &board,
+            &"--stream",
+            &"65535",
+            &"--input",
+            &input,
+            &"--timeout",
+            &"3600",
+        ])?;
+        print!("{out}");
+        let window = out
+            .lines()
+            .next()
+            .and_then(|l| before(l, " source positions"));
+        for (i, &chars) in STREAM_CHARS.iter().enumerate() {
+            let label = format!("input {}:", i + 1);
+            let line = out.lines().find(|l| l.starts_with(&label)).unwrap_or("");
+            rows.push(serde_json::json!({
+                "board": board,
+                "chars": chars,
+                "window": window,
+                "positions": before(line, " positions"),
+                "tokens": before(line, " tokens"),
+                "insns": before(line, " instructions"),
+                "insns_per_token": before(line, " per token"),
+                "matches": line.contains("matches the host"),
+            }));
+        }
+    }
+    let text = serde_json::to_string_pretty(&rows).map_err(|err| err.to_string())?;
+    crate::files::write(&e.result(&format!("{name}-streamed.json")), &text)
+}
+
+/// The number just before `unit` in `line` (`12,000 tokens` gives 12000).
+fn before(line: &str, unit: &str) -> Option<f64> {
+    let head = &line[..line.find(unit)?];
+    let word = head.rsplit([' ', '(']).next()?;
+    word.replace(',', "").parse().ok()
 }
 
 /// `results/<name>-an386.json`: the model in w8a16 (calibrated on 200 training

@@ -124,6 +124,11 @@ const STAGES: &[Stage] = &[
         run: Job::Do(long::running_text_eval),
     },
     Stage {
+        name: "running-text-stream-eval",
+        what: "the streaming model by length bucket, and streamed on the AN386 and the micro:bit at 100 and 10,000 characters",
+        run: Job::Do(long::running_text_stream_eval),
+    },
+    Stage {
         name: "qat-g2p-en-data",
         what: "the CMUdict split without targets over g2p-en's 19 phonemes",
         run: Job::Do(data::cmudict_g2p_en),
