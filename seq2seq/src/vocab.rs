@@ -451,6 +451,7 @@ fn typed_slot_token(
 
 /// The ids a source starts with: the model's fixed prefix tokens, then one token per
 /// prefix slot (`prefix`'s choice or the slot's default, see [`Prefix`]).
+#[inline(always)]
 pub fn prefix_ids<'d>(
     desc: &'d ModelDesc,
     slots: &Slots<'_>,
@@ -470,6 +471,7 @@ pub fn prefix_ids<'d>(
 /// The id of character `c` at `position` (from 0) of a source split into characters:
 /// ASCII-lowercased if the model says so, the unknown id if it is not in the
 /// vocabulary, or an error naming it and its position when the model has none.
+#[inline(always)]
 pub fn char_id(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,
@@ -486,6 +488,7 @@ pub fn char_id(
 }
 
 /// The id of source token `tok` at `position` (from 0), whose first character is `ch`.
+#[inline(always)]
 fn token_id(
     desc: &ModelDesc,
     vocab: &Vocab<'_>,

@@ -82,8 +82,7 @@ pub(super) fn encode_lanes<P: Precision, O: Observer<P>, const L: usize>(
                 vocab: d.src_vocab,
             });
         }
-        (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
-        (lane.at, lane.streamed) = (Lane::<P>::UNSTARTED, false);
+        (lane.y, lane.n, lane.done, lane.at) = (d.tgt_start, 0, false, Lane::<P>::UNSTARTED);
     }
     let h_max = d.enc_hidden.max(d.dec_hidden);
     let de = d.enc_output();

@@ -280,7 +280,7 @@ fn attend_monotonic<P: Precision>(
         return Ok(());
     };
     // A streamed source's step was attended before it (`stream::attend_stream`).
-    if lane.streamed {
+    if keys_buf == b::ATTENDED {
         return Ok(());
     }
     let (at, n) = match net.desc.attention.mask_padding {

@@ -115,7 +115,7 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
         return Err(Error::InputTooLong { len: 1, max: 0 }.into());
     }
     (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
-    (lane.at, lane.streamed, lane.t, lane.valid) = (Lane::<P>::UNSTARTED, true, 0, 0);
+    (lane.at, lane.t, lane.valid) = (Lane::<P>::UNSTARTED, 0, 0);
     lane.act[b::ENC_LAST].fill(P::Act::default());
     init_states(net, lane, false)?;
     init_states(net, lane, true)?;
@@ -139,13 +139,18 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
         base: 0,
         ended: false,
     };
+    // The steps are given no keys: each has attended before it (`attend_stream`).
+    let attended = Layout {
+        keys_buf: b::ATTENDED,
+        ..lay
+    };
     let mut done = Streamed::default();
     for index in 0..max_steps {
         attend_stream(net, lane, &lay, &mut win, ring, next, o)?;
         step_lanes::<P, O, 1>(
             net,
             core::slice::from_mut(lane),
-            &lay,
+            &attended,
             core::slice::from_mut(o),
         )?;
         let logits = &lane.wide[b::LOGITS][..];
