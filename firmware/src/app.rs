@@ -107,6 +107,11 @@ pub trait LineHandler {
         Err(UNKNOWN_COMMAND.into())
     }
 
+    /// Whether this handler ever streams a line: the session then looks, after each
+    /// line, whether the next one is streamed ([`LineHandler::streaming`]); without, it
+    /// compiles none of it.
+    const STREAMS: bool = false;
+
     /// Whether the next source line is streamed ([`LineHandler::stream`]) instead of
     /// read whole; by default never.
     fn streaming(&self) -> bool {
@@ -144,12 +149,11 @@ impl Pending {
     }
 }
 
-/// The [`StreamLink`] of a session: its pending bytes, then the link's.
+/// The [`StreamLink`] of a session: its pending bytes, then the link's; the output
+/// through the link's [`FmtOut`] (which keeps the first I/O error, reading or writing).
 struct StreamIo<'a, IO: Write> {
-    io: &'a mut IO,
+    out: FmtOut<'a, IO>,
     pending: &'a mut Pending,
-    /// The first I/O error, reading or writing.
-    failed: Option<IO::Error>,
     /// Whether the line has ended, and whether the input has.
     line_ended: bool,
     input_ended: bool,
@@ -158,13 +162,13 @@ struct StreamIo<'a, IO: Write> {
 impl<IO: Read + Write> StreamLink for StreamIo<'_, IO> {
     fn next_byte(&mut self) -> Option<u8> {
         while !self.line_ended {
-            match self.pending.next(&mut *self.io) {
+            match self.pending.next(&mut *self.out.io) {
                 Ok(Some(b'\r')) => {}
                 Ok(Some(b'\n')) => self.line_ended = true,
                 Ok(Some(byte)) => return Some(byte),
                 Ok(None) => (self.line_ended, self.input_ended) = (true, true),
                 Err(e) => {
-                    self.failed = Some(e);
+                    self.out.failed = Some(e);
                     (self.line_ended, self.input_ended) = (true, true);
                 }
             }
@@ -175,13 +179,7 @@ impl<IO: Read + Write> StreamLink for StreamIo<'_, IO> {
 
 impl<IO: Write> fmt::Write for StreamIo<'_, IO> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        if self.failed.is_some() {
-            return Err(fmt::Error);
-        }
-        self.io.write_all(s.as_bytes()).map_err(|e| {
-            self.failed = Some(e);
-            fmt::Error
-        })
+        self.out.write_str(s)
     }
 }
 
@@ -244,81 +242,112 @@ pub fn session<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
     let mut counter = C::new();
     let mut len = 0;
     let mut too_long = false;
-    let mut pending = Pending {
-        chunk: [0u8; 32],
-        at: 0,
-        n: 0,
-    };
+    let mut chunk = [0u8; 32];
+    // What a streamed line left of what it read: the next lines' first bytes.
+    let mut carried: Option<Pending> = None;
     loop {
-        if len == 0 && !too_long && handler.streaming() {
-            summary.lines += 1;
-            let mut link = StreamIo {
-                io: &mut *io,
-                pending: &mut pending,
-                failed: None,
-                line_ended: false,
-                input_ended: false,
-            };
-            counter.start();
-            let result = handler.stream(&mut link);
-            while link.next_byte().is_some() {}
-            summary.handler_ticks += u64::from(counter.read());
-            if let Err(e) = result {
-                summary.errors += 1;
-                log!(warn, "line {=u32}: ERR {}", summary.lines, e);
-                if link.failed.is_none() {
-                    let _ = protocol::write_err(&mut link, &e);
-                }
+        let (from, n) = match carried.take() {
+            Some(p) => {
+                chunk = p.chunk;
+                (p.at, p.n)
             }
-            match (link.failed, link.input_ended) {
-                (Some(e), _) => return Err(e),
-                (None, true) => return Ok(summary),
-                (None, false) => continue,
-            }
-        }
-        let Some(byte) = pending.next(io)? else {
-            return Ok(summary); // end of input
+            None => match io.read(&mut chunk)? {
+                0 => return Ok(summary), // end of input
+                n => (0, n),
+            },
         };
-        match byte {
-            b'\r' => {}
-            b'\n' => {
-                let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
-                if !too_long && request == Request::End {
-                    return Ok(summary);
-                }
-                summary.lines += 1;
-                let mut out = FmtOut::new(&mut *io);
-                counter.start();
-                let result = match request {
-                    _ if too_long => Err(HandlerError::new(DeviceCode::LineTooLong).into()),
-                    Request::Source(text) => handler.handle(text, &mut out),
-                    Request::Command(cmd) => handler.command(cmd, &mut out),
-                    Request::Unknown(_) | Request::End => Err(UNKNOWN_COMMAND.into()),
-                };
-                let ticks = counter.read();
-                summary.handler_ticks += u64::from(ticks);
-                log!(debug, "line {=u32}: {=u32} ticks", summary.lines, ticks);
-                if let Err(e) = result {
-                    summary.errors += 1;
-                    log!(warn, "line {=u32}: ERR {}", summary.lines, e);
-                    if out.failed.is_none() {
-                        let _ = protocol::write_err(&mut out, &e);
+        for (i, &byte) in chunk.get(from..n).unwrap_or(&[]).iter().enumerate() {
+            match byte {
+                b'\r' => {}
+                b'\n' => {
+                    let request = protocol::parse_request(line.get(..len).unwrap_or(&[]));
+                    if !too_long && request == Request::End {
+                        return Ok(summary);
+                    }
+                    summary.lines += 1;
+                    let mut out = FmtOut::new(&mut *io);
+                    counter.start();
+                    let result = match request {
+                        _ if too_long => Err(HandlerError::new(DeviceCode::LineTooLong).into()),
+                        Request::Source(text) => handler.handle(text, &mut out),
+                        Request::Command(cmd) => handler.command(cmd, &mut out),
+                        Request::Unknown(_) | Request::End => Err(UNKNOWN_COMMAND.into()),
+                    };
+                    let ticks = counter.read();
+                    summary.handler_ticks += u64::from(ticks);
+                    log!(debug, "line {=u32}: {=u32} ticks", summary.lines, ticks);
+                    if let Err(e) = result {
+                        summary.errors += 1;
+                        log!(warn, "line {=u32}: ERR {}", summary.lines, e);
+                        if out.failed.is_none() {
+                            let _ = protocol::write_err(&mut out, &e);
+                        }
+                    }
+                    if let Some(e) = out.failed {
+                        return Err(e);
+                    }
+                    len = 0;
+                    too_long = false;
+                    // The next line streamed from the bytes after this one's end.
+                    if H::STREAMS && handler.streaming() {
+                        let pending = Pending {
+                            chunk,
+                            at: from + i + 1,
+                            n,
+                        };
+                        match stream_line::<IO, H, C>(io, handler, pending, &mut summary)? {
+                            Some(rest) => carried = Some(rest),
+                            None => return Ok(summary), // end of input
+                        }
+                        break;
                     }
                 }
-                if let Some(e) = out.failed {
-                    return Err(e);
-                }
-                len = 0;
-                too_long = false;
+                _ => match line.get_mut(len) {
+                    Some(slot) => {
+                        *slot = byte;
+                        len += 1;
+                    }
+                    None => too_long = true,
+                },
             }
-            _ => match line.get_mut(len) {
-                Some(slot) => {
-                    *slot = byte;
-                    len += 1;
-                }
-                None => too_long = true,
-            },
         }
+    }
+}
+
+/// A streamed line of the [`session`]: handed to `handler` a byte at a time from
+/// `pending` then `io`, timed and counted in `summary`, read to its end. Returns what
+/// was read past the line's end, or `None` at the end of input.
+// Out of line: a session without streamed lines keeps its code as it was.
+#[inline(never)]
+fn stream_line<IO: Read + Write, H: LineHandler + ?Sized, C: Counter>(
+    io: &mut IO,
+    handler: &mut H,
+    mut pending: Pending,
+    summary: &mut Summary,
+) -> Result<Option<Pending>, IO::Error> {
+    summary.lines += 1;
+    let mut counter = C::new();
+    let mut link = StreamIo {
+        out: FmtOut::new(io),
+        pending: &mut pending,
+        line_ended: false,
+        input_ended: false,
+    };
+    counter.start();
+    let result = handler.stream(&mut link);
+    while link.next_byte().is_some() {}
+    summary.handler_ticks += u64::from(counter.read());
+    if let Err(e) = result {
+        summary.errors += 1;
+        log!(warn, "line {=u32}: ERR {}", summary.lines, e);
+        if link.out.failed.is_none() {
+            let _ = protocol::write_err(&mut link.out, &e);
+        }
+    }
+    match (link.out.failed, link.input_ended) {
+        (Some(e), _) => Err(e),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some(pending)),
     }
 }
 

@@ -422,6 +422,8 @@ where
         Ok(())
     }
 
+    const STREAMS: bool = cfg!(feature = "monotonic");
+
     #[cfg(feature = "monotonic")]
     fn streaming(&self) -> bool {
         self.stream > 0

@@ -11,7 +11,7 @@ use super::data::{
     CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA, RUNNING_TEXT_BUCKETS, RUNNING_TEXT_DATA,
     RUNNING_TEXT_LENGTHS,
 };
-use super::long::{running_text_tests, RUNNING_TEXT_MODELS};
+use super::long::{running_text_tests, RUNNING_TEXT_REPORTED, STREAM_CHARS};
 use super::report::{DATE_MAPS, STRATIFIED_SEED};
 use super::{Exp, RUNS};
 use crate::error::Result;
@@ -225,7 +225,7 @@ fn running_text(e: &Exp) -> Option<String> {
     let counts: Vec<String> = tests
         .iter()
         .map(|(b, _)| {
-            let n = RUNNING_TEXT_MODELS
+            let n = RUNNING_TEXT_REPORTED
                 .iter()
                 .find_map(|m| result(m, b))
                 .map_or("-".into(), |v| v["models"][0]["all"]["count"].to_string());
@@ -238,7 +238,7 @@ fn running_text(e: &Exp) -> Option<String> {
         "---|".repeat(tests.len())
     );
     let mut any = false;
-    for m in RUNNING_TEXT_MODELS {
+    for m in RUNNING_TEXT_REPORTED {
         let cells: Vec<String> = tests
             .iter()
             .map(|(b, _)| match result(m, b) {
@@ -252,7 +252,7 @@ fn running_text(e: &Exp) -> Option<String> {
             .collect();
         let _ = writeln!(s, "| {m} | {} |", cells.join(" | "));
     }
-    for m in RUNNING_TEXT_MODELS {
+    for m in RUNNING_TEXT_REPORTED {
         let Some(rows) = json(&e.result(&format!("{m}-an386.json"))) else {
             continue;
         };
@@ -281,7 +281,48 @@ fn running_text(e: &Exp) -> Option<String> {
             cells.join(", ")
         );
     }
-    for m in RUNNING_TEXT_MODELS {
+    if let Some(rows) = json(&e.result("running-text-stream-streamed.json")) {
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        for board in ["mps2-an386", "microbit"] {
+            let of = |chars: usize| {
+                rows.iter()
+                    .find(|r| r["board"] == board && r["chars"] == chars)
+                    .cloned()
+            };
+            let per = |r: &Option<Value>| r.as_ref().and_then(|r| r["insns_per_token"].as_f64());
+            let cells: Vec<String> = STREAM_CHARS
+                .iter()
+                .map(|&c| {
+                    let r = of(c);
+                    format!(
+                        "{} characters: {} tokens, {} instructions per output token ({})",
+                        crate::bench::thousands(c as f64),
+                        r.as_ref()
+                            .and_then(|r| r["tokens"].as_f64())
+                            .map_or("-".into(), crate::bench::thousands),
+                        per(&r).map_or("-".into(), crate::bench::thousands),
+                        match r.as_ref().map(|r| r["matches"] == true) {
+                            Some(true) => "0 mismatches",
+                            Some(false) => "DIFFERS from the host",
+                            None => "-",
+                        }
+                    )
+                })
+                .collect();
+            let ratio = match (per(&of(STREAM_CHARS[0])), per(&of(STREAM_CHARS[1]))) {
+                (Some(a), Some(b)) if a > 0.0 => format!("; ratio {:.3}", b / a),
+                _ => String::new(),
+            };
+            let window = of(STREAM_CHARS[0]).and_then(|r| r["window"].as_f64());
+            let _ = writeln!(
+                s,
+                "\nrunning-text-stream streamed in w8a16 on the {board} (`s2s qemu --stream`, a window of {} positions): {}{ratio}.",
+                window.map_or("-".into(), crate::bench::thousands),
+                cells.join(", ")
+            );
+        }
+    }
+    for m in RUNNING_TEXT_REPORTED {
         if e.picture(&format!("{m}-1000.png")).is_file() {
             let _ = writeln!(s, "\n![{m} on 1,000 characters](experiments/{m}-1000.png)");
         }

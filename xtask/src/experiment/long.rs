@@ -25,6 +25,15 @@ pub fn running_text_tests() -> Vec<(String, String)> {
 /// The models the report measures (each a training stage of its own).
 pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global", "running-text-monotonic"];
 
+/// The streaming model, measured by a stage of its own
+/// ([`running_text_stream_eval`]), and every model the report shows.
+pub const RUNNING_TEXT_STREAM: &str = "running-text-stream";
+pub const RUNNING_TEXT_REPORTED: &[&str] = &[
+    "running-text-global",
+    "running-text-monotonic",
+    RUNNING_TEXT_STREAM,
+];
+
 /// Source positions (the end token included) at which the instructions per output
 /// token are counted on the AN386, whose arena holds 256 positions.
 pub const DEVICE_POSITIONS: [usize; 2] = [100, 256];
@@ -72,7 +81,7 @@ pub fn running_text_eval(e: &Exp) -> Result {
 /// then `results/running-text-stream-streamed.json`, its w8a16 file streamed on the
 /// AN386 and the micro:bit at 100 and 10,000 characters ([`stream_counts`]).
 pub fn running_text_stream_eval(e: &Exp) -> Result {
-    let name = "running-text-stream";
+    let name = RUNNING_TEXT_STREAM;
     let model = e.need(&[name])?.remove(0);
     e.dirs()?;
     eval_model(e, name, &model)?;
