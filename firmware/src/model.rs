@@ -294,9 +294,10 @@ struct ModelHandler<'n, 'w, P: Precision, C, B> {
     beam: u16,
     /// The prefix slots' tokens of the following lines (`\x01prefix`).
     prefix: Prefix,
-    /// The step cap of the next line, streamed (`\x01stream N`); 0: read it whole.
+    /// The limits of the next line, streamed (`\x01stream N [R]`); no steps: read it
+    /// whole.
     #[cfg(feature = "monotonic")]
-    stream: u16,
+    stream: seq2seq::StreamLimits,
     counter: C,
     /// High while a line is decoded.
     busy: B,
@@ -369,7 +370,7 @@ where
             beam: 1,
             prefix: Prefix::NONE,
             #[cfg(feature = "monotonic")]
-            stream: 0,
+            stream: seq2seq::StreamLimits::default(),
             counter: C::new(),
             busy,
             #[cfg(feature = "profile")]
@@ -411,10 +412,13 @@ where
                 log!(info, "prefix {=str}", fields);
             }
             #[cfg(feature = "monotonic")]
-            Command::Stream(n) => {
+            Command::Stream { steps, repeats } => {
                 self.net.desc.streams()?;
-                self.stream = n;
-                log!(info, "stream {=u16}", n);
+                self.stream = seq2seq::StreamLimits {
+                    max_steps: steps.into(),
+                    max_repeats: repeats.into(),
+                };
+                log!(info, "stream {=u16} {=u16}", steps, repeats);
             }
             _ => return Err(app::UNKNOWN_COMMAND.into()),
         }
@@ -426,14 +430,14 @@ where
 
     #[cfg(feature = "monotonic")]
     fn streaming(&self) -> bool {
-        self.stream > 0
+        self.stream.max_steps > 0
     }
 
     /// The streamed line: its ids as `OUT` lines as they are decided, then `STREAMED`.
     #[cfg(feature = "monotonic")]
     #[inline(never)]
     fn stream(&mut self, link: &mut dyn app::StreamLink) -> Result<(), LineError> {
-        let cap = core::mem::take(&mut self.stream);
+        let limits = core::mem::take(&mut self.stream);
         // The link and the counter, shared by reading and writing: the instructions
         // are summed between them (exact under QEMU: none of the waiting for a byte or
         // for the UART is counted, and the counter's 32 bits never wrap in between).
@@ -457,7 +461,7 @@ where
                 t.counter.start();
                 got
             },
-            cap.into(),
+            limits,
             &mut (),
             |y| {
                 let mut t = borrow()?;

@@ -91,12 +91,12 @@ fn device_verdict(
 fn stream_verdict(
     model: &std::path::Path,
     input: Option<&std::path::Path>,
-    steps: u16,
+    limits: (u16, u16),
     options: &QemuOptions,
     stdout: &mut impl Write,
 ) -> Result<ExitCode> {
     let inputs = device::read_inputs(input)?;
-    let report = device::stream::stream_check(model, &inputs.sources, steps, options)?;
+    let report = device::stream::stream_check(model, &inputs.sources, limits, options)?;
     stdout
         .write_all(report.render().as_bytes())
         .and_then(|()| stdout.flush())
@@ -282,6 +282,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             prefix,
             nbest,
             stream,
+            max_repeats,
             limits,
         } => {
             let beam = beam_options(&beam)?;
@@ -297,6 +298,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 beam,
                 prefix: Some(&prefix),
                 nbest,
+                max_repeats: max_repeats.map_or(0, usize::from),
                 limits: limits.limits(),
             };
             let run = match stream {
@@ -457,6 +459,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             one_model,
             profile,
             stream,
+            max_repeats,
             firmware_dir,
         } => {
             let options = QemuOptions {
@@ -472,7 +475,8 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 ..QemuOptions::new(device::board(&board.board)?)
             };
             if let Some(steps) = stream {
-                return stream_verdict(&model, check.input.as_deref(), steps, &options, stdout);
+                let limits = (steps, max_repeats.unwrap_or(0));
+                return stream_verdict(&model, check.input.as_deref(), limits, &options, stdout);
             }
             let (report, inputs) = device::qemu_command(&model, check.input.as_deref(), &options)?;
             return device_verdict(

@@ -67,7 +67,7 @@ pub use features::{Feature, Features};
 pub use format::{ModelFile, TensorId};
 pub use net::{ModelPrecision, Net};
 pub use plan::Plan;
-pub use run::{Observer, Probe, Runner, Step, Streamed, Values};
+pub use run::{Observer, Probe, Runner, Step, StreamLimits, Streamed, Values};
 /// The kernels crate, for [`with_net!`]'s expansion.
 #[doc(hidden)]
 pub use s2s_kernels as __kernels;

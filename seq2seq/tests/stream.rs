@@ -9,7 +9,9 @@ use common::{random_builder, random_desc, Rng, SRC};
 use s2s_kernels::{PrecisionKind, F32, W8A16, W8F32};
 use seq2seq::builder::aligned;
 use seq2seq::desc::{Ordering, Split};
-use seq2seq::{Error, ModelDesc, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, Streamed};
+use seq2seq::{
+    Error, ModelDesc, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, StreamLimits, Streamed,
+};
 
 /// A random description that streams, of characters.
 fn streaming_desc(r: &mut Rng) -> ModelDesc {
@@ -54,7 +56,10 @@ fn streamed<P: ModelPrecision>(
     let done = runner.stream_chars::<Error>(
         &Prefix::NONE,
         || Ok(chars.next()),
-        net.desc.max_steps,
+        StreamLimits {
+            max_steps: net.desc.max_steps,
+            max_repeats: 0,
+        },
         &mut (),
         |y| {
             out.push(y);
@@ -184,4 +189,54 @@ fn bad_streamed_sources_are_refused_as_whole_ones_are() {
         streamed(&net, "ab", 0).map(|_| ()),
         Err(Error::InputTooLong { len: 1, max: 0 })
     );
+}
+
+/// Counts the steps that attended a position (a weight above 0).
+struct Attending(usize);
+
+impl<P: s2s_kernels::Precision> seq2seq::Observer<P> for Attending {
+    fn step(&mut self, step: &seq2seq::Step<'_, P>) {
+        let any = step
+            .weights
+            .is_some_and(|w| w.iter().any(|&v| P::unit_to_f32(v) > 0.0));
+        self.0 += usize::from(any);
+    }
+}
+
+#[test]
+fn a_repeat_limit_moves_a_stuck_scan_on_one_position_at_a_time() {
+    use seq2seq::format::{DType, Role, Slot, TensorId};
+    let mut r = Rng::new(21);
+    let mut d = streaming_desc(&mut r);
+    // Every position stops (an energy offset far above any score), and the decoder
+    // never ends before the step cap: unlimited, the scan stays on the first position.
+    (d.max_steps, d.extras.min_steps) = (200, 200);
+    let mut b = random_builder(&d, PrecisionKind::F32, &mut r);
+    let offset = TensorId::new(Role::AttnV, 0, 0, Slot::Bias);
+    b.tensor(offset, DType::F32, 1, 1, &[1.0e4f32]);
+    let words = aligned(&b.to_bytes().unwrap());
+    let file = ModelFile::parse(bytemuck::cast_slice(&words)).unwrap();
+    let net = Net::<F32>::bind(&file).unwrap();
+    let text = line(&mut r, 20);
+    let positions = d.extras.prefix_len() + 20 + d.src_eos.is_some() as usize;
+    for (repeats, attending) in [(0, 200), (1, positions), (3, 3 * positions)] {
+        let mut arena = vec![0u32; Plan::new::<F32>(&d, 7).bytes() / 4];
+        let mut runner = Runner::new(&net, &mut arena, 7).unwrap();
+        let (mut chars, mut seen) = (text.chars(), Attending(0));
+        let limits = StreamLimits {
+            max_steps: 200,
+            max_repeats: repeats,
+        };
+        let done = runner
+            .stream_chars::<Error>(
+                &Prefix::NONE,
+                || Ok(chars.next()),
+                limits,
+                &mut seen,
+                |_| Ok(()),
+            )
+            .unwrap();
+        assert_eq!((done.tokens, done.ended), (200, false));
+        assert_eq!(seen.0, attending, "max_repeats {repeats}");
+    }
 }

@@ -438,7 +438,7 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
         timeout: PAIR_TIMEOUT,
         ..QemuOptions::new(board("microbit"))
     };
-    let report = device::stream::stream_check(&model, &inputs, 12_000, &options).unwrap();
+    let report = device::stream::stream_check(&model, &inputs, (12_000, 0), &options).unwrap();
     print!("{}", report.render());
     assert_eq!(report.mismatches(), 0, "{}", report.render());
     for (l, chars) in report.lines.iter().zip([100, 10_000]) {
@@ -471,7 +471,7 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
     );
     let letters = |n: usize| -> String { "abcddcbacab".chars().cycle().take(n).collect() };
     let bad = [format!("{}!{}", letters(5_000), letters(100)), letters(50)];
-    let report = device::stream::stream_check(&strict, &bad, 12_000, &options).unwrap();
+    let report = device::stream::stream_check(&strict, &bad, (12_000, 0), &options).unwrap();
     assert_eq!(report.mismatches(), 0, "{}", report.render());
     let refused = &report.lines[0];
     assert!(refused.ids.len() >= 10, "{}", report.render());

@@ -191,6 +191,12 @@ pub enum Cmd {
         /// --prefix-column need whole lines and are refused.
         #[arg(long)]
         stream: bool,
+        /// With --stream: attend one source position at most K steps running, then
+        /// scan on from the next (a monotonic model that gets stuck on a position
+        /// repeats itself until --max-steps otherwise). The board takes the same limit
+        /// (`s2s qemu --stream N --max-repeats K`).
+        #[arg(long, value_name = "K", requires = "stream", value_parser = clap::value_parser!(u16).range(1..))]
+        max_repeats: Option<u16>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -403,6 +409,10 @@ pub enum Cmd {
         /// the instructions per output token are printed.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         stream: Option<u16>,
+        /// With --stream: attend one source position at most K steps running (as `s2s
+        /// run --stream --max-repeats K`).
+        #[arg(long, value_name = "K", requires = "stream", value_parser = clap::value_parser!(u16).range(1..))]
+        max_repeats: Option<u16>,
         /// The firmware sources (`firmware/` of the s2s repository; default: the
         /// checkout s2s was built from, or S2S_FIRMWARE_DIR). They are built in
         /// ~/.cache/s2s (or $XDG_CACHE_HOME/s2s, or S2S_CACHE_DIR), not in the checkout.

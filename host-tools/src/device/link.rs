@@ -188,6 +188,9 @@ fn owned(r: Reply<'_>) -> Reply<'static> {
         Reply::Ok(Command::Prefix(_)) => Reply::Ok(Command::Prefix("")),
         Reply::Ok(Command::Attention(on)) => Reply::Ok(Command::Attention(on)),
         Reply::Ok(Command::Beam(k)) => Reply::Ok(Command::Beam(k)),
+        Reply::Ok(Command::Stream { steps, repeats }) => {
+            Reply::Ok(Command::Stream { steps, repeats })
+        }
         Reply::Err(_) => Reply::Err(""),
         Reply::Done(d) => Reply::Done(d),
         Reply::Stats(s) => Reply::Stats(s),

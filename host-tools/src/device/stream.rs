@@ -100,11 +100,12 @@ impl StreamReport {
 }
 
 /// Streams every input through `model` on the board (`o`: its build and timeout) with
-/// at most `steps` decoder steps each, and on the host, and compares the ids.
+/// at most `steps` decoder steps each and at most `repeats` on one position (0: no
+/// limit, [`seq2seq::StreamLimits`]), and on the host, and compares the ids.
 pub fn stream_check(
     model: &Path,
     inputs: &[String],
-    steps: u16,
+    (steps, repeats): (u16, u16),
     o: &QemuOptions,
 ) -> Result<StreamReport> {
     check_run(inputs, false, None)?;
@@ -122,7 +123,7 @@ pub fn stream_check(
         sent.push(command(Command::Prefix(&o.prefix.join(" "))));
     }
     for input in inputs {
-        sent.push(command(Command::Stream(steps)));
+        sent.push(command(Command::Stream { steps, repeats }));
         sent.push(input.clone());
     }
     let loaded = (!o.one_model).then_some(model);
@@ -144,7 +145,7 @@ pub fn stream_check(
     for n in 1..=inputs.len() {
         let what = format!("input {n}: expected `OK stream {steps}`");
         lines.next(&what, |r| {
-            (r == Reply::Ok(Command::Stream(steps))).then_some(())
+            (r == Reply::Ok(Command::Stream { steps, repeats })).then_some(())
         })?;
         let mut ids = Vec::new();
         let end = loop {
@@ -177,7 +178,10 @@ pub fn stream_check(
                     let done = runner.stream_chars::<seq2seq::Error>(
                         &prefix,
                         || Ok(chars.next()),
-                        usize::from(steps),
+                        seq2seq::StreamLimits {
+                            max_steps: steps.into(),
+                            max_repeats: repeats.into(),
+                        },
                         &mut (),
                         |y| {
                             out.push(y);

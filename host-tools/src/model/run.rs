@@ -25,6 +25,9 @@ pub struct RunOptions<'a> {
     pub prefix: Option<&'a PrefixArgs>,
     /// With `beam`: this many best results per line.
     pub nbest: Option<usize>,
+    /// Streamed (`stream::stream_file`): consecutive steps one source position may be
+    /// attended (0: no limit, `seq2seq::StreamLimits`).
+    pub max_repeats: usize,
     /// Positions and steps instead of the model's (long inputs).
     pub limits: Limits,
 }
@@ -60,6 +63,7 @@ pub fn run_file(
         prefix,
         nbest,
         limits,
+        ..
     } = *options;
     if let Some(b) = &beam {
         if attention.is_some() {

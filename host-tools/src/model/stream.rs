@@ -177,11 +177,14 @@ pub fn stream_file(
                 separator: net.separator,
                 ids: options.ids,
             };
-            let cap = net.desc.max_steps;
+            let limits = seq2seq::StreamLimits {
+                max_steps: net.desc.max_steps,
+                max_repeats: options.max_repeats,
+            };
             stream_lines(
                 &mut runner,
                 &prefix,
-                cap,
+                limits,
                 &name,
                 &mut reader,
                 &to,
@@ -199,12 +202,12 @@ struct Output<'a> {
     ids: bool,
 }
 
-/// [`stream_file`]'s lines through `runner`, each for at most `cap` steps.
+/// [`stream_file`]'s lines through `runner`, each within `limits`.
 #[allow(clippy::too_many_arguments)]
 fn stream_lines<P: seq2seq::Precision>(
     runner: &mut Runner<'_, '_, '_, P>,
     prefix: &Prefix,
-    cap: usize,
+    limits: seq2seq::StreamLimits,
     name: &str,
     reader: &mut dyn BufRead,
     to: &Output<'_>,
@@ -237,7 +240,7 @@ fn stream_lines<P: seq2seq::Precision>(
         let result = runner.stream_chars(
             prefix,
             || chars.next_char(),
-            cap,
+            limits,
             &mut (),
             |y| {
                 if written > 0 {

@@ -20,9 +20,10 @@
 //! device: OK attention on|off
 //! host:   \x01beam <K>             the following sources beam-searched K wide
 //! device: OK beam <K>
-//! host:   \x01stream <N>            the next source streamed (a streaming model:
-//!                                  `seq2seq::ModelDesc::streams`), at most N steps
-//! device: OK stream <N>
+//! host:   \x01stream <N> [<R>]      the next source streamed (a streaming model:
+//!                                  `seq2seq::ModelDesc::streams`), at most N steps,
+//!                                  at most R on one position (`seq2seq::StreamLimits`)
+//! device: OK stream <N> [<R>]
 //! host:   <source>                 sent in pieces of any size, no length limit
 //! device: OUT <id> ...             the ids decided so far, as they are decided
 //! device: STREAMED positions=<n> tokens=<n> insns=<n> ended=0|1

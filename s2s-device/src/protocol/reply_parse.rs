@@ -264,7 +264,10 @@ mod tests {
             Command::Beam(3),
             Command::Prefix(""),
             Command::Prefix("country=<EG>"),
-            Command::Stream(4000),
+            Command::Stream {
+                steps: 4000,
+                repeats: 3,
+            },
         ] {
             assert_eq!(round_trip(|s| write_ok(s, cmd)).1, Reply::Ok(cmd));
         }

@@ -21,10 +21,16 @@ pub enum Command<'a> {
     /// and `prefix` alone (the empty text) restores every default. A field the model
     /// refuses is answered with `ERR`, and the prefix stays what it was.
     Prefix(&'a str),
-    /// `stream <N>`: the next source line is streamed (read a byte at a time as it
-    /// arrives, never held whole, with at most `N` decoder steps), its output ids
-    /// written as `OUT` lines as they are decided, then a `STREAMED` line.
-    Stream(u16),
+    /// `stream <N> [<R>]`: the next source line is streamed (read a byte at a time as
+    /// it arrives, never held whole, with at most `N` decoder steps and, given `R`, at
+    /// most `R` consecutive steps on one source position: `seq2seq::StreamLimits`), its
+    /// output ids written as `OUT` lines as they are decided, then a `STREAMED` line.
+    Stream {
+        /// `N`.
+        steps: u16,
+        /// `R` (0 when not given: no limit).
+        repeats: u16,
+    },
 }
 
 impl<'a> Command<'a> {
@@ -36,7 +42,8 @@ impl<'a> Command<'a> {
             Command::Beam(k) => say!(out; "beam ", k),
             Command::Prefix("") => out.put("prefix"),
             Command::Prefix(fields) => say!(out; "prefix ", fields),
-            Command::Stream(n) => say!(out; "stream ", n),
+            Command::Stream { steps, repeats: 0 } => say!(out; "stream ", steps),
+            Command::Stream { steps, repeats } => say!(out; "stream ", steps, " ", repeats),
         }
     }
 
@@ -49,7 +56,13 @@ impl<'a> Command<'a> {
             _ if text.starts_with("prefix ") => text.get(7..).map(Command::Prefix),
             _ => match text.split_once(' ')? {
                 ("beam", k) => count(k).map(Command::Beam),
-                ("stream", n) => count(n).map(Command::Stream),
+                ("stream", n) => {
+                    let (steps, repeats) = match n.split_once(' ') {
+                        Some((n, r)) => (count(n)?, count(r)?),
+                        None => (count(n)?, 0),
+                    };
+                    Some(Command::Stream { steps, repeats })
+                }
                 _ => None,
             },
         }
@@ -151,7 +164,14 @@ mod tests {
             Request::Command(Command::Beam(65535)),
             Request::Command(Command::Prefix("")),
             Request::Command(Command::Prefix("country=<EG> role=x")),
-            Request::Command(Command::Stream(12000)),
+            Request::Command(Command::Stream {
+                steps: 12000,
+                repeats: 0,
+            }),
+            Request::Command(Command::Stream {
+                steps: 12000,
+                repeats: 4,
+            }),
             Request::End,
         ] {
             let mut s = String::new();
@@ -176,6 +196,8 @@ mod tests {
             "stream",
             "stream 0",
             "stream 1x",
+            "stream 5 0",
+            "stream 5 ",
             "beam",
             "beam ",
             "beam 0",

@@ -18,4 +18,4 @@ mod stream;
 
 pub use observe::{Observer, Probe, Step, Values};
 pub use runner::Runner;
-pub use stream::Streamed;
+pub use stream::{StreamLimits, Streamed};

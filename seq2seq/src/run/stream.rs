@@ -32,26 +32,41 @@ pub struct Streamed {
     pub ended: bool,
 }
 
-/// What the window has read of the source.
+/// How long a streamed source may decode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Decoder steps at most.
+    pub max_steps: usize,
+    /// Consecutive steps one source position may be attended (0: no limit): after that
+    /// many, the next step's scan starts at the position after it. A decoding rule,
+    /// like `max_steps`, not a property of the model: with a limit the outputs are no
+    /// longer the whole source's ([`Runner::run`]'s), but the host's and a board's
+    /// streams given the same limit agree token for token.
+    pub max_repeats: usize,
+}
+
+/// What the window has read of the source, and how long the scan has stayed put.
 struct Window {
     /// The source position of the window's first row.
     base: usize,
     /// Whether the source's last position (its end token, if the model has one) is in.
     ended: bool,
+    /// Consecutive steps that attended the lane's position.
+    repeats: usize,
 }
 
 impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w, P, L, B> {
     /// Streams one source through lane 0, its ids read one at a time from `next` (`None`
     /// at its end; the model's end-of-source token is added) into the window of the
-    /// runner's positions, the outputs handed to `emit` as they are decided, for at
-    /// most `max_steps` decoder steps. The source is read to its end, also after the
-    /// decoder has ended. Every output is what [`Runner::run`] gives the whole source
-    /// with `max_steps` steps; `obs` sees the steps (the weights of the window's
+    /// runner's positions, the outputs handed to `emit` as they are decided, within
+    /// `limits`. The source is read to its end, also after the decoder has ended.
+    /// Without a repeat limit every output is what [`Runner::run`] gives the whole
+    /// source with as many steps; `obs` sees the steps (the weights of the window's
     /// positions) and their phases.
     pub fn stream<E: From<Error>>(
         &mut self,
         mut next: impl FnMut() -> Result<Option<u16>, E>,
-        max_steps: usize,
+        limits: StreamLimits,
         obs: &mut impl Observer<P>,
         mut emit: impl FnMut(u16) -> Result<(), E>,
     ) -> Result<Streamed, E> {
@@ -59,7 +74,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
             .lanes
             .first_mut()
             .ok_or(Error::Inconsistent("no lane"))?;
-        stream_lane(self.net, lane, &mut next, max_steps, obs, &mut emit)
+        stream_lane(self.net, lane, &mut next, limits, obs, &mut emit)
     }
 
     /// [`Runner::stream`] of a source split into characters, read one at a time from
@@ -70,7 +85,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
         &mut self,
         prefix: &Prefix,
         mut next: impl FnMut() -> Result<Option<char>, E>,
-        max_steps: usize,
+        limits: StreamLimits,
         obs: &mut impl Observer<P>,
         emit: impl FnMut(u16) -> Result<(), E>,
     ) -> Result<Streamed, E> {
@@ -93,7 +108,7 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
             position += 1;
             Ok(Some(char_id(d, &net.src_vocab, c, position - 1)?))
         };
-        self.stream(ids, max_steps, obs, emit)
+        self.stream(ids, limits, obs, emit)
     }
 }
 
@@ -102,7 +117,7 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
     next: &mut impl FnMut() -> Result<Option<u16>, E>,
-    max_steps: usize,
+    limits: StreamLimits,
     o: &mut O,
     emit: &mut impl FnMut(u16) -> Result<(), E>,
 ) -> Result<Streamed, E> {
@@ -138,6 +153,7 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
     let mut win = Window {
         base: 0,
         ended: false,
+        repeats: 0,
     };
     // The steps are given no keys: each has attended before it (`attend_stream`).
     let attended = Layout {
@@ -145,8 +161,16 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
         ..lay
     };
     let mut done = Streamed::default();
-    for index in 0..max_steps {
-        attend_stream(net, lane, &lay, &mut win, ring, next, o)?;
+    for index in 0..limits.max_steps {
+        attend_stream(
+            net,
+            lane,
+            &lay,
+            &mut win,
+            (ring, limits.max_repeats),
+            next,
+            o,
+        )?;
         step_lanes::<P, O, 1>(
             net,
             core::slice::from_mut(lane),
@@ -199,7 +223,7 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     lane: &mut Lane<'_, P>,
     lay: &Layout,
     win: &mut Window,
-    ring: usize,
+    (ring, max_repeats): (usize, usize),
     next: &mut impl FnMut() -> Result<Option<u16>, E>,
     o: &mut O,
 ) -> Result<(), E> {
@@ -208,10 +232,13 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     };
     let bufs = (lay.mem_buf, lay.keys_buf, lay.top_state);
     let dims = (att.memory_dim(), att.key_dim());
-    let mut from = {
-        let at = lane.at;
-        clear_weight::<P>(lane.act[b::WEIGHTS], at)
-    };
+    let at = lane.at;
+    let mut from = clear_weight::<P>(lane.act[b::WEIGHTS], at);
+    // A position attended `max_repeats` steps running is passed.
+    let last = (at != Lane::<P>::UNSTARTED).then_some(win.base + at);
+    if max_repeats > 0 && win.repeats >= max_repeats && last.is_some() {
+        from += 1;
+    }
     loop {
         let n = lane.t;
         let a = lane_attention(lane, bufs, dims)?;
@@ -222,6 +249,10 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
         match stop {
             Some(j) => {
                 lane.at = set_weight::<P>(&s, weights, j)?;
+                win.repeats = match last == Some(win.base + j) {
+                    true => win.repeats + 1,
+                    false => 1,
+                };
                 return Ok(());
             }
             None if win.ended => {

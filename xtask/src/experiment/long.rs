@@ -125,13 +125,36 @@ fn eval_model(e: &Exp, name: &str, model: &std::path::Path) -> Result {
 /// Characters of the streamed sources: the training lengths' and the longest bucket's.
 pub const STREAM_CHARS: [usize; 2] = [100, 10_000];
 
-/// `results/<name>-streamed.json`: the model's w8a16 file ([`device_counts`] wrote it)
-/// streamed (`s2s qemu --stream`) on the AN386 and the micro:bit, one source of each of
+/// The streams' repeat limit (`--max-repeats`): without one the model gets stuck on a
+/// position of the 10,000-character source and repeats itself to the step cap
+/// (docs/EXPERIMENTS.md section 6 measures 2, 3 and 4 by bucket).
+pub const STREAM_MAX_REPEATS: &str = "4";
+
+/// `results/<name>-streamed.json`: the model in w8a16 with one int8 plane per layer
+/// (`--planes none`, calibrated as [`device_counts`]' file) streamed (`s2s qemu
+/// --stream`) on the AN386 and the micro:bit, one source of each of
 /// [`STREAM_CHARS`] characters (test sentences joined by spaces, cut there): output
 /// tokens, instructions per output token, mismatches with the host, and the window and
 /// workspace the board plans, whatever the length.
 fn stream_counts(e: &Exp, name: &str) -> Result {
-    let q = e.path(&format!("{name}-w8a16.s2s"));
+    // One int8 plane per layer: the micro:bit's 164 KiB model region holds it.
+    let q = e.path(&format!("{name}-w8a16-one-plane.s2s"));
+    let calib = e.path("running-text/calib.txt");
+    print!(
+        "{}",
+        e.capture_s2s(&[
+            &"quantize",
+            &e.path(&format!("{name}.s2s")),
+            &"--scheme",
+            &"w8a16",
+            &"--calib",
+            &calib,
+            &"--planes",
+            &"none",
+            &"-o",
+            &q,
+        ])?
+    );
     let words = sources(&read(&e.path("running-text/test-5000-10000/test.tsv"))?, 20);
     let text = words.lines().collect::<Vec<_>>().join(" ");
     let input = e.path("running-text/device-stream.txt");
@@ -149,6 +172,8 @@ fn stream_counts(e: &Exp, name: &str) -> Result {
             &board,
             &"--stream",
             &"65535",
+            &"--max-repeats",
+            &STREAM_MAX_REPEATS,
             &"--input",
             &input,
             &"--timeout",
