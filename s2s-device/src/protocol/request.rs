@@ -42,8 +42,13 @@ impl<'a> Command<'a> {
             Command::Beam(k) => say!(out; "beam ", k),
             Command::Prefix("") => out.put("prefix"),
             Command::Prefix(fields) => say!(out; "prefix ", fields),
-            Command::Stream { steps, repeats: 0 } => say!(out; "stream ", steps),
-            Command::Stream { steps, repeats } => say!(out; "stream ", steps, " ", repeats),
+            Command::Stream { steps, repeats } => {
+                say!(out; "stream ", steps)?;
+                match repeats {
+                    0 => Ok(()),
+                    r => say!(out; " ", r),
+                }
+            }
         }
     }
 
@@ -54,17 +59,17 @@ impl<'a> Command<'a> {
             "attention off" => Some(Command::Attention(false)),
             "prefix" => Some(Command::Prefix("")),
             _ if text.starts_with("prefix ") => text.get(7..).map(Command::Prefix),
-            _ => match text.split_once(' ')? {
-                ("beam", k) => count(k).map(Command::Beam),
-                ("stream", n) => {
-                    let (steps, repeats) = match n.split_once(' ') {
-                        Some((n, r)) => (count(n)?, count(r)?),
-                        None => (count(n)?, 0),
-                    };
-                    Some(Command::Stream { steps, repeats })
-                }
-                _ => None,
-            },
+            _ if text.starts_with("beam ") => text.get(5..).and_then(count).map(Command::Beam),
+            _ => {
+                // (Byte positions and `get`, not `split_once`: a firmware that parses
+                // commands then links no panic path and no `core::fmt`.)
+                let n = text.strip_prefix("stream ")?;
+                let (steps, repeats) = match n.bytes().position(|b| b == b' ') {
+                    Some(i) => (count(n.get(..i)?)?, count(n.get(i + 1..)?)?),
+                    None => (count(n)?, 0),
+                };
+                Some(Command::Stream { steps, repeats })
+            }
         }
     }
 }
@@ -198,6 +203,7 @@ mod tests {
             "stream 1x",
             "stream 5 0",
             "stream 5 ",
+            "stream 5 4 3",
             "beam",
             "beam ",
             "beam 0",
