@@ -140,21 +140,8 @@ fn stream_counts(e: &Exp, name: &str) -> Result {
     // One int8 plane per layer: the micro:bit's 164 KiB model region holds it.
     let q = e.path(&format!("{name}-w8a16-one-plane.s2s"));
     let calib = e.path("running-text/calib.txt");
-    print!(
-        "{}",
-        e.capture_s2s(&[
-            &"quantize",
-            &e.path(&format!("{name}.s2s")),
-            &"--scheme",
-            &"w8a16",
-            &"--calib",
-            &calib,
-            &"--planes",
-            &"none",
-            &"-o",
-            &q,
-        ])?
-    );
+    let model = e.path(&format!("{name}.s2s"));
+    print!("{}", e.quantize_w8a16_one_plane(&model, &calib, &q)?);
     let words = sources(&read(&e.path("running-text/test-5000-10000/test.tsv"))?, 20);
     let text = words.lines().collect::<Vec<_>>().join(" ");
     let input = e.path("running-text/device-stream.txt");

@@ -30,16 +30,34 @@ impl Exp<'_> {
     /// `s2s quantize` of `model` to w8a16 on the sources of `calib` into `out`; its
     /// report.
     pub(super) fn quantize_w8a16(&self, model: &Path, calib: &Path, out: &Path) -> Result<String> {
-        self.capture_s2s(&[
+        self.quantize(model, calib, out, &[])
+    }
+
+    /// [`Exp::quantize_w8a16`] with one int8 plane per layer (`--planes none`).
+    pub(super) fn quantize_w8a16_one_plane(
+        &self,
+        model: &Path,
+        calib: &Path,
+        out: &Path,
+    ) -> Result<String> {
+        self.quantize(model, calib, out, &["--planes", "none"])
+    }
+
+    /// `s2s quantize --scheme w8a16` with `extra` options.
+    fn quantize(&self, model: &Path, calib: &Path, out: &Path, extra: &[&str]) -> Result<String> {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
             &"quantize",
             &model,
             &"--scheme",
             &"w8a16",
             &"--calib",
             &calib,
-            &"-o",
-            &out,
-        ])
+        ];
+        for e in extra {
+            args.push(e);
+        }
+        args.extend([&"-o" as &dyn AsRef<std::ffi::OsStr>, &out]);
+        self.capture_s2s(&args)
     }
 
     pub(super) fn need(&self, names: &[&str]) -> Result<Vec<PathBuf>> {
@@ -341,18 +359,7 @@ pub fn qat_eval(e: &Exp) -> Result {
     let calib = e.path("cmudict/calib.txt");
     crate::files::write(&calib, &sources(&read(&e.path("cmudict/train.tsv"))?, 1000))?;
     let ptq1 = e.path("g2p-en-ptq-one-plane.s2s");
-    e.run_s2s(&[
-        &"quantize",
-        &f32_g2p,
-        &"--scheme",
-        &"w8a16",
-        &"--calib",
-        &calib,
-        &"--planes",
-        &"none",
-        &"-o",
-        &ptq1,
-    ])?;
+    print!("{}", e.quantize_w8a16_one_plane(&f32_g2p, &calib, &ptq1)?);
     let mut pairs: Vec<(PathBuf, PathBuf)> = vec![
         (f32_g2p.clone(), f32_g2p.clone()),
         (models_dir.join("g2p-en-w8a16.s2s"), f32_g2p.clone()),
