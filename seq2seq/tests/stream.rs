@@ -184,6 +184,15 @@ fn bad_streamed_sources_are_refused_as_whole_ones_are() {
         }
     );
     assert_eq!(whole(&net, &text).unwrap_err(), e);
+    // An empty source of a model without an end-of-source token: refused before any
+    // step, as a whole line is.
+    let mut d = streaming_desc(&mut r);
+    d.src_eos = None;
+    let words = bytes_of(&d, PrecisionKind::F32, &mut r);
+    let file = ModelFile::parse(bytemuck::cast_slice(&words)).unwrap();
+    let bare = Net::<F32>::bind(&file).unwrap();
+    assert_eq!(streamed(&bare, "", 4).map(|_| ()), Err(Error::EmptyInput));
+    assert_eq!(whole(&bare, "").map(|_| ()), Err(Error::EmptyInput));
     // No window.
     assert_eq!(
         streamed(&net, "ab", 0).map(|_| ()),

@@ -208,9 +208,6 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
             }
         }
     }
-    if done.positions == d.extras.prefix_len() {
-        return Err(Error::EmptyInput.into());
-    }
     Ok(done)
 }
 
@@ -276,6 +273,11 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
                     }
                 }
                 lane.valid = lane.t;
+                // A prefix alone is not a source (as a whole line's): refused before
+                // a step decodes from it.
+                if win.ended && win.base + lane.t == net.desc.extras.prefix_len() {
+                    return Err(Error::EmptyInput.into());
+                }
             }
         }
     }
