@@ -456,7 +456,9 @@ where
                 t.pause();
                 let got = match t.link.next_byte() {
                     None => Ok(None),
-                    Some(first) => next_char(first, || t.link.next_byte()).map(Some),
+                    Some(first) => seq2seq::vocab::utf8_char(first, || t.link.next_byte())
+                        .map(Some)
+                        .ok_or(LineError::NotUtf8),
                 };
                 t.counter.start();
                 got
@@ -570,26 +572,4 @@ impl<C: Counter> Timed<'_, '_, C> {
     fn pause(&mut self) {
         self.ticks += u64::from(self.counter.read());
     }
-}
-
-/// The character whose UTF-8 encoding starts with byte `first`, its further bytes from
-/// `more` (`None`: the line ended); `NotUtf8` if they are not one.
-#[cfg(feature = "monotonic")]
-fn next_char(first: u8, mut more: impl FnMut() -> Option<u8>) -> Result<char, LineError> {
-    let len = match first {
-        0x00..=0x7f => return Ok(char::from(first)),
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        0xf0..=0xf7 => 4,
-        _ => return Err(LineError::NotUtf8),
-    };
-    let mut utf8 = [first, 0, 0, 0];
-    for slot in utf8.iter_mut().take(len).skip(1) {
-        *slot = more().ok_or(LineError::NotUtf8)?;
-    }
-    let text = utf8.get(..len).ok_or(LineError::NotUtf8)?;
-    core::str::from_utf8(text)
-        .ok()
-        .and_then(|t| t.chars().next())
-        .ok_or(LineError::NotUtf8)
 }

@@ -487,6 +487,25 @@ pub fn char_id(
     token_id(desc, vocab, c.encode_utf8(&mut buf), position, c)
 }
 
+/// The character whose UTF-8 encoding starts with byte `first`, its further bytes
+/// pulled from `more` (`None`: there are none); `None` if they are not one. For a
+/// source read a byte at a time (`Runner::stream_chars` on the host and on a board).
+#[inline]
+pub fn utf8_char(first: u8, mut more: impl FnMut() -> Option<u8>) -> Option<char> {
+    let len = match first {
+        0x00..=0x7f => return Some(char::from(first)),
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return None,
+    };
+    let mut utf8 = [first, 0, 0, 0];
+    for slot in utf8.iter_mut().take(len).skip(1) {
+        *slot = more()?;
+    }
+    core::str::from_utf8(utf8.get(..len)?).ok()?.chars().next()
+}
+
 /// The id of source token `tok` at `position` (from 0), whose first character is `ch`.
 #[inline(always)]
 fn token_id(

@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
+use seq2seq::vocab::utf8_char;
 use seq2seq::{Prefix, Runner};
 
 use crate::dispatch;
@@ -81,24 +82,19 @@ impl LineChars<'_> {
                 return Ok(None);
             }
             let at = self.bytes;
-            let len = match b {
-                0x00..=0x7f => 1,
-                0xc0..=0xdf => 2,
-                0xe0..=0xef => 3,
-                0xf0..=0xf7 => 4,
-                _ => 0,
-            };
-            let mut utf8 = [b, 0, 0, 0];
-            for slot in utf8.iter_mut().take(len).skip(1) {
-                match self.peek()? {
-                    Some(c) if c & 0xc0 == 0x80 => *slot = self.take()?.unwrap_or(0),
-                    _ => break,
+            // Continuation bytes only: a `\n` after a bad lead byte still ends the line.
+            let mut failed = None;
+            let c = utf8_char(b, || match self.peek() {
+                Ok(Some(c)) if c & 0xc0 == 0x80 => self.take().ok().flatten(),
+                Ok(_) => None,
+                Err(e) => {
+                    failed = Some(e);
+                    None
                 }
+            });
+            if let Some(e) = failed {
+                return Err(e);
             }
-            let c = std::str::from_utf8(&utf8[..len.max(1)])
-                .ok()
-                .filter(|_| len > 0)
-                .and_then(|s| s.chars().next());
             let Some(c) = c else {
                 return Err(Stop::Line(format!(
                     "not UTF-8 (byte {at} of the line is 0x{b:02x})"
