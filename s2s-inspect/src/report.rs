@@ -145,8 +145,12 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 ),
                 s => s.name().to_string(),
             };
+            let chunk = match d.attention.chunk {
+                0 | 1 => String::new(),
+                w => format!(" (MoChA, chunk {w})"),
+            };
             format!(
-                "{o:?}, {score}, {}",
+                "{o:?}{chunk}, {score}, {}",
                 if d.attention.mask_padding {
                     "padding attended"
                 } else {

@@ -232,6 +232,14 @@ pub enum Error {
         /// Where, counting from 1 (in characters or words).
         position: usize,
     },
+    /// A MoChA chunk as wide as a stream's window or wider: the window keeps the
+    /// chunk's last `chunk - 1` rows when it is filled again, and needs a new one.
+    ChunkOverWindow {
+        /// The model's chunk width.
+        chunk: usize,
+        /// The window's positions.
+        window: usize,
+    },
     /// A beam search wider than the workspace holds (or zero wide).
     BeamTooWide {
         /// The width asked for.
@@ -361,6 +369,7 @@ codes! {
     NoPrefixToken = 72 => "prefix slot without a token",
     PrefixField = 73 => "prefix field not name=token",
     SlotTokenInSource = 74 => "prefix slot token typed in the source",
+    ChunkOverWindow = 75 => "chunk not narrower than the stream's window",
     // the layers' errors, and a part this build leaves out (90-99)
     Rnn = 90 => "recurrent layer shape error",
     Attention = 91 => "attention shape error",
@@ -479,6 +488,10 @@ impl Describe for Error {
             Error::SlotTokenInSource { position } => say!(out;
                 "a prefix slot's token is typed in the source at position ", position,
                 ": choose it as the prefix instead"
+            ),
+            Error::ChunkOverWindow { chunk, window } => say!(out;
+                "a chunk of ", chunk, " positions needs a window of more than ", chunk,
+                ", this one has ", window
             ),
             Error::EmptyInput | Error::NoSuchSlot | Error::GreedyOnly => out.put(self.as_str()),
             // Without `error-text` (a smaller device build), the rest, a bad model file
@@ -745,6 +758,13 @@ mod tests {
             (
                 "SlotTokenInSource",
                 Error::SlotTokenInSource { position: 2 },
+            ),
+            (
+                "ChunkOverWindow",
+                Error::ChunkOverWindow {
+                    chunk: 8,
+                    window: 5,
+                },
             ),
             ("BeamTooWide", Error::BeamTooWide { width: 9, max: 4 }),
             ("GreedyOnly", Error::GreedyOnly),

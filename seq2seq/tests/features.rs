@@ -33,7 +33,7 @@ fn the_parts_a_model_needs_follow_its_description() {
     assert!(d.features().contains(Feature::Additive));
     assert!(!d.features().contains(Feature::Multiplicative));
     assert!(!d.features().contains(Feature::Monotonic));
-    d.attention.ordering = Ordering::Monotonic;
+    (d.attention.ordering, d.attention.chunk) = (Ordering::Monotonic, 1);
     assert!(d.features().contains(Feature::Monotonic) && d.features().contains(Feature::Additive));
     assert!(
         !d.features().contains(Feature::Beam),

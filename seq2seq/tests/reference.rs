@@ -51,6 +51,10 @@ fn tidy(mut d: ModelDesc) -> ModelDesc {
         d.attention.query_proj = false;
         d.attention.key_proj = false;
     }
+    d.attention.chunk = match d.attention.ordering {
+        Ordering::Monotonic => d.attention.chunk.max(1),
+        _ => 0,
+    };
     d
 }
 
@@ -361,31 +365,34 @@ impl Ref<'_> {
                 _ => q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.attention.scale as f64,
             }
         };
-        // Hard monotonic: from the last position attended, the first whose energy is
-        // not negative; none: a zero context, and no position is left.
-        let mut at = 0;
-        let mut monotonic = |q: &[f64]| -> Vec<f64> {
-            while at < n_att {
-                if energy(q, &keys[at]) >= 0.0 {
-                    return memory[at].clone();
-                }
-                at += 1;
-            }
-            vec![0.0; memory[0].len()]
-        };
-        let attend = |q: &[f64]| -> Vec<f64> {
-            let e: Vec<f64> = keys[..n_att].iter().map(|k| energy(q, k)).collect();
+        // The softmax of the energies of positions `range` and their memory rows' sum.
+        let soft = |q: &[f64], range: std::ops::Range<usize>| -> Vec<f64> {
+            let e: Vec<f64> = keys[range.clone()].iter().map(|k| energy(q, k)).collect();
             let m = e.iter().cloned().fold(f64::MIN, f64::max);
             let s: f64 = e.iter().map(|v| (v - m).exp()).sum();
             let alpha: Vec<f64> = e.iter().map(|v| (v - m).exp() / s).collect();
             let mut c = vec![0.0; memory[0].len()];
-            for (a, row) in alpha.iter().zip(&memory) {
+            for (a, row) in alpha.iter().zip(&memory[range]) {
                 for (cj, v) in c.iter_mut().zip(row) {
                     *cj += a * v;
                 }
             }
             c
         };
+        // Hard monotonic: from the last position attended, the first whose energy is
+        // not negative, and MoChA's softmax over the chunk of `w` positions ending
+        // there; none: a zero context, and no position is left.
+        let (mut at, w) = (0, d.attention.chunk);
+        let mut monotonic = |q: &[f64]| -> Vec<f64> {
+            while at < n_att {
+                if energy(q, &keys[at]) >= 0.0 {
+                    return soft(q, (at + 1).saturating_sub(w)..at + 1);
+                }
+                at += 1;
+            }
+            vec![0.0; memory[0].len()]
+        };
+        let attend = |q: &[f64]| soft(q, 0..n_att);
         let mut y = d.tgt_start;
         let (mut out, mut all_logits) = (vec![], vec![]);
         // Input feeding: the previous attentional vector, zeros at the first step.
@@ -522,7 +529,7 @@ fn source_ids(d: &ModelDesc, line: &str) -> (Vec<u16>, usize) {
 fn check_against_reference(d: &ModelDesc, seed: u64) {
     tidy(*d).check().unwrap();
     let (bytes, w) = random_model(d, seed);
-    let r = Ref { d: *d, w: &w };
+    let r = Ref { d: tidy(*d), w: &w };
     for line in ["abc", "dab", "a", "ccbdaa", "bad"] {
         let (mut src, valid) = source_ids(d, line);
         if d.src_pad_to > 0 {
@@ -610,6 +617,12 @@ fn monotonic_matches_reference() {
     d.dec_hidden = 12;
     d.memory_proj = Some(4);
     check_against_reference(&d, 46);
+    // MoChA: the chunk's softmax, of widths past the source's start and past its end.
+    for (w, seed) in [(2, 47), (3, 48), (8, 49)] {
+        d.attention.chunk = w;
+        check_against_reference(&d, seed);
+    }
+    d.attention.chunk = 1;
     // Only the additive score carries the energy's offset.
     d.attention.score = ScoreKind::Dot;
     d.attention.dim = 0;

@@ -77,16 +77,27 @@ fn bytes_of(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> Vec<u64> {
     aligned(&bytes)
 }
 
-fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> usize {
+/// Lines compared: `(all, through a MoChA chunk)`.
+fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
     let file = ModelFile::parse(bytemuck::cast_slice(words)).unwrap();
     let net = Net::<P>::bind(&file).unwrap();
-    let mut compared = 0;
+    let (mut compared, mut chunked) = (0, 0);
     for _ in 0..6 {
         let n = r.range(1, 70);
         let text = line(r, n);
         let expect = whole(&net, &text);
         for ring in [1, 2, 5, 16, 80] {
             let got = streamed(&net, &text, ring);
+            let chunk = net.desc.attention.chunk;
+            if chunk >= ring {
+                // The window keeps a MoChA chunk's last rows and needs a new one.
+                let over = Error::ChunkOverWindow {
+                    chunk,
+                    window: ring,
+                };
+                assert_eq!(got, Err(over), "{:?}", net.desc);
+                continue;
+            }
             match (&expect, &got) {
                 (Ok(e), Ok((g, done))) => {
                     assert_eq!(g, e, "{:?}: {text:?} through {ring} positions", net.desc);
@@ -96,6 +107,7 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> usize {
                         net.desc.extras.prefix_len() + n + net.desc.src_eos.is_some() as usize
                     );
                     compared += 1;
+                    chunked += (chunk > 1) as usize;
                 }
                 (Err(a), Err(b)) => assert_eq!(a, b),
                 _ => panic!(
@@ -105,21 +117,30 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> usize {
             }
         }
     }
-    compared
+    (compared, chunked)
 }
 
 #[test]
 fn a_streamed_source_gives_the_whole_sources_tokens_at_every_precision_and_window() {
-    let mut compared = 0;
+    let (mut compared, mut chunked) = (0, 0);
     for seed in 0..24 {
         let mut r = Rng::new(seed);
         let d = streaming_desc(&mut r);
-        compared += check::<F32>(&bytes_of(&d, PrecisionKind::F32, &mut r), &mut r);
-        compared += check::<W8F32>(&bytes_of(&d, PrecisionKind::W8F32, &mut r), &mut r);
-        compared += check::<W8A16>(&bytes_of(&d, PrecisionKind::W8A16, &mut r), &mut r);
+        for (all, chunk) in [
+            check::<F32>(&bytes_of(&d, PrecisionKind::F32, &mut r), &mut r),
+            check::<W8F32>(&bytes_of(&d, PrecisionKind::W8F32, &mut r), &mut r),
+            check::<W8A16>(&bytes_of(&d, PrecisionKind::W8A16, &mut r), &mut r),
+        ] {
+            (compared, chunked) = (compared + all, chunked + chunk);
+        }
     }
-    // Most random models decode every line; the others' errors agree.
+    // Most random models decode every line; the others' errors agree. MoChA's chunks
+    // are kept across the window's refills.
     assert!(compared > 1000, "only {compared} lines compared");
+    assert!(
+        chunked > 100,
+        "only {chunked} lines through a chunk compared"
+    );
 }
 
 #[test]

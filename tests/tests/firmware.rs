@@ -400,7 +400,7 @@ fn small_lstm_w8a16_on_microbit_matches_the_host() {
 /// the energy's offset, the context in the decoder's input and its output.
 fn small_monotonic_desc() -> ModelDesc {
     let mut d = small_desc();
-    d.attention.ordering = Ordering::Monotonic;
+    (d.attention.ordering, d.attention.chunk) = (Ordering::Monotonic, 1);
     d.attention.score = ScoreKind::Additive;
     (
         d.attention.dim,
@@ -411,12 +411,16 @@ fn small_monotonic_desc() -> ModelDesc {
     d
 }
 
-/// [`small_monotonic_desc`] on the micro:bit, as it decodes whole lines.
+/// [`small_monotonic_desc`] on the micro:bit, as it decodes whole lines, hard and with
+/// MoChA's chunk of 3.
 #[test]
 fn small_monotonic_w8a16_on_microbit_matches_the_host() {
     let dir = scratch_dir("firmware-monotonic-microbit");
-    let d = small_monotonic_desc();
+    let mut d = small_monotonic_desc();
     let model = synthetic(&dir, "monotonic-w8a16.s2s", &d, PrecisionKind::W8A16);
+    device_matches_host_at(&model, board("microbit"), 20, true);
+    d.attention.chunk = 3;
+    let model = synthetic(&dir, "mocha-w8a16.s2s", &d, PrecisionKind::W8A16);
     device_matches_host_at(&model, board("microbit"), 20, true);
 }
 
@@ -453,6 +457,16 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
     }
     assert!(report.info.positions < 100, "{:?}", report.info);
     assert!(report.stats.stack_peak < report.stats.stack_size);
+    // MoChA, a chunk of 3: the window keeps the chunk's last 2 rows at each refill.
+    let mut mocha = d;
+    mocha.attention.chunk = 3;
+    let chunked = synthetic(&dir, "stream-mocha-w8a16.s2s", &mocha, PrecisionKind::W8A16);
+    let report = device::stream::stream_check(&chunked, &inputs, (12_000, 0), &options).unwrap();
+    assert_eq!(report.mismatches(), 0, "{}", report.render());
+    for (l, chars) in report.lines.iter().zip([100, 10_000]) {
+        let done = l.device.as_ref().expect("streamed");
+        assert_eq!(done.positions as usize, chars + 1);
+    }
     // A character outside the vocabulary (no unknown token) 5,000 characters in: the
     // ids decided before it are the host's, then the error, the session going on. (The
     // energy's offset so high that every step stops where it starts, and the end token

@@ -146,6 +146,17 @@ fn monotonic_models_train_decode_greedily_and_refuse_a_beam() {
     let (r, _) = train(&dir, &["--epochs", "1"]);
     assert_one_error(&r, &["c.toml", "monotonic: needs the additive score"]);
     assert_only(&dir, &["c.toml", "d.tsv"]);
+    let chunked = attention("additive").replace(
+        "ordering = \"monotonic\"",
+        "ordering = \"bahdanau\"\nchunk = 2",
+    );
+    std::fs::write(dir.join("c.toml"), chunked).unwrap();
+    let (r, _) = train(&dir, &["--epochs", "1"]);
+    assert_one_error(
+        &r,
+        &["c.toml", "attention.chunk: only for monotonic attention"],
+    );
+    assert_only(&dir, &["c.toml", "d.tsv"]);
     std::fs::write(dir.join("c.toml"), attention("additive")).unwrap();
     let (r, _) = train(&dir, &["--epochs", "2"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -177,7 +188,7 @@ fn streamed_lines_give_the_whole_lines_outputs_and_bad_input_says_where() {
             "[decoder]",
             "[attention]\nordering = \"monotonic\"\nscore = \"additive\"\n[decoder]",
         );
-    std::fs::write(dir.join("c.toml"), config).unwrap();
+    std::fs::write(dir.join("c.toml"), &config).unwrap();
     let (r, _) = train(&dir, &["--epochs", "2"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let m = dir.join("m.s2s");
@@ -256,6 +267,40 @@ fn streamed_lines_give_the_whole_lines_outputs_and_bad_input_says_where() {
     let each = s2s(&[&"run", &m], "abc\nbcd\n");
     let each: Vec<&str> = std::str::from_utf8(&each.stdout).unwrap().lines().collect();
     assert_eq!((lines[0].as_str(), lines[2].as_str()), (each[0], each[1]));
+    // MoChA, a chunk of 3: streamed through 4 positions (the chunk's last 2 rows kept
+    // at each refill), the whole lines' outputs; through 3, refused in one line.
+    let mocha = config.replace("score = \"additive\"", "score = \"additive\"\nchunk = 3");
+    std::fs::write(dir.join("c.toml"), mocha).unwrap();
+    std::fs::write(&input, format!("abc\n\nbcd\r\n{long}\n")).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
+    let (r, _) = train(&dir, &["--epochs", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let run = |extra: &[&str]| -> Output {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"run",
+            &m,
+            &"--ids",
+            &"--input",
+            &input,
+            &"--max-steps",
+            &"700",
+        ];
+        args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        s2s(&args, "")
+    };
+    let whole = run(&["--positions", "700"]);
+    let streamed = run(&["--stream", "--positions", "4"]);
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+    assert_eq!(streamed.stdout, whole.stdout);
+    let narrow = run(&["--stream", "--positions", "3"]);
+    assert_one_error(
+        &narrow,
+        &["a chunk of 3 positions needs a window of more than 3, this one has 3"],
+    );
     // A model that cannot stream (its decoder starts from the encoder's last state).
     std::fs::write(dir.join("c.toml"), train_config(6, 12)).unwrap();
     let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));

@@ -318,6 +318,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         fmt_keys,
         scale,
         scale_q,
+        chunk,
     } = attention;
     let Cells {
         enc,
@@ -369,6 +370,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         fmt_keys: {},
         scale: f32::from_bits({:#010x}),
         scale_q: seq2seq::embed::Requant {{ mult: {}, shift: {} }},
+        chunk: {chunk},
     }},
     src_pad_to: {src_pad_to},
     init: {},

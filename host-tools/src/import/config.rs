@@ -215,6 +215,8 @@ pub struct AttentionSection {
     /// Input feeding: decoder layer 0 also reads the previous attentional vector.
     #[serde(default)]
     pub input_feeding: bool,
+    /// Monotonic attention's chunk width: 1 (the default) hard monotonic, more MoChA.
+    pub chunk: Option<usize>,
 }
 
 /// `[decoder]`.

@@ -99,6 +99,24 @@ impl Config {
                 format!("decoder.output: at most {MAX_OUT_PARTS} parts"),
             ));
         }
+        let chunk = match att {
+            Some(a) if a.ordering == Ordering::Monotonic => match a.chunk.unwrap_or(1) {
+                0 => {
+                    return Err(self.error(
+                        Place::File,
+                        "attention.chunk: at least 1 (1 is hard monotonic attention)".to_string(),
+                    ))
+                }
+                w => w,
+            },
+            Some(a) if a.chunk.is_some() => {
+                return Err(self.error(
+                    Place::File,
+                    "attention.chunk: only for monotonic attention".to_string(),
+                ))
+            }
+            _ => 0,
+        };
         let mut out_parts = [None; MAX_OUT_PARTS];
         for (o, &p) in out_parts.iter_mut().zip(&self.decoder.output) {
             *o = Some(p.into());
@@ -128,6 +146,7 @@ impl Config {
                     1.0
                 },
                 scale_q: Requant::ONE,
+                chunk,
             },
             src_pad_to: s.pad_to.unwrap_or(0),
             init: self.decoder.init.into(),

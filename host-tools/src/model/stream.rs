@@ -150,7 +150,10 @@ pub fn stream_file(
     }
     let m = LoadedModel::load(model)?.with_limits(options.limits)?;
     let file = m.file();
-    file.desc().streams().map_err(Error::model(model))?;
+    let window = m.positions();
+    file.desc()
+        .streams_in(window)
+        .map_err(Error::model(model))?;
     let no_prefix = PrefixArgs::default();
     let prefix = options.prefix.unwrap_or(&no_prefix).base(&file, model)?;
     let (name, source): (String, Box<dyn Read>) = match input {
@@ -161,7 +164,6 @@ pub fn stream_file(
         _ => (STDIN_NAME.into(), Box::new(std::io::stdin())),
     };
     let mut reader = BufReader::with_capacity(64 * 1024, source);
-    let window = m.positions();
     m.with_net(|net| {
         dispatch!(net, |net: P| {
             forget_layers();

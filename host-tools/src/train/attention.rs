@@ -1,7 +1,8 @@
 //! Attention on candle tensors, batched, computing what `attention-core` computes:
 //! scores (additive with or without its matrices, dot, scaled dot, general), the
 //! padding mask, the weights and the context; for monotonic attention the expected
-//! alignment it is trained with, or the hard one it is decoded with.
+//! alignment it is trained with, or the hard one it is decoded with, and MoChA's
+//! weights over the chunk ending at each position.
 
 use candle_core::{DType, Result, Tensor, D};
 use seq2seq::desc::{ModelDesc, Ordering, ScoreKind};
@@ -20,6 +21,8 @@ pub struct Attention {
     offset: Option<Tensor>,
     /// Dot, scaled dot and general: the factor on `q . k`.
     scale: f64,
+    /// Monotonic: the chunk width (MoChA when more than 1).
+    chunk: usize,
 }
 
 /// What attention needs from the encoder, per batch.
@@ -60,6 +63,7 @@ impl Attention {
             v_t,
             offset,
             scale: f64::from(desc.attention.scale),
+            chunk: desc.attention.chunk,
         }))
     }
 
@@ -93,17 +97,20 @@ impl Attention {
         Ok(Memory { values, keys, mask })
     }
 
-    /// Weights (`batch x positions`) and context (`batch x M`) for the queries `q`
-    /// (`batch x D`); a monotonic attention's from `align` (see [`Align`]; `None` for
-    /// the other orderings).
+    /// Alignment and weights (`batch x positions`) and context (`batch x M`) for the
+    /// queries `q` (`batch x D`); a monotonic attention's alignment from `align` (see
+    /// [`Align`]; `None` for the other orderings). The alignment is what the next step
+    /// aligns from; the weights, which make the context, are the alignment itself
+    /// except for MoChA ([`chunk_weights`]).
     pub fn attend(
         &self,
         q: &Tensor,
         m: &Memory,
         align: Option<Align<'_>>,
-    ) -> Result<(Tensor, Tensor)> {
+    ) -> Result<(Tensor, Tensor, Tensor)> {
         let scores = self.scores(q, m)?;
-        let weights = match (&self.offset, align) {
+        let chunked = align.is_some() && self.chunk > 1;
+        let alignment = match (&self.offset, align) {
             (Some(r), Some(Align::Expected { prev, noise })) => {
                 let e = scores.broadcast_add(r)?;
                 let e = match noise {
@@ -117,8 +124,12 @@ impl Attention {
             }
             _ => softmax_last(&scores.add(&m.mask)?)?,
         };
+        let weights = match chunked {
+            true => chunk_weights(&alignment, &scores.add(&m.mask)?, self.chunk)?,
+            false => alignment.clone(),
+        };
         let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;
-        Ok((weights, context))
+        Ok((alignment, weights, context))
     }
 
     /// The scores (`batch x positions`) of the queries `q` (`batch x D`).
@@ -201,6 +212,33 @@ fn expected_alignment(p: &Tensor, prev: &Tensor, m: &Memory) -> Result<Tensor> {
     let cumprod = log_keep.cumsum(1)?.sub(&log_keep)?.exp()?;
     let carried = prev.div(&cumprod.clamp(CUMPROD_FLOOR, 1.0)?)?.cumsum(1)?;
     p.mul(&cumprod)?.mul(&carried)?.clamp(0.0, 1.0)
+}
+
+/// MoChA's expected weights (Chiu and Raffel, 2018, eq. 20): `beta_k = sum_{j=k}^{k+w-1}
+/// alpha_j exp(u_k) / sum_{l=j-w+1}^{j} exp(u_l)`, the softmax over the chunk of `w`
+/// positions ending at `j` weighted by the monotonic alignment `alpha` (`batch x
+/// positions`), of the energies `u` (masked: a large negative number at padding). One
+/// energy serves the scan and the chunk (softmax ignores the offset). A one-hot
+/// `alpha` gives the runtime's chunk: the softmax over the `w` positions ending at its
+/// one.
+fn chunk_weights(alpha: &Tensor, u: &Tensor, w: usize) -> Result<Tensor> {
+    let max = u.max_keepdim(D::Minus1)?.detach();
+    let e = u.broadcast_sub(&max)?.exp()?;
+    let sums = moving_sum(&e, w - 1, 0)?.clamp(CUMPROD_FLOOR, f64::MAX)?;
+    e.mul(&moving_sum(&alpha.div(&sums)?, 0, w - 1)?)
+}
+
+/// `out_j = sum_{l=j-back}^{j+ahead} x_l` along the last dimension (`batch x positions`),
+/// zero past either end.
+fn moving_sum(x: &Tensor, back: usize, ahead: usize) -> Result<Tensor> {
+    let (b, t) = x.dims2()?;
+    let zeros = |n: usize| Tensor::zeros((b, n), x.dtype(), x.device());
+    let padded = Tensor::cat(&[zeros(back)?, x.clone(), zeros(ahead)?], 1)?;
+    let mut sum = padded.narrow(1, 0, t)?;
+    for i in 1..=back + ahead {
+        sum = sum.add(&padded.narrow(1, i, t)?)?;
+    }
+    Ok(sum)
 }
 
 /// 1 where a sequence attends, 0 at its padding.
@@ -295,6 +333,27 @@ mod tests {
                 assert!((x - y).abs() < 1e-6, "{soft:?}");
             }
         }
+        // MoChA: a one-hot alignment at j weighs the softmax of the chunk of w ending
+        // at j (fewer at the start); an expected one keeps its mass, the padding's 0.
+        let u = Tensor::from_vec(
+            vec![0f32, 1.0, 2.0, 3.0, 0.5, -1.0, 1.5, -1e9],
+            (2, 4),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let onehot = rows(&chunk_weights(&prev, &u, 3).unwrap());
+        let (e1, e2) = (1f32.exp(), 1.0);
+        assert!((onehot[0][0] - e2 / (e1 + e2)).abs() < 1e-6, "{onehot:?}");
+        assert!((onehot[0][1] - e1 / (e1 + e2)).abs() < 1e-6, "{onehot:?}");
+        assert_eq!(&onehot[0][2..], [0.0, 0.0]);
+        assert!((onehot[1][0] - 1.0).abs() < 1e-6 && onehot[1][1..] == [0.0; 3]);
+        let alpha = expected_alignment(&half, &first, &m).unwrap();
+        let beta = chunk_weights(&alpha, &u, 2).unwrap();
+        for (a, b) in rows(&alpha).iter().zip(rows(&beta)) {
+            let (sa, sb) = (a.iter().sum::<f32>(), b.iter().sum::<f32>());
+            assert!((sa - sb).abs() < 1e-6 && b[3] >= 0.0, "{a:?} {b:?}");
+        }
+        assert_eq!(rows(&beta)[1][3], 0.0);
         // Nothing left to attend (a row of zeros) stays so.
         let none = Tensor::zeros((2, 4), DType::F32, &Device::Cpu).unwrap();
         let hard = rows(&hard_alignment(&energies, &none, &m).unwrap());

@@ -12,6 +12,9 @@ use super::params::{Params, Weights};
 use crate::data::rng::SplitMix64;
 use crate::model::top_two;
 
+/// A step's attention: its alignment (what the next step aligns from) and its weights.
+type Attended = (Tensor, Tensor);
+
 /// A model description with its parameters, in training (dropout, from `rng`) or
 /// evaluation mode.
 pub struct Model<'a> {
@@ -290,7 +293,7 @@ impl<'a> Model<'a> {
 
     /// One decoder step from the embedding `e` of its input token and `gi0`, the
     /// embedding's part of layer 0's gates (bias included). Returns the new states,
-    /// the output layer's input and the attention weights.
+    /// the output layer's input and the attention's alignment and weights.
     ///
     /// A monotonic attention aligns from `prev`, the previous step's weights: their
     /// expected value, or with `hard` the runtime's hard alignment.
@@ -304,13 +307,13 @@ impl<'a> Model<'a> {
         mem: Option<&Memory>,
         prev: Option<&Tensor>,
         hard: bool,
-    ) -> Result<(Vec<State>, Tensor, Option<Tensor>)> {
+    ) -> Result<(Vec<State>, Tensor, Option<Attended>)> {
         let d = self.desc;
         let noise = match (prev, mem, hard) {
             (Some(_), Some(m), false) => self.noise(&m.mask)?,
             _ => None,
         };
-        let attend = |q: &Tensor| -> Result<Option<(Tensor, Tensor)>> {
+        let attend = |q: &Tensor| -> Result<Option<(Tensor, Tensor, Tensor)>> {
             let (Some(a), Some(m)) = (&dec.attention, mem) else {
                 return Ok(None);
             };
@@ -328,7 +331,7 @@ impl<'a> Model<'a> {
         if d.attention.ordering.context_first() {
             let top = &states[d.dec_layers - 1].h;
             att = attend(top)?;
-            if let Some((_, c)) = &att {
+            if let Some((_, _, c)) = &att {
                 gi = gi.add(&dec.cells[0].project_columns(c, d.dec_emb)?)?;
             }
         }
@@ -348,7 +351,7 @@ impl<'a> Model<'a> {
         if d.attention.ordering == Ordering::Luong {
             att = attend(&top)?;
         }
-        let context = att.as_ref().map(|(_, c)| c.clone());
+        let context = att.as_ref().map(|(_, _, c)| c.clone());
         let attentional = match (&dec.attentional, &context) {
             (Some((w_t, b)), Some(c)) => Some(
                 Tensor::cat(&[&top, c], 1)?
@@ -369,7 +372,7 @@ impl<'a> Model<'a> {
                     .expect("attentional part needs the layer"),
             })
             .collect();
-        Ok((new, Tensor::cat(&parts, 1)?, att.map(|(w, _)| w)))
+        Ok((new, Tensor::cat(&parts, 1)?, att.map(|(a, w, _)| (a, w))))
     }
 
     /// A monotonic attention's alignment before the first step (none for the others).
@@ -411,7 +414,7 @@ impl<'a> Model<'a> {
                 false,
             )?;
             states = next;
-            prev = prev.and(w);
+            prev = prev.and(w.map(|(alignment, _)| alignment));
             parts.push(x);
         }
         let x = self.drop(Tensor::stack(&parts, 1)?)?;
@@ -461,9 +464,10 @@ impl<'a> Model<'a> {
             let ids = Tensor::from_vec(y.clone(), b.size, b.src.device())?;
             let e = Self::embed(&dec.emb, &ids)?;
             let gi0 = dec.cells[0].project(&e)?;
-            let (next, x, weights) =
+            let (next, x, att) =
                 self.step(&dec, &e, gi0, &states, mem.as_ref(), prev.as_ref(), true)?;
-            prev = prev.and(weights.clone());
+            let (alignment, weights) = att.unzip();
+            prev = prev.and(alignment);
             // No gradient flows through a greedy decode: the states are cut from the
             // previous steps' graph, so that a long decode is no deep chain of tensors
             // (whose drop would recurse once per step).

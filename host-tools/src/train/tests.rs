@@ -140,6 +140,24 @@ init = "dense"
 output = ["state", "context"]"#,
     ),
     (
+        "MoChA, chunk 3, forwards only, from zeros",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+reset = "after"
+[attention]
+ordering = "monotonic"
+score = "additive"
+dim = 7
+chunk = 3
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "zeros"
+output = ["state", "context"]"#,
+    ),
+    (
         "luong dot, attentional layer, last state",
         r#"[encoder]
 embedding = 6

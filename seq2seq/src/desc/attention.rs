@@ -7,7 +7,7 @@
 
 use s2s_kernels::{Fmt, Requant};
 
-use super::limits::{MAX_FRAC, MAX_SIZE, MIN_FRAC};
+use super::limits::{MAX_CHUNK, MAX_FRAC, MAX_SIZE, MIN_FRAC};
 use super::record::{code, flag, stored, RawDesc};
 use super::role::Role;
 use crate::features::Feature;
@@ -29,6 +29,9 @@ pub enum Ordering {
     /// position whose energy, the additive score with `v`'s bias as its offset, is at
     /// least 0 is attended, its memory row being `c_t`; none: `c_t = 0`. Decoded
     /// online, never looking back (`attention_core::Attention::monotonic_marked`).
+    /// With a [`AttentionDesc::chunk`] of `w > 1` this is MoChA (Chiu and Raffel,
+    /// 2018): the context is the softmax over the chunk of the `w` positions ending at
+    /// the one attended (fewer at the source's start) of the same energies.
     Monotonic = 3,
 }
 
@@ -150,6 +153,10 @@ pub struct AttentionDesc {
     pub scale: f32,
     /// Score scale, integer precision.
     pub scale_q: Requant,
+    /// Monotonic attention's chunk width `w`: 1 attends the one position the scan stops
+    /// at (hard monotonic), more the softmax over the `w` positions ending there
+    /// (MoChA). 0 for the other orderings.
+    pub chunk: usize,
 }
 
 impl AttentionDesc {
@@ -164,6 +171,7 @@ impl AttentionDesc {
         fmt_keys: Fmt { frac: 0 },
         scale: 1.0,
         scale_q: Requant::ONE,
+        chunk: 0,
     };
 
     /// True when the decoder attends.
@@ -232,6 +240,9 @@ impl AttentionDesc {
         if self.dim > MAX_SIZE {
             return Err(Error::BadField("attn_dim"));
         }
+        if self.chunk > MAX_CHUNK {
+            return Err(Error::BadField("attn_chunk"));
+        }
         if !(MIN_FRAC..=MAX_FRAC).contains(&self.fmt_keys.frac) {
             return Err(Error::BadField("fmt_keys"));
         }
@@ -242,6 +253,9 @@ impl AttentionDesc {
             return Err(Error::BadField("score_scale_q"));
         }
         let bad = |rule| Err(Error::Inconsistent(rule));
+        if (self.ordering == Ordering::Monotonic) != (self.chunk > 0) {
+            return bad("chunk: at least 1 for monotonic attention, 0 for the others");
+        }
         if !self.attends() {
             if self.score != ScoreKind::Additive
                 || self.dim != 0
@@ -296,6 +310,7 @@ impl AttentionDesc {
             fmt_keys: Fmt { frac: r.fmts[3] },
             scale: f32::from_bits(r.score_scale),
             scale_q: r.score_scale_q,
+            chunk: r.attn_chunk as usize,
         })
     }
 
@@ -310,6 +325,7 @@ impl AttentionDesc {
         r.fmts[3] = self.fmt_keys.frac;
         r.score_scale = self.scale.to_bits();
         r.score_scale_q = self.scale_q;
+        r.attn_chunk = stored("attn_chunk", self.chunk)?;
         Ok(())
     }
 }

@@ -30,3 +30,7 @@ pub const MAX_SLOTS: usize = 4;
 
 /// "No default token" of a prefix slot in the stored description.
 pub const NO_SLOT_TOKEN: u16 = u16::MAX;
+
+/// Widest MoChA chunk (positions), far past any published one (2 to 8): a chunk's
+/// softmax reads that many scores.
+pub const MAX_CHUNK: usize = 256;

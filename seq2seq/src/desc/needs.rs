@@ -71,4 +71,17 @@ impl ModelDesc {
         };
         Err(crate::Error::NotStreamable(why))
     }
+
+    /// Whether a source can be streamed through this model in a window of `window`
+    /// positions: [`ModelDesc::streams`], and a window wider than a MoChA chunk (it
+    /// keeps the chunk's last `chunk - 1` rows when it is filled again, and needs a new
+    /// one).
+    pub fn streams_in(&self, window: usize) -> Result<(), crate::Error> {
+        self.streams()?;
+        match self.attention.chunk {
+            _ if window == 0 => Err(crate::Error::InputTooLong { len: 1, max: 0 }),
+            chunk if chunk >= window => Err(crate::Error::ChunkOverWindow { chunk, window }),
+            _ => Ok(()),
+        }
+    }
 }

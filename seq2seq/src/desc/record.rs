@@ -93,6 +93,9 @@ pub struct RawDesc {
     /// Each prefix slot's default source token id, or `NO_SLOT_TOKEN` (0 past the last
     /// slot).
     pub slot_defaults: [u16; MAX_SLOTS],
+    // ---- Format 8 (issue 29: MoChA). ----
+    /// Monotonic attention's chunk width (0 for the other orderings).
+    pub attn_chunk: u32,
 }
 
 /// A code field: `decode` maps the whole stored value (not just its low byte).

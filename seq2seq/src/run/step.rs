@@ -1,7 +1,7 @@
 //! One decoder step over lanes in lockstep: the decoder stacks, attention (before or
 //! after them), the attentional vector and the logits.
 
-use attention_core::{AttnScratch, Mask};
+use attention_core::{Attention, AttnScratch, Mask};
 use heapless::Vec as HVec;
 use rnn_core::CellScratch;
 use s2s_kernels::part::Part as _;
@@ -292,10 +292,72 @@ fn attend_monotonic<P: Precision>(
     let (weights, mut s) = (a.weights, a.scratch);
     let from = clear_weight::<P>(weights, at);
     let stop = att.monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, marks)?;
-    lane.at = match stop {
+    let reached = match stop {
         Some(j) => set_weight::<P>(&s, weights, j)?,
         None => n,
     };
+    let w = net.desc.attention.chunk;
+    if w > 1 {
+        let a = LaneAttention {
+            weights,
+            scratch: s,
+            ..a
+        };
+        attend_chunk(att, a, (at, stop), w, marks)?;
+    }
+    lane.at = reached;
+    Ok(())
+}
+
+/// MoChA's context (a chunk of `w > 1`): after the monotonic scan stopped at `stop`,
+/// the softmax of the energies of the `w` positions ending there (fewer at the
+/// source's start) weighs their memory rows; the weights of the previous step's chunk,
+/// ending at `at`, are cleared first. Nothing more when the scan stopped nowhere (the
+/// context is zero). Out of line, so that hard monotonic attention's code is what it
+/// was.
+#[inline(never)]
+pub(super) fn attend_chunk<P: Precision>(
+    att: &Attention<'_, P>,
+    a: LaneAttention<'_, P>,
+    (at, stop): (usize, Option<usize>),
+    w: usize,
+    marks: &mut impl Marks,
+) -> Result<(), Error> {
+    let LaneAttention {
+        mem,
+        key,
+        query,
+        context,
+        weights,
+        scratch: s,
+    } = a;
+    if at != Lane::<P>::UNSTARTED {
+        let before = (at + 1).saturating_sub(w).min(weights.len())..at.min(weights.len());
+        weights
+            .part_mut(before, "attention weights")?
+            .fill(P::Act::default());
+    }
+    let Some(j) = stop else {
+        return Ok(());
+    };
+    let (lo, end) = ((j + 1).saturating_sub(w), j + 1);
+    let (m, k) = (att.memory_dim(), att.key_dim());
+    let mut chunk = AttnScratch {
+        scores: s.scores.part_mut(lo..end, "attention scores")?,
+        query: s.query,
+        tanh: s.tanh,
+    };
+    att.attend_marked(
+        query,
+        key.part(lo * k..end * k, "attention keys")?,
+        mem.part(lo * m..end * m, "memory")?,
+        end - lo,
+        Mask::None,
+        &mut chunk,
+        weights.part_mut(lo..end, "attention weights")?,
+        context,
+        marks,
+    )?;
     Ok(())
 }
 

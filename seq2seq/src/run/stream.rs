@@ -16,7 +16,9 @@ use super::greedy::choose;
 use super::lane::{b, cell_states, Lane};
 use super::observe::{with_marks, Observer, Step};
 use super::runner::Runner;
-use super::step::{clear_weight, lane_attention, set_weight, step_lanes};
+use super::step::{
+    attend_chunk, clear_weight, lane_attention, set_weight, step_lanes, LaneAttention,
+};
 use crate::net::Net;
 use crate::vocab::{char_id, prefix_ids, Prefix};
 use crate::{Error, Split};
@@ -122,13 +124,11 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
     emit: &mut impl FnMut(u16) -> Result<(), E>,
 ) -> Result<Streamed, E> {
     let d = &net.desc;
-    d.streams()?;
-    let (Some(att), ring) = (&net.attention, lane.act[b::WEIGHTS].len()) else {
+    let ring = lane.act[b::WEIGHTS].len();
+    d.streams_in(ring)?;
+    let Some(att) = &net.attention else {
         return Err(Error::Inconsistent("a streaming model without attention").into());
     };
-    if ring == 0 {
-        return Err(Error::InputTooLong { len: 1, max: 0 }.into());
-    }
     (lane.y, lane.n, lane.done) = (d.tgt_start, 0, false);
     (lane.at, lane.t, lane.valid) = (Lane::<P>::UNSTARTED, 0, 0);
     lane.act[b::ENC_LAST].fill(P::Act::default());
@@ -229,7 +229,7 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     };
     let bufs = (lay.mem_buf, lay.keys_buf, lay.top_state);
     let dims = (att.memory_dim(), att.key_dim());
-    let at = lane.at;
+    let mut at = lane.at;
     let mut from = clear_weight::<P>(lane.act[b::WEIGHTS], at);
     // A position attended `max_repeats` steps running is passed.
     let last = (at != Lane::<P>::UNSTARTED).then_some(win.base + at);
@@ -245,11 +245,27 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
             .map_err(Error::from)?);
         match stop {
             Some(j) => {
-                lane.at = set_weight::<P>(&s, weights, j)?;
+                set_weight::<P>(&s, weights, j)?;
                 win.repeats = match last == Some(win.base + j) {
                     true => win.repeats + 1,
                     false => 1,
                 };
+                let w = net.desc.attention.chunk;
+                if w > 1 {
+                    let a = LaneAttention {
+                        weights,
+                        scratch: s,
+                        ..a
+                    };
+                    with_marks!(P, O, core::slice::from_mut(o), |m| attend_chunk(
+                        att,
+                        a,
+                        (at, stop),
+                        w,
+                        m
+                    )?);
+                }
+                lane.at = j;
                 return Ok(());
             }
             None if win.ended => {
@@ -257,10 +273,13 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
                 return Ok(());
             }
             None => {
-                // Every position of the window is passed: the next ones replace them.
-                win.base += n;
+                // Every position of the window is passed: the next ones replace them,
+                // after the last `chunk - 1` (a MoChA chunk's, moved to the first rows).
+                let keep = net.desc.attention.chunk.saturating_sub(1).min(n);
+                keep_rows(lane, lay, dims, n - keep..n)?;
+                win.base += n - keep;
                 lane.act[b::WEIGHTS].fill(P::Act::default());
-                (lane.t, lane.valid, from) = (0, 0, 0);
+                (lane.t, lane.valid, from, at) = (keep, keep, keep, Lane::<P>::UNSTARTED);
                 while lane.t < ring && !win.ended {
                     match next()? {
                         Some(id) => push_position(net, lane, id, lay.mem_buf, o)?,
@@ -281,6 +300,31 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
             }
         }
     }
+}
+
+/// Moves the memory rows and keys of the window's positions `rows` to its first rows.
+fn keep_rows<P: Precision>(
+    lane: &mut Lane<'_, P>,
+    lay: &Layout,
+    (m, k): (usize, usize),
+    rows: core::ops::Range<usize>,
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut keep = |buf: usize, size: usize| -> Result<(), Error> {
+        let values = &mut lane.act[buf];
+        values
+            .get(rows.start * size..rows.end * size)
+            .ok_or(Error::Inconsistent("window rows past the buffer"))?;
+        values.copy_within(rows.start * size..rows.end * size, 0);
+        Ok(())
+    };
+    keep(lay.mem_buf, m)?;
+    if lay.keys_buf != lay.mem_buf {
+        keep(lay.keys_buf, k)?;
+    }
+    Ok(())
 }
 
 /// Encodes source id `id` as the window's next row: the encoder's layers one step on

@@ -250,6 +250,10 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
                 1.0 + r.f32()
             },
             scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
+            chunk: match ordering {
+                Ordering::Monotonic => r.pick(&[1, 1, 2, 3, 5]),
+                _ => 0,
+            },
         },
         cells: Cells {
             enc: enc_cell,

@@ -11,7 +11,9 @@ use super::data::{
     CMUDICT_SPLIT_SEED, DATES_DATA, LENGTH_DATA, RUNNING_TEXT_BUCKETS, RUNNING_TEXT_DATA,
     RUNNING_TEXT_LENGTHS,
 };
-use super::long::{running_text_tests, RUNNING_TEXT_REPORTED, STREAM_CHARS};
+use super::long::{
+    running_text_tests, RUNNING_TEXT_REPORTED, RUNNING_TEXT_STREAMING, STREAM_CHARS,
+};
 use super::report::{DATE_MAPS, STRATIFIED_SEED};
 use super::{Exp, RUNS};
 use crate::error::Result;
@@ -281,7 +283,10 @@ fn running_text(e: &Exp) -> Option<String> {
             cells.join(", ")
         );
     }
-    if let Some(rows) = json(&e.result("running-text-stream-streamed.json")) {
+    for (m, rows) in RUNNING_TEXT_STREAMING
+        .iter()
+        .filter_map(|m| Some((m, json(&e.result(&format!("{m}-streamed.json")))?)))
+    {
         let rows = rows.as_array().cloned().unwrap_or_default();
         for board in ["mps2-an386", "microbit"] {
             let of = |chars: usize| {
@@ -316,7 +321,7 @@ fn running_text(e: &Exp) -> Option<String> {
             let window = of(STREAM_CHARS[0]).and_then(|r| r["window"].as_f64());
             let _ = writeln!(
                 s,
-                "\nrunning-text-stream streamed in w8a16 on the {board} (`s2s qemu --stream`, a window of {} positions): {}{ratio}.",
+                "\n{m} streamed in w8a16 on the {board} (`s2s qemu --stream`, a window of {} positions): {}{ratio}.",
                 window.map_or("-".into(), crate::bench::thousands),
                 cells.join(", ")
             );

@@ -28,10 +28,15 @@ pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global", "running-text-
 /// The streaming model, measured by a stage of its own
 /// ([`running_text_stream_eval`]), and every model the report shows.
 pub const RUNNING_TEXT_STREAM: &str = "running-text-stream";
+/// The streaming model with MoChA ([`running_text_mocha_eval`]).
+pub const RUNNING_TEXT_MOCHA: &str = "running-text-mocha";
+/// The models that stream, each streamed on the boards by its own stage.
+pub const RUNNING_TEXT_STREAMING: &[&str] = &[RUNNING_TEXT_STREAM, RUNNING_TEXT_MOCHA];
 pub const RUNNING_TEXT_REPORTED: &[&str] = &[
     "running-text-global",
     "running-text-monotonic",
     RUNNING_TEXT_STREAM,
+    RUNNING_TEXT_MOCHA,
 ];
 
 /// Source positions (the end token included) at which the instructions per output
@@ -81,7 +86,16 @@ pub fn running_text_eval(e: &Exp) -> Result {
 /// then `results/running-text-stream-streamed.json`, its w8a16 file streamed on the
 /// AN386 and the micro:bit at 100 and 10,000 characters ([`stream_counts`]).
 pub fn running_text_stream_eval(e: &Exp) -> Result {
-    let name = RUNNING_TEXT_STREAM;
+    streaming_eval(e, RUNNING_TEXT_STREAM)
+}
+
+/// [`running_text_stream_eval`] of the MoChA model (`running-text-mocha`).
+pub fn running_text_mocha_eval(e: &Exp) -> Result {
+    streaming_eval(e, RUNNING_TEXT_MOCHA)
+}
+
+/// A streaming model's results by bucket, then streamed on the boards.
+fn streaming_eval(e: &Exp, name: &str) -> Result {
     let model = e.need(&[name])?.remove(0);
     e.dirs()?;
     eval_model(e, name, &model)?;

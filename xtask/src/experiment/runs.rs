@@ -224,6 +224,19 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 45,
     },
+    // The MoChA streaming model (issue 29): the streaming model with a chunk of 4.
+    Run {
+        name: "running-text-mocha",
+        config: "models/experiments/running-text-mocha.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 45,
+    },
     Run {
         name: "qat-g2p-en",
         config: "models/g2p-en.s2s",
