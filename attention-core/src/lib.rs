@@ -489,6 +489,12 @@ impl<P: Precision> Attention<'_, P> {
     /// energies scanned go to `s.scores[from..]` (at most `n` long); the cost is the
     /// query's projection per [`MONOTONIC_CHUNK`] positions scanned and one score per
     /// position, whatever `n` is.
+    ///
+    /// With a `chunk` of `w > 1` this is MoChA (Chiu and Raffel, 2018, "Monotonic
+    /// chunkwise attention"): the scan also scores the `w - 1` positions before `from`
+    /// (which do not stop it), and the context is the softmax of the energies of the
+    /// `w` positions ending at the one attended (fewer at the start) over their memory
+    /// rows, the softmax written to `weights` there. With 1 `weights` is not written.
     /// Phases go to `marks` like [`Attention::attend_marked`]'s.
     #[allow(clippy::too_many_arguments)]
     #[cfg_attr(not(feature = "additive"), allow(unused_variables))]
@@ -497,9 +503,9 @@ impl<P: Precision> Attention<'_, P> {
         query: &[P::Act],
         keys: &[P::Act],
         memory: &[P::Act],
-        from: usize,
-        n: usize,
+        (from, n, chunk): (usize, usize, usize),
         s: &mut AttnScratch<'_, P>,
+        weights: &mut [P::Act],
         context: &mut [P::Act],
         marks: &mut impl Marks,
     ) -> Result<Option<usize>, Error> {
@@ -524,27 +530,42 @@ impl<P: Precision> Attention<'_, P> {
                 // kernels' helpers are inlined differently); a chunk costs one query
                 // projection.
                 let mut stop = None;
-                let mut at = from;
+                let w = chunk.max(1);
+                let mut at = from.saturating_sub(w - 1);
                 while at < n {
                     let len = (n - at).min(MONOTONIC_CHUNK);
                     let keys = keys.part(at * k..(at + len) * k, "keys")?;
-                    let mut chunk = AttnScratch {
+                    let mut scan = AttnScratch {
                         scores: s.scores.part_mut(at..at + len, "attention scores")?,
                         query: &mut *s.query,
                         tanh: &mut *s.tanh,
                     };
-                    self.scores(query, keys, len, &mut chunk)?;
+                    self.scores(query, keys, len, &mut scan)?;
                     let zero = P::Wide::default();
-                    if let Some(i) = chunk.scores.iter().position(|&e| e >= zero) {
+                    // (MoChA's positions before `from`, scored for the chunk, do not stop.)
+                    let before = from.saturating_sub(at).min(len);
+                    let mut energies = scan.scores.iter().enumerate().skip(before);
+                    if let Some((i, _)) = energies.find(|(_, &e)| e >= zero) {
                         stop = Some(at + i);
                         break;
                     }
                     at += len;
                 }
                 marks.mark(Phase::Context);
-                let row = stop.and_then(|j| memory.chunks_exact(m.max(1)).nth(j));
-                match row {
-                    Some(row) => context.fill_from(row, "context")?,
+                match stop {
+                    Some(j) if w > 1 => {
+                        let lo = (j + 1).saturating_sub(w);
+                        let weights = weights.part_mut(lo..j + 1, "attention weights")?;
+                        marks.mark(Phase::Softmax);
+                        P::softmax(s.scores.part(lo..j + 1, "attention scores")?, weights);
+                        let rows = memory.part(lo * m..(j + 1) * m, "memory")?;
+                        marks.mark(Phase::Context);
+                        P::weighted_sum(weights, rows, context);
+                    }
+                    Some(j) => match memory.chunks_exact(m.max(1)).nth(j) {
+                        Some(row) => context.fill_from(row, "context")?,
+                        None => context.fill(P::Act::default()),
+                    },
                     None => context.fill(P::Act::default()),
                 }
                 marks.mark(Phase::Rest);

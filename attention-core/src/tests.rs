@@ -149,18 +149,33 @@ fn monotonic_attends_the_first_position_from_the_last_whose_energy_is_not_negati
     )
     .unwrap();
     let memory = [-2.0f32, -1.0, 0.5, 2.0];
-    let run = |from: usize, n: usize| {
+    let chunked = |from: usize, n: usize, w: usize| {
         let (mut scores, mut qw, mut tv) = ([9.0f32; 4], [0.0; 1], [0.0; 1]);
         let mut s = AttnScratch {
             scores: &mut scores,
             query: &mut qw,
             tanh: &mut tv,
         };
-        let mut c = [7.0f32];
+        let (mut c, mut weights) = ([7.0f32], [5.0f32; 4]);
+        let scan = (from, n, w);
         let at = att
-            .monotonic_marked(&[0.0], &memory, &memory, from, n, &mut s, &mut c, &mut ())
+            .monotonic_marked(
+                &[0.0],
+                &memory,
+                &memory,
+                scan,
+                &mut s,
+                &mut weights,
+                &mut c,
+                &mut (),
+            )
             .unwrap();
-        (at, c[0], scores)
+        (at, c[0], scores, weights)
+    };
+    let run = |from: usize, n: usize| {
+        let (at, c, scores, weights) = chunked(from, n, 1);
+        assert_eq!(weights, [5.0; 4], "a chunk of 1 leaves the weights alone");
+        (at, c, scores)
     };
     let (at, c, scores) = run(0, 4);
     assert_eq!((at, c), (Some(2), 0.5));
@@ -180,15 +195,56 @@ fn monotonic_attends_the_first_position_from_the_last_whose_energy_is_not_negati
     let (at, c, _) = run(0, 2);
     assert_eq!((at, c), (None, 0.0), "none stops: zero context");
     assert_eq!(run(4, 4).0, None, "past the end");
+    // MoChA: from 3 with a chunk of 3, positions 1 and 2 are scored but do not stop;
+    // 3 stops, and the context is the softmax over 1..=3 of their memory rows.
+    let (at, c, scores, weights) = chunked(3, 4, 3);
+    assert_eq!(at, Some(3));
+    assert_eq!(
+        scores[0], 9.0,
+        "only the chunk's positions before `from` are scored"
+    );
+    let e: Vec<f64> = memory[1..]
+        .iter()
+        .map(|&k| (k as f64).tanh() - 0.3)
+        .collect();
+    let sum: f64 = e.iter().map(|x| x.exp()).sum();
+    let alpha: Vec<f64> = e.iter().map(|x| x.exp() / sum).collect();
+    let expect: f64 = alpha
+        .iter()
+        .zip(&memory[1..])
+        .map(|(a, &m)| a * m as f64)
+        .sum();
+    assert!((c as f64 - expect).abs() < 1e-6, "{c} vs {expect}");
+    assert_eq!(
+        weights[0], 5.0,
+        "the weights outside the chunk are not written"
+    );
+    for (w, a) in weights[1..].iter().zip(&alpha) {
+        assert!((*w as f64 - a).abs() < 1e-6);
+    }
+    // A chunk past the start holds the positions there are: from 0, 2 stops, over 0..=2.
+    let (at, _, _, weights) = chunked(0, 4, 8);
+    assert_eq!(at, Some(2));
+    assert!((weights[..3].iter().sum::<f32>() - 1.0).abs() < 1e-6 && weights[3] == 5.0);
+    assert_eq!(chunked(0, 2, 3).1, 0.0, "none stops: zero context");
     let dot = Attention::<F32>::new(Score::Dot { scale: 1.0 }, 1, 1, Fmt::Q15, Fmt::Q15).unwrap();
-    let (mut scores, mut c) = ([0.0f32; 4], [0.0f32]);
+    let (mut scores, mut c, mut w) = ([0.0f32; 4], [0.0f32], [0.0f32; 4]);
     let mut s = AttnScratch {
         scores: &mut scores,
         query: &mut [],
         tanh: &mut [],
     };
     assert_eq!(
-        dot.monotonic_marked(&[0.0], &memory, &memory, 0, 4, &mut s, &mut c, &mut ()),
+        dot.monotonic_marked(
+            &[0.0],
+            &memory,
+            &memory,
+            (0, 4, 1),
+            &mut s,
+            &mut w,
+            &mut c,
+            &mut ()
+        ),
         Err(Error::NotAdditive)
     );
 }

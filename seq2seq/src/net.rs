@@ -391,10 +391,12 @@ impl<P: Precision> Net<'_, P> {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         // (MoChA's chunk scored again for its softmax.)
         let scored = match self.desc.attention.ordering {
-            Ordering::Monotonic if cfg!(feature = "monotonic") => match self.desc.attention.chunk {
-                0 | 1 => t.min(1),
-                w => t.min(1) + t.min(w),
-            },
+            Ordering::Monotonic if cfg!(feature = "monotonic") => {
+                match usize::from(self.desc.attention.chunk) {
+                    0 | 1 => t.min(1),
+                    w => t.min(1) + t.min(w),
+                }
+            }
             _ => t,
         };
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));

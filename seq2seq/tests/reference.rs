@@ -382,7 +382,7 @@ impl Ref<'_> {
         // Hard monotonic: from the last position attended, the first whose energy is
         // not negative, and MoChA's softmax over the chunk of `w` positions ending
         // there; none: a zero context, and no position is left.
-        let (mut at, w) = (0, d.attention.chunk);
+        let (mut at, w) = (0, usize::from(d.attention.chunk));
         let mut monotonic = |q: &[f64]| -> Vec<f64> {
             while at < n_att {
                 if energy(q, &keys[at]) >= 0.0 {

@@ -88,7 +88,7 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
         let expect = whole(&net, &text);
         for ring in [1, 2, 5, 16, 80] {
             let got = streamed(&net, &text, ring);
-            let chunk = net.desc.attention.chunk;
+            let chunk = usize::from(net.desc.attention.chunk);
             if chunk >= ring {
                 // The window keeps a MoChA chunk's last rows and needs a new one.
                 let over = Error::ChunkOverWindow {

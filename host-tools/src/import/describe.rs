@@ -8,7 +8,8 @@ use std::path::Path;
 use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
-    AttentionDesc, Cells, Extras, ModelDesc, Ordering, ScoreKind, Split, MAX_OUT_PARTS, MAX_SIZE,
+    AttentionDesc, Cells, Extras, ModelDesc, Ordering, ScoreKind, Split, MAX_CHUNK, MAX_OUT_PARTS,
+    MAX_SIZE,
 };
 
 use crate::error::{Error, Place, Result};
@@ -101,13 +102,13 @@ impl Config {
         }
         let chunk = match att {
             Some(a) if a.ordering == Ordering::Monotonic => match a.chunk.unwrap_or(1) {
-                0 => {
+                w @ 1..=MAX_CHUNK => w as u16,
+                _ => {
                     return Err(self.error(
                         Place::File,
-                        "attention.chunk: at least 1 (1 is hard monotonic attention)".to_string(),
+                        format!("attention.chunk: 1 (hard monotonic attention) to {MAX_CHUNK}"),
                     ))
                 }
-                w => w,
             },
             Some(a) if a.chunk.is_some() => {
                 return Err(self.error(

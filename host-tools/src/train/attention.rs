@@ -63,7 +63,7 @@ impl Attention {
             v_t,
             offset,
             scale: f64::from(desc.attention.scale),
-            chunk: desc.attention.chunk,
+            chunk: usize::from(desc.attention.chunk),
         }))
     }
 

@@ -139,6 +139,11 @@ pub struct AttentionDesc {
     pub ordering: Ordering,
     /// The score.
     pub score: ScoreKind,
+    /// Monotonic attention's chunk width `w`: 1 attends the one position the scan stops
+    /// at (hard monotonic), more the softmax over the `w` positions ending there
+    /// (MoChA). 0 for the other orderings. (A `u16` in the two bytes after the codes:
+    /// the fields after it keep their offsets, and the Cortex-M0's counts theirs.)
+    pub chunk: u16,
     /// Additive attention size (`v` length).
     pub dim: usize,
     /// Additive score has a query matrix `W`.
@@ -153,10 +158,6 @@ pub struct AttentionDesc {
     pub scale: f32,
     /// Score scale, integer precision.
     pub scale_q: Requant,
-    /// Monotonic attention's chunk width `w`: 1 attends the one position the scan stops
-    /// at (hard monotonic), more the softmax over the `w` positions ending there
-    /// (MoChA). 0 for the other orderings.
-    pub chunk: usize,
 }
 
 impl AttentionDesc {
@@ -164,6 +165,7 @@ impl AttentionDesc {
     pub const NONE: AttentionDesc = AttentionDesc {
         ordering: Ordering::None,
         score: ScoreKind::Additive,
+        chunk: 0,
         dim: 0,
         query_proj: false,
         key_proj: false,
@@ -171,7 +173,6 @@ impl AttentionDesc {
         fmt_keys: Fmt { frac: 0 },
         scale: 1.0,
         scale_q: Requant::ONE,
-        chunk: 0,
     };
 
     /// True when the decoder attends.
@@ -240,7 +241,7 @@ impl AttentionDesc {
         if self.dim > MAX_SIZE {
             return Err(Error::BadField("attn_dim"));
         }
-        if self.chunk > MAX_CHUNK {
+        if usize::from(self.chunk) > MAX_CHUNK {
             return Err(Error::BadField("attn_chunk"));
         }
         if !(MIN_FRAC..=MAX_FRAC).contains(&self.fmt_keys.frac) {
@@ -303,6 +304,7 @@ impl AttentionDesc {
             score: code("score", r.score, |v| {
                 ScoreKind::ALL.get(v as usize).copied()
             })?,
+            chunk: u16::try_from(r.attn_chunk).map_err(|_| Error::BadField("attn_chunk"))?,
             dim: r.attn_dim as usize,
             query_proj: flag("attn_query_proj", r.attn_query_proj)?,
             key_proj: flag("attn_key_proj", r.attn_key_proj)?,
@@ -310,7 +312,6 @@ impl AttentionDesc {
             fmt_keys: Fmt { frac: r.fmts[3] },
             scale: f32::from_bits(r.score_scale),
             scale_q: r.score_scale_q,
-            chunk: r.attn_chunk as usize,
         })
     }
 
@@ -325,7 +326,7 @@ impl AttentionDesc {
         r.fmts[3] = self.fmt_keys.frac;
         r.score_scale = self.scale.to_bits();
         r.score_scale_q = self.scale_q;
-        r.attn_chunk = stored("attn_chunk", self.chunk)?;
+        r.attn_chunk = u32::from(self.chunk);
         Ok(())
     }
 }

@@ -78,7 +78,7 @@ impl ModelDesc {
     /// one).
     pub fn streams_in(&self, window: usize) -> Result<(), crate::Error> {
         self.streams()?;
-        match self.attention.chunk {
+        match usize::from(self.attention.chunk) {
             _ if window == 0 => Err(crate::Error::InputTooLong { len: 1, max: 0 }),
             chunk if chunk >= window => Err(crate::Error::ChunkOverWindow { chunk, window }),
             _ => Ok(()),

@@ -1,7 +1,7 @@
 //! One decoder step over lanes in lockstep: the decoder stacks, attention (before or
 //! after them), the attentional vector and the logits.
 
-use attention_core::{Attention, AttnScratch, Mask};
+use attention_core::{AttnScratch, Mask};
 use heapless::Vec as HVec;
 use rnn_core::CellScratch;
 use s2s_kernels::part::Part as _;
@@ -291,73 +291,17 @@ fn attend_monotonic<P: Precision>(
     let a = lane_attention(lane, bufs, (att.memory_dim(), att.key_dim()))?;
     let (weights, mut s) = (a.weights, a.scratch);
     let from = clear_weight::<P>(weights, at);
-    let stop = att.monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, marks)?;
-    let reached = match stop {
+    let w = usize::from(net.desc.attention.chunk);
+    clear_chunk::<P>(weights, at, w);
+    let scan = (from, n, w);
+    let stop = att.monotonic_marked(
+        a.query, a.key, a.mem, scan, &mut s, weights, a.context, marks,
+    )?;
+    lane.at = match stop {
+        Some(j) if w > 1 => j,
         Some(j) => set_weight::<P>(&s, weights, j)?,
         None => n,
     };
-    let w = net.desc.attention.chunk;
-    if w > 1 {
-        let a = LaneAttention {
-            weights,
-            scratch: s,
-            ..a
-        };
-        attend_chunk(att, a, (at, stop), w, marks)?;
-    }
-    lane.at = reached;
-    Ok(())
-}
-
-/// MoChA's context (a chunk of `w > 1`): after the monotonic scan stopped at `stop`,
-/// the softmax of the energies of the `w` positions ending there (fewer at the
-/// source's start) weighs their memory rows; the weights of the previous step's chunk,
-/// ending at `at`, are cleared first. Nothing more when the scan stopped nowhere (the
-/// context is zero). Out of line, so that hard monotonic attention's code is what it
-/// was.
-#[inline(never)]
-pub(super) fn attend_chunk<P: Precision>(
-    att: &Attention<'_, P>,
-    a: LaneAttention<'_, P>,
-    (at, stop): (usize, Option<usize>),
-    w: usize,
-    marks: &mut impl Marks,
-) -> Result<(), Error> {
-    let LaneAttention {
-        mem,
-        key,
-        query,
-        context,
-        weights,
-        scratch: s,
-    } = a;
-    if at != Lane::<P>::UNSTARTED {
-        let before = (at + 1).saturating_sub(w).min(weights.len())..at.min(weights.len());
-        weights
-            .part_mut(before, "attention weights")?
-            .fill(P::Act::default());
-    }
-    let Some(j) = stop else {
-        return Ok(());
-    };
-    let (lo, end) = ((j + 1).saturating_sub(w), j + 1);
-    let (m, k) = (att.memory_dim(), att.key_dim());
-    let mut chunk = AttnScratch {
-        scores: s.scores.part_mut(lo..end, "attention scores")?,
-        query: s.query,
-        tanh: s.tanh,
-    };
-    att.attend_marked(
-        query,
-        key.part(lo * k..end * k, "attention keys")?,
-        mem.part(lo * m..end * m, "memory")?,
-        end - lo,
-        Mask::None,
-        &mut chunk,
-        weights.part_mut(lo..end, "attention weights")?,
-        context,
-        marks,
-    )?;
     Ok(())
 }
 
@@ -375,6 +319,18 @@ pub(super) fn clear_weight<P: Precision>(weights: &mut [P::Act], at: usize) -> u
                 *w = P::Act::default();
             }
             at
+        }
+    }
+}
+
+/// The weights of the rest of a MoChA chunk of `w` (more than 1) that ended at `at`
+/// ([`clear_weight`] clears `at`'s): the chunk's positions before it.
+#[inline(always)]
+pub(super) fn clear_chunk<P: Precision>(weights: &mut [P::Act], at: usize, w: usize) {
+    if w > 1 && at != Lane::<P>::UNSTARTED {
+        let end = at.min(weights.len());
+        if let Some(before) = weights.get_mut((at + 1).saturating_sub(w).min(end)..end) {
+            before.fill(P::Act::default());
         }
     }
 }

@@ -16,9 +16,7 @@ use super::greedy::choose;
 use super::lane::{b, cell_states, Lane};
 use super::observe::{with_marks, Observer, Step};
 use super::runner::Runner;
-use super::step::{
-    attend_chunk, clear_weight, lane_attention, set_weight, step_lanes, LaneAttention,
-};
+use super::step::{clear_chunk, clear_weight, lane_attention, set_weight, step_lanes};
 use crate::net::Net;
 use crate::vocab::{char_id, prefix_ids, Prefix};
 use crate::{Error, Split};
@@ -229,8 +227,10 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     };
     let bufs = (lay.mem_buf, lay.keys_buf, lay.top_state);
     let dims = (att.memory_dim(), att.key_dim());
-    let mut at = lane.at;
+    let at = lane.at;
+    let w = usize::from(net.desc.attention.chunk);
     let mut from = clear_weight::<P>(lane.act[b::WEIGHTS], at);
+    clear_chunk::<P>(lane.act[b::WEIGHTS], at, w);
     // A position attended `max_repeats` steps running is passed.
     let last = (at != Lane::<P>::UNSTARTED).then_some(win.base + at);
     if max_repeats > 0 && win.repeats >= max_repeats && last.is_some() {
@@ -240,31 +240,19 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
         let n = lane.t;
         let a = lane_attention(lane, bufs, dims)?;
         let (weights, mut s) = (a.weights, a.scratch);
+        let scan = (from, n, w);
         let stop = with_marks!(P, O, core::slice::from_mut(o), |m| att
-            .monotonic_marked(a.query, a.key, a.mem, from, n, &mut s, a.context, m)
+            .monotonic_marked(a.query, a.key, a.mem, scan, &mut s, weights, a.context, m)
             .map_err(Error::from)?);
         match stop {
             Some(j) => {
-                set_weight::<P>(&s, weights, j)?;
+                if w <= 1 {
+                    set_weight::<P>(&s, weights, j)?;
+                }
                 win.repeats = match last == Some(win.base + j) {
                     true => win.repeats + 1,
                     false => 1,
                 };
-                let w = net.desc.attention.chunk;
-                if w > 1 {
-                    let a = LaneAttention {
-                        weights,
-                        scratch: s,
-                        ..a
-                    };
-                    with_marks!(P, O, core::slice::from_mut(o), |m| attend_chunk(
-                        att,
-                        a,
-                        (at, stop),
-                        w,
-                        m
-                    )?);
-                }
                 lane.at = j;
                 return Ok(());
             }
@@ -275,11 +263,11 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
             None => {
                 // Every position of the window is passed: the next ones replace them,
                 // after the last `chunk - 1` (a MoChA chunk's, moved to the first rows).
-                let keep = net.desc.attention.chunk.saturating_sub(1).min(n);
+                let keep = w.saturating_sub(1).min(n);
                 keep_rows(lane, lay, dims, n - keep..n)?;
                 win.base += n - keep;
                 lane.act[b::WEIGHTS].fill(P::Act::default());
-                (lane.t, lane.valid, from, at) = (keep, keep, keep, Lane::<P>::UNSTARTED);
+                (lane.t, lane.valid, from) = (keep, keep, keep);
                 while lane.t < ring && !win.ended {
                     match next()? {
                         Some(id) => push_position(net, lane, id, lay.mem_buf, o)?,
@@ -314,10 +302,14 @@ fn keep_rows<P: Precision>(
     }
     let mut keep = |buf: usize, size: usize| -> Result<(), Error> {
         let values = &mut lane.act[buf];
-        values
-            .get(rows.start * size..rows.end * size)
-            .ok_or(Error::Inconsistent("window rows past the buffer"))?;
-        values.copy_within(rows.start * size..rows.end * size, 0);
+        let from = rows.start * size;
+        // Forwards, each value to a lower index (`copy_within` linked a panic path and
+        // `core::fmt` into the micro:bit's build, 4.5 KB).
+        let past = Error::Inconsistent("window rows past the buffer");
+        for to in 0..rows.len() * size {
+            let v = *values.get(from + to).ok_or(past)?;
+            *values.get_mut(to).ok_or(past)? = v;
+        }
         Ok(())
     };
     keep(lay.mem_buf, m)?;
