@@ -1,12 +1,14 @@
 //! Streaming: a source read a token at a time through a model that waits for nothing at
 //! its end ([`ModelDesc::streams`](crate::ModelDesc::streams)), its outputs handed out
 //! as they are decided. The workspace's positions are a window of encoder states: the
-//! encoder fills it with the next positions of the source, the monotonic scan passes
-//! them, and once it has passed every one (it never looks back) the window is filled
-//! again from its first row. The workspace is the plan of the window's positions,
+//! encoder adds the next positions of the source as the monotonic scan reaches them,
+//! and once the scan has passed every one of a full window (it never looks back) the
+//! window is filled again from its first row (after the rows a MoChA chunk still
+//! reaches). The workspace is the plan of the window's positions,
 //! whatever the source's length; every output is the one the whole source gives
 //! ([`Runner::run`]) with as many steps.
 
+use attention_core::MONOTONIC_CHUNK;
 use rnn_core::CellScratch;
 use s2s_kernels::part::Part as _;
 use s2s_kernels::Precision;
@@ -211,8 +213,9 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
 
 /// The monotonic attention of a streamed step (`step::attend_monotonic` over the
 /// window): the scan goes on from the lane's position; when it has passed every
-/// position of the window and the source has more, the window is filled again from its
-/// first row and the scan goes on there.
+/// position read and the source has more, the next positions are read into the window
+/// ([`MONOTONIC_CHUNK`] at a time), filling it again from its first row once it is
+/// full, and the scan goes on there.
 fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     net: &Net<'_, P>,
     lane: &mut Lane<'_, P>,
@@ -261,14 +264,21 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
                 return Ok(());
             }
             None => {
-                // Every position of the window is passed: the next ones replace them,
-                // after the last `chunk - 1` (a MoChA chunk's, moved to the first rows).
-                let keep = w.saturating_sub(1).min(n);
-                keep_rows(lane, lay, dims, n - keep..n)?;
-                win.base += n - keep;
-                lane.act[b::WEIGHTS].fill(P::Act::default());
-                (lane.t, lane.valid, from) = (keep, keep, keep);
-                while lane.t < ring && !win.ended {
+                // Every position read is passed. A full window's are replaced, after
+                // the last `chunk - 1` (a MoChA chunk's, moved to the first rows).
+                if n == ring {
+                    let keep = w.saturating_sub(1).min(n);
+                    keep_rows(lane, lay, dims, n - keep..n)?;
+                    win.base += n - keep;
+                    lane.act[b::WEIGHTS].fill(P::Act::default());
+                    (lane.t, lane.valid) = (keep, keep);
+                }
+                // The scan goes on over the next positions, read as it needs them
+                // (as many at once as it scores at once): none is encoded far ahead of
+                // the decoder, and an output waits for few characters.
+                from = lane.t;
+                let end = ring.min(lane.t + MONOTONIC_CHUNK);
+                while lane.t < end && !win.ended {
                     match next()? {
                         Some(id) => push_position(net, lane, id, lay.mem_buf, o)?,
                         None => {
