@@ -101,7 +101,7 @@ impl Attention {
     /// queries `q` (`batch x D`); a monotonic attention's alignment from `align` (see
     /// [`Align`]; `None` for the other orderings). The alignment is what the next step
     /// aligns from; the weights, which make the context, are the alignment itself
-    /// except for MoChA ([`chunk_weights`]).
+    /// except for MoChA (its chunk's softmax weighted by the alignment).
     pub fn attend(
         &self,
         q: &Tensor,
