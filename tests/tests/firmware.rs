@@ -354,7 +354,7 @@ fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
 const SMALL_LSTM_PAD_TO: usize = 12;
 
 /// A small model in the Keras fixtures' layout (their w8a16 files are larger than the
-/// model regions of lm3s6965evb, 152 KiB, and microbit, 164 KiB): a bidirectional LSTM encoder
+/// model regions of lm3s6965evb, 148 KiB, and microbit, 164 KiB): a bidirectional LSTM encoder
 /// over masked post-padding (Keras 2: the previous output repeated), Keras 2's hard
 /// sigmoid in the encoder and Keras 3's in the decoder, an LSTM decoder from the
 /// encoder's final states and cell states, Luong dot attention over every position and
