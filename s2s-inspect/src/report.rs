@@ -399,7 +399,7 @@ pub fn rows(
     );
     row(
         "stream",
-        match d.streams() {
+        match d.streams_in(t) {
             Ok(()) => format!(
                 "yes: `s2s run --stream` holds a window of {t} source positions, the {} bytes above whatever the source's length",
                 thousands(plan.bytes())

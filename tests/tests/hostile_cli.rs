@@ -301,6 +301,21 @@ fn streamed_lines_give_the_whole_lines_outputs_and_bad_input_says_where() {
         &narrow,
         &["a chunk of 3 positions needs a window of more than 3, this one has 3"],
     );
+    // `s2s inspect` names the chunk, and says the stream needs a wider window than 3.
+    let inspect = |positions: &str, name: &str| -> String {
+        let o = s2s(&[&"inspect", &m, &"--positions", &positions], "");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(str::to_string);
+        row.unwrap_or_else(|| panic!("no {name} row: {out}"))
+    };
+    assert!(inspect("4", "attention").contains("Monotonic (MoChA, chunk 3)"));
+    assert!(inspect("4", "stream").contains("yes: `s2s run --stream` holds a window of 4"));
+    assert!(inspect("3", "stream")
+        .ends_with("no: a chunk of 3 positions needs a window of more than 3, this one has 3"));
     // A model that cannot stream (its decoder starts from the encoder's last state).
     std::fs::write(dir.join("c.toml"), train_config(6, 12)).unwrap();
     let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
