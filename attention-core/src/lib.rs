@@ -483,7 +483,8 @@ impl<P: Precision> Attention<'_, P> {
     /// by enforcing monotonic alignments"), decoded online: the energy of `query`
     /// against position `j` is the additive score, `v`'s bias being the offset `r`;
     /// from position `from` on, the first of the first `n` positions whose energy is
-    /// at least 0 is attended, its memory row becoming the `context`, and is returned.
+    /// at least 0 is attended, its memory row becoming the `context` and its weight the
+    /// softmax of its one energy (the precision's own 1), and is returned.
     /// The positions before it are passed for good (the next step starts from the one
     /// attended). When none stops the context is zero and `None` is returned. The
     /// energies scanned go to `s.scores[from..]` (at most `n` long); the cost is the
@@ -494,7 +495,7 @@ impl<P: Precision> Attention<'_, P> {
     /// chunkwise attention"): the scan also scores the `w - 1` positions before `from`
     /// (which do not stop it), and the context is the softmax of the energies of the
     /// `w` positions ending at the one attended (fewer at the start) over their memory
-    /// rows, the softmax written to `weights` there. With 1 `weights` is not written.
+    /// rows, the softmax written to `weights` there. The other weights are not written.
     /// Phases go to `marks` like [`Attention::attend_marked`]'s.
     #[allow(clippy::too_many_arguments)]
     #[cfg_attr(not(feature = "additive"), allow(unused_variables))]
@@ -553,19 +554,20 @@ impl<P: Precision> Attention<'_, P> {
                 }
                 marks.mark(Phase::Context);
                 match stop {
-                    Some(j) if w > 1 => {
+                    Some(j) => {
                         let lo = (j + 1).saturating_sub(w);
                         let weights = weights.part_mut(lo..j + 1, "attention weights")?;
                         marks.mark(Phase::Softmax);
                         P::softmax(s.scores.part(lo..j + 1, "attention scores")?, weights);
                         let rows = memory.part(lo * m..(j + 1) * m, "memory")?;
                         marks.mark(Phase::Context);
-                        P::weighted_sum(weights, rows, context);
+                        // One position's row is the context as it is (a weighted sum
+                        // by the precision's own 1 would not be).
+                        match w {
+                            1 => context.fill_from(rows, "context")?,
+                            _ => P::weighted_sum(weights, rows, context),
+                        }
                     }
-                    Some(j) => match memory.chunks_exact(m.max(1)).nth(j) {
-                        Some(row) => context.fill_from(row, "context")?,
-                        None => context.fill(P::Act::default()),
-                    },
                     None => context.fill(P::Act::default()),
                 }
                 marks.mark(Phase::Rest);

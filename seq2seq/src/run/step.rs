@@ -290,60 +290,32 @@ fn attend_monotonic<P: Precision>(
     let bufs = (mem_buf, keys_buf, top_state);
     let a = lane_attention(lane, bufs, (att.memory_dim(), att.key_dim()))?;
     let (weights, mut s) = (a.weights, a.scratch);
-    let from = clear_weight::<P>(weights, at);
     let w = usize::from(net.desc.attention.chunk);
-    clear_chunk::<P>(weights, at, w);
+    let from = clear_weight::<P>(weights, at, w);
     let scan = (from, n, w);
     let stop = att.monotonic_marked(
         a.query, a.key, a.mem, scan, &mut s, weights, a.context, marks,
     )?;
-    lane.at = match stop {
-        Some(j) if w > 1 => j,
-        Some(j) => set_weight::<P>(&s, weights, j)?,
-        None => n,
-    };
+    lane.at = stop.unwrap_or(n);
     Ok(())
 }
 
-/// Where a monotonic step's scan starts, `at` ([`Lane::at`]), with the previous step's
-/// weight cleared (not the whole row: all of it at the first step).
+/// Where a monotonic step's scan starts, `at` ([`Lane::at`]), with the weights the
+/// previous step wrote cleared: those of its chunk of `w` positions ending at `at` (not
+/// the whole row: all of it at the first step).
 #[inline(always)]
-pub(super) fn clear_weight<P: Precision>(weights: &mut [P::Act], at: usize) -> usize {
+pub(super) fn clear_weight<P: Precision>(weights: &mut [P::Act], at: usize, w: usize) -> usize {
     match at {
         Lane::<P>::UNSTARTED => {
             weights.fill(P::Act::default());
             0
         }
         at => {
-            if let Some(w) = weights.get_mut(at) {
-                *w = P::Act::default();
+            let end = at.saturating_add(1).min(weights.len());
+            if let Some(chunk) = weights.get_mut((at + 1).saturating_sub(w).min(end)..end) {
+                chunk.fill(P::Act::default());
             }
             at
         }
     }
-}
-
-/// The weights of the rest of a MoChA chunk of `w` (more than 1) that ended at `at`
-/// ([`clear_weight`] clears `at`'s): the chunk's positions before it.
-#[inline(always)]
-pub(super) fn clear_chunk<P: Precision>(weights: &mut [P::Act], at: usize, w: usize) {
-    if w > 1 && at != Lane::<P>::UNSTARTED {
-        let end = at.min(weights.len());
-        if let Some(before) = weights.get_mut((at + 1).saturating_sub(w).min(end)..end) {
-            before.fill(P::Act::default());
-        }
-    }
-}
-
-/// The weight of `j`, the position a monotonic step stopped at: a softmax of its one
-/// score, the precision's own 1. Returns `j`.
-#[inline(always)]
-pub(super) fn set_weight<P: Precision>(
-    s: &AttnScratch<'_, P>,
-    weights: &mut [P::Act],
-    j: usize,
-) -> Result<usize, Error> {
-    let e = s.scores.part(j..=j, "attention scores")?;
-    P::softmax(e, weights.part_mut(j..=j, "attention weights")?);
-    Ok(j)
 }

@@ -18,7 +18,7 @@ use super::greedy::choose;
 use super::lane::{b, cell_states, Lane};
 use super::observe::{with_marks, Observer, Step};
 use super::runner::Runner;
-use super::step::{clear_chunk, clear_weight, lane_attention, set_weight, step_lanes};
+use super::step::{clear_weight, lane_attention, step_lanes};
 use crate::net::Net;
 use crate::vocab::{char_id, prefix_ids, Prefix};
 use crate::{Error, Split};
@@ -232,8 +232,7 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     let dims = (att.memory_dim(), att.key_dim());
     let at = lane.at;
     let w = usize::from(net.desc.attention.chunk);
-    let mut from = clear_weight::<P>(lane.act[b::WEIGHTS], at);
-    clear_chunk::<P>(lane.act[b::WEIGHTS], at, w);
+    let mut from = clear_weight::<P>(lane.act[b::WEIGHTS], at, w);
     // A position attended `max_repeats` steps running is passed.
     let last = (at != Lane::<P>::UNSTARTED).then_some(win.base + at);
     if max_repeats > 0 && win.repeats >= max_repeats && last.is_some() {
@@ -242,16 +241,13 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
     loop {
         let n = lane.t;
         let a = lane_attention(lane, bufs, dims)?;
-        let (weights, mut s) = (a.weights, a.scratch);
+        let mut s = a.scratch;
         let scan = (from, n, w);
         let stop = with_marks!(P, O, core::slice::from_mut(o), |m| att
-            .monotonic_marked(a.query, a.key, a.mem, scan, &mut s, weights, a.context, m)
+            .monotonic_marked(a.query, a.key, a.mem, scan, &mut s, a.weights, a.context, m)
             .map_err(Error::from)?);
         match stop {
             Some(j) => {
-                if w <= 1 {
-                    set_weight::<P>(&s, weights, j)?;
-                }
                 win.repeats = match last == Some(win.base + j) {
                     true => win.repeats + 1,
                     false => 1,
