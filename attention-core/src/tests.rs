@@ -177,7 +177,10 @@ fn monotonic_attends_the_first_position_from_the_last_whose_energy_is_not_negati
         // A chunk of 1 writes the attended position's weight, 1, and no other.
         for (j, &w) in weights.iter().enumerate() {
             let expect = if at == Some(j) { 1.0 } else { 5.0 };
-            assert_eq!(w, expect, "weight {j} of a scan from {from} stopping at {at:?}");
+            assert_eq!(
+                w, expect,
+                "weight {j} of a scan from {from} stopping at {at:?}"
+            );
         }
         (at, c, scores)
     };
