@@ -45,7 +45,7 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 /// no FPU and 256 KiB of flash; they compile w8a16 only (the float code would fill it).
 /// lm3s6965evb gives the runtime 108 KiB (the w8a16 runtime with GRU and LSTM cells, the
 /// instruction-set kernels, beam search up to width 4, format 7's prefix slots,
-/// streaming and MoChA is 98,872 bytes, `STATS flash_runtime`, and its `profile` build
+/// streaming and MoChA is 98,368 bytes, `STATS flash_runtime`, and its `profile` build
 /// overflowed 104 KiB by 180 bytes) and its model region 148 KiB (netra w8a16 takes
 /// 129 KB);
 /// the micro:bit keeps 92 KiB (its `profile` build of format 7 needs 87,584 bytes) and
