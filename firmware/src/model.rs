@@ -108,7 +108,8 @@ fn positions_for<P: Precision>(desc: &seq2seq::ModelDesc) -> Result<usize, Error
 }
 
 /// Whether this build streams sources through `desc`'s model (`\x01stream`): with
-/// monotonic attention compiled, a model that streams.
+/// the `monotonic` feature (which compiles the streaming input, for local attention
+/// too), a model that streams.
 fn streams(desc: &seq2seq::ModelDesc) -> bool {
     cfg!(feature = "monotonic") && desc.streams().is_ok()
 }

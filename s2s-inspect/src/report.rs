@@ -145,9 +145,13 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
                 ),
                 s => s.name().to_string(),
             };
-            let chunk = match d.attention.chunk {
-                0 | 1 => String::new(),
-                w => format!(" (MoChA, chunk {w})"),
+            let chunk = match (d.attention.chunk, d.attention.window) {
+                (0 | 1, 0) => String::new(),
+                (0 | 1, half) => format!(
+                    " (local-m, window of {} positions, D = {half})",
+                    2 * usize::from(half) + 1
+                ),
+                (w, _) => format!(" (MoChA, chunk {w})"),
             };
             format!(
                 "{o:?}{chunk}, {score}, {}",

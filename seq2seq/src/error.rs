@@ -240,6 +240,14 @@ pub enum Error {
         /// The window's positions.
         window: usize,
     },
+    /// A local attention's `2D + 1` positions more than a stream's window holds: a step
+    /// reads them all.
+    LocalOverWindow {
+        /// The positions a step attends, `2D + 1`.
+        positions: usize,
+        /// The window's positions.
+        window: usize,
+    },
     /// A beam search wider than the workspace holds (or zero wide).
     BeamTooWide {
         /// The width asked for.
@@ -353,7 +361,7 @@ codes! {
     NonFinite = 53 => "non-finite weight or scale",
     Misaligned = 54 => "model not loaded at an 8-byte aligned address",
     // running a model (60-89): the binding and the workspace (60-63), the source
-    // (64-66), the beam (67-68), streaming (69), prefixes (70-74)
+    // (64-66), the beam (67-68), streaming (69, 75-76), prefixes (70-74)
     PrecisionMismatch = 60 => "model bound at another precision",
     UnsupportedPrecision = 61 => "precision not supported by this build",
     ArenaTooSmall = 62 => "arena too small for the workspace",
@@ -370,6 +378,7 @@ codes! {
     PrefixField = 73 => "prefix field not name=token",
     SlotTokenInSource = 74 => "prefix slot token typed in the source",
     ChunkOverWindow = 75 => "chunk not narrower than the stream's window",
+    LocalOverWindow = 76 => "local attention wider than the stream's window",
     // the layers' errors, and a part this build leaves out (90-99)
     Rnn = 90 => "recurrent layer shape error",
     Attention = 91 => "attention shape error",
@@ -492,6 +501,10 @@ impl Describe for Error {
             Error::ChunkOverWindow { chunk, window } => say!(out;
                 "a chunk of ", chunk, " positions needs a window of more than ", chunk,
                 ", this one has ", window
+            ),
+            Error::LocalOverWindow { positions, window } => say!(out;
+                "local attention reads ", positions, " positions at a step: it needs a window of at least ",
+                positions, ", this one has ", window
             ),
             Error::EmptyInput | Error::NoSuchSlot | Error::GreedyOnly => out.put(self.as_str()),
             // Without `error-text` (a smaller device build), the rest, a bad model file
@@ -763,6 +776,13 @@ mod tests {
                 "ChunkOverWindow",
                 Error::ChunkOverWindow {
                     chunk: 8,
+                    window: 5,
+                },
+            ),
+            (
+                "LocalOverWindow",
+                Error::LocalOverWindow {
+                    positions: 9,
                     window: 5,
                 },
             ),

@@ -35,6 +35,8 @@ s2s_kernels::named_enum! {
         PrefixSlots = 7 => "prefix-slots",
         /// Hard monotonic attention (`Ordering::Monotonic`).
         Monotonic = 8 => "monotonic",
+        /// Local attention (`AttentionDesc::window`).
+        Local = 9 => "local",
     }
 }
 
@@ -51,6 +53,7 @@ impl Feature {
             Feature::V6mLayout => Layout::V6m.compiled(),
             Feature::PrefixSlots => cfg!(feature = "prefix-slots"),
             Feature::Monotonic => cfg!(feature = "monotonic"),
+            Feature::Local => cfg!(feature = "local"),
         }
     }
 }

@@ -386,7 +386,8 @@ impl<P: Precision> Net<'_, P> {
     }
 
     /// Multiply-accumulates of one decoder step over `t` source positions (a monotonic
-    /// attention's: of a step that scores one position, whatever `t` is).
+    /// attention's: of a step that scores one position, whatever `t` is; a local
+    /// attention's: of a step that scores its whole window, `2D + 1` positions).
     pub fn macs_per_step(&self, t: usize) -> usize {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         // (MoChA's chunk scored again for its softmax.)
@@ -396,6 +397,9 @@ impl<P: Precision> Net<'_, P> {
                     0 | 1 => t.min(1),
                     w => t.min(1) + t.min(w),
                 }
+            }
+            _ if self.desc.attention.local() => {
+                t.min(2 * usize::from(self.desc.attention.window) + 1)
             }
             _ => t,
         };

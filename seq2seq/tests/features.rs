@@ -35,6 +35,9 @@ fn the_parts_a_model_needs_follow_its_description() {
     assert!(!d.features().contains(Feature::Monotonic));
     (d.attention.ordering, d.attention.chunk) = (Ordering::Monotonic, 1);
     assert!(d.features().contains(Feature::Monotonic) && d.features().contains(Feature::Additive));
+    assert!(!d.features().contains(Feature::Local));
+    (d.attention.ordering, d.attention.chunk, d.attention.window) = (Ordering::Luong, 0, 4);
+    assert!(d.features().contains(Feature::Local));
     assert!(
         !d.features().contains(Feature::Beam),
         "no model needs a beam"
@@ -55,6 +58,7 @@ fn the_compiled_features_are_the_cargo_features() {
         Some("v6m-layout"),
         cfg!(feature = "prefix-slots").then_some("prefix-slots"),
         cfg!(feature = "monotonic").then_some("monotonic"),
+        cfg!(feature = "local").then_some("local"),
     ]
     .into_iter()
     .flatten()

@@ -55,6 +55,9 @@ fn tidy(mut d: ModelDesc) -> ModelDesc {
         Ordering::Monotonic => d.attention.chunk.max(1),
         _ => 0,
     };
+    if !matches!(d.attention.ordering, Ordering::Bahdanau | Ordering::Luong) {
+        d.attention.window = 0;
+    }
     d
 }
 
@@ -392,7 +395,15 @@ impl Ref<'_> {
             }
             vec![0.0; memory[0].len()]
         };
-        let attend = |q: &[f64]| soft(q, 0..n_att);
+        // Global attention: every position; local-m (Luong et al., 2015): the 2D + 1
+        // positions around the step's index, which stops at the last position.
+        let attend = |q: &[f64], step: usize| match usize::from(d.attention.window) {
+            0 => soft(q, 0..n_att),
+            half => {
+                let centre = step.min(n_att - 1);
+                soft(q, centre.max(half) - half..(centre + half + 1).min(n_att))
+            }
+        };
         let mut y = d.tgt_start;
         let (mut out, mut all_logits) = (vec![], vec![]);
         // Input feeding: the previous attentional vector, zeros at the first step.
@@ -401,7 +412,7 @@ impl Ref<'_> {
             let e = self.emb(Role::DecEmb, y);
             let mut ctx = vec![];
             match d.attention.ordering {
-                Ordering::Bahdanau => ctx = attend(&states[d.dec_layers - 1]),
+                Ordering::Bahdanau => ctx = attend(&states[d.dec_layers - 1], step),
                 Ordering::Monotonic => ctx = monotonic(&states[d.dec_layers - 1]),
                 _ => {}
             }
@@ -422,7 +433,7 @@ impl Ref<'_> {
             }
             let s = states[d.dec_layers - 1].clone();
             if d.attention.ordering == Ordering::Luong {
-                ctx = attend(&s);
+                ctx = attend(&s, step);
             }
             let att: Vec<f64> = if d.attentional.is_some() {
                 let mut x = vec![];
@@ -658,6 +669,47 @@ fn luong_matches_reference_for_every_score() {
         };
         check_against_reference(&d, 10 + i as u64);
     }
+}
+
+#[test]
+fn local_attention_matches_reference() {
+    // Windows of 3 to 7 positions on sources of 2 to 7, every step past the source's
+    // end (up to 12) attending around its last position.
+    let mut d = base_desc();
+    d.init = Init::Dense;
+    d.out_parts = parts(&[Part::State, Part::Context, Part::Embedding]);
+    d.attention.ordering = Ordering::Bahdanau;
+    for (half, seed) in [(1, 60), (2, 61)] {
+        d.attention.window = half;
+        check_against_reference(&d, seed);
+    }
+    d.attention.mask_padding = true;
+    d.src_pad_to = 9;
+    check_against_reference(&d, 62);
+    (d.attention.mask_padding, d.src_pad_to) = (false, 0);
+    d.attention.ordering = Ordering::Luong;
+    d.attentional = Some(5);
+    d.att_parts = parts(&[Part::State, Part::Context]);
+    d.out_parts = parts(&[Part::Attentional]);
+    for (i, score) in [ScoreKind::Dot, ScoreKind::General, ScoreKind::Additive]
+        .into_iter()
+        .enumerate()
+    {
+        d.attention.score = score;
+        d.attention.window = 1 + i as u16;
+        check_against_reference(&tidy(d), 63 + i as u64);
+    }
+    // Only the Bahdanau and Luong orderings have a local form.
+    d.attention.ordering = Ordering::Monotonic;
+    d.attention.score = ScoreKind::Additive;
+    let mut m = tidy(d);
+    m.attention.window = 2;
+    assert_eq!(
+        m.check(),
+        Err(Error::Inconsistent(
+            "window: local attention needs the Bahdanau or Luong ordering"
+        ))
+    );
 }
 
 /// An OpenNMT-style decoder: two layers, general Luong attention, a mean bridge, a

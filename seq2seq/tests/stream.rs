@@ -13,12 +13,22 @@ use seq2seq::{
     Error, ModelDesc, ModelFile, ModelPrecision, Net, Plan, Prefix, Runner, StreamLimits, Streamed,
 };
 
-/// A random description that streams, of characters.
+/// A random monotonic description that streams, of characters.
 fn streaming_desc(r: &mut Rng) -> ModelDesc {
+    streaming_desc_of(r, Ordering::Monotonic)
+}
+
+/// A random description that streams, of characters, attending in `ordering` (local
+/// attention for Bahdanau's or Luong's).
+fn streaming_desc_of(r: &mut Rng, ordering: Ordering) -> ModelDesc {
     loop {
         let mut d = random_desc(r);
         d.split = Split::Chars;
-        if d.check().is_ok() && d.streams().is_ok() {
+        if d.attention.ordering == ordering && d.check().is_ok() && d.streams().is_ok() {
+            // A local window moves along the source with the steps: many of them.
+            if d.attention.local() {
+                d.max_steps = 40;
+            }
             return d;
         }
     }
@@ -77,11 +87,12 @@ fn bytes_of(d: &ModelDesc, precision: PrecisionKind, r: &mut Rng) -> Vec<u64> {
     aligned(&bytes)
 }
 
-/// Lines compared: `(all, through a MoChA chunk)`.
-fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
+/// Lines compared: `(all, through a MoChA chunk, through a local window that the
+/// stream moved)`.
+fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize, usize) {
     let file = ModelFile::parse(bytemuck::cast_slice(words)).unwrap();
     let net = Net::<P>::bind(&file).unwrap();
-    let (mut compared, mut chunked) = (0, 0);
+    let (mut compared, mut chunked, mut moved) = (0, 0, 0);
     for _ in 0..6 {
         let n = r.range(1, 70);
         let text = line(r, n);
@@ -98,6 +109,16 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
                 assert_eq!(got, Err(over), "{:?}", net.desc);
                 continue;
             }
+            let local = 2 * usize::from(net.desc.attention.window) + 1;
+            if net.desc.attention.local() && local > ring {
+                // A local step reads its 2D + 1 positions from the window.
+                let over = Error::LocalOverWindow {
+                    positions: local,
+                    window: ring,
+                };
+                assert_eq!(got, Err(over), "{:?}", net.desc);
+                continue;
+            }
             match (&expect, &got) {
                 (Ok(e), Ok((g, done))) => {
                     assert_eq!(g, e, "{:?}: {text:?} through {ring} positions", net.desc);
@@ -108,6 +129,9 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
                     );
                     compared += 1;
                     chunked += (chunk > 1) as usize;
+                    // The last step's window reached past the ring's first fill.
+                    let reached = e.len().min(n) + usize::from(net.desc.attention.window);
+                    moved += (net.desc.attention.local() && reached >= ring) as usize;
                 }
                 (Err(a), Err(b)) => assert_eq!(a, b),
                 _ => panic!(
@@ -117,29 +141,34 @@ fn check<P: ModelPrecision>(words: &[u64], r: &mut Rng) -> (usize, usize) {
             }
         }
     }
-    (compared, chunked)
+    (compared, chunked, moved)
 }
 
 #[test]
 fn a_streamed_source_gives_the_whole_sources_tokens_at_every_precision_and_window() {
-    let (mut compared, mut chunked) = (0, 0);
-    for seed in 0..24 {
+    let (mut compared, mut chunked, mut moved) = (0, 0, 0);
+    let orderings = [Ordering::Monotonic, Ordering::Bahdanau, Ordering::Luong];
+    for seed in 0..40 {
         let mut r = Rng::new(seed);
-        let d = streaming_desc(&mut r);
-        for (all, chunk) in [
+        let d = streaming_desc_of(&mut r, orderings[(seed as usize).saturating_sub(24) % 3]);
+        for (all, chunk, local) in [
             check::<F32>(&bytes_of(&d, PrecisionKind::F32, &mut r), &mut r),
             check::<W8F32>(&bytes_of(&d, PrecisionKind::W8F32, &mut r), &mut r),
             check::<W8A16>(&bytes_of(&d, PrecisionKind::W8A16, &mut r), &mut r),
         ] {
-            (compared, chunked) = (compared + all, chunked + chunk);
+            (compared, chunked, moved) = (compared + all, chunked + chunk, moved + local);
         }
     }
     // Most random models decode every line; the others' errors agree. MoChA's chunks
-    // are kept across the window's refills.
+    // are kept across the window's refills, local windows moved along the source.
     assert!(compared > 1000, "only {compared} lines compared");
     assert!(
         chunked > 100,
         "only {chunked} lines through a chunk compared"
+    );
+    assert!(
+        moved > 50,
+        "only {moved} lines through a moved local window compared"
     );
 }
 
@@ -154,8 +183,8 @@ fn the_models_that_cannot_stream_say_why() {
             "its encoder is bidirectional (a backward layer starts at the source's end)",
         ),
         (
-            |d| d.attention.ordering = Ordering::Bahdanau,
-            "only monotonic attention streams (global attention reads every position at every step)",
+            |d| (d.attention.ordering, d.attention.window) = (Ordering::Bahdanau, 0),
+            "only monotonic and local attention stream (global attention reads every position at every step)",
         ),
         (
             |d| d.init = seq2seq::Init::Dense,

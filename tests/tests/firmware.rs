@@ -411,10 +411,19 @@ fn small_monotonic_desc() -> ModelDesc {
     d
 }
 
+/// [`small_monotonic_desc`] made local-m: Bahdanau's order over the `2D + 1`
+/// positions around the step's index.
+fn small_local_desc(half: u16) -> ModelDesc {
+    let mut d = small_monotonic_desc();
+    (d.attention.ordering, d.attention.chunk) = (Ordering::Bahdanau, 0);
+    d.attention.window = half;
+    d
+}
+
 /// [`small_monotonic_desc`] on the micro:bit, as it decodes whole lines, hard and with
-/// MoChA's chunk of 3.
+/// MoChA's chunk of 3; and local-m over 5 positions.
 #[test]
-fn small_monotonic_w8a16_on_microbit_matches_the_host() {
+fn small_monotonic_and_local_w8a16_on_microbit_match_the_host() {
     let dir = scratch_dir("firmware-monotonic-microbit");
     let mut d = small_monotonic_desc();
     let model = synthetic(&dir, "monotonic-w8a16.s2s", &d, PrecisionKind::W8A16);
@@ -422,6 +431,13 @@ fn small_monotonic_w8a16_on_microbit_matches_the_host() {
     d.attention.chunk = 3;
     let model = synthetic(&dir, "mocha-w8a16.s2s", &d, PrecisionKind::W8A16);
     device_matches_host_at(&model, board("microbit"), 20, true);
+    let local = synthetic(
+        &dir,
+        "local-w8a16.s2s",
+        &small_local_desc(2),
+        PrecisionKind::W8A16,
+    );
+    device_matches_host_at(&local, board("microbit"), 20, true);
 }
 
 /// A streaming model (issue 29: monotonic attention over a unidirectional encoder, the
@@ -467,6 +483,31 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
         let done = l.device.as_ref().expect("streamed");
         assert_eq!(done.positions as usize, chars + 1);
     }
+    // Local-m over 5 positions: the encoder 2 positions ahead of the step, a full
+    // window keeping the 4 rows the next step still reaches. (The end token's bias so
+    // low that the decoder runs to the step cap, its windows along the whole source.)
+    let mut local = small_local_desc(2);
+    local.max_steps = 32;
+    let (vocab, end) = (local.tgt_vocab, usize::from(local.tgt_end));
+    let local = synthetic_with(
+        &dir,
+        "stream-local-w8a16.s2s",
+        &local,
+        PrecisionKind::W8A16,
+        |b| {
+            let mut bias = vec![0i32; vocab];
+            bias[end] = -2_000_000;
+            let out = TensorId::new(seq2seq::desc::Role::Out, 0, 0, Slot::Bias);
+            b.tensor(out, DType::I32, vocab, 1, &bias);
+        },
+    );
+    let report = device::stream::stream_check(&local, &inputs, (12_000, 0), &options).unwrap();
+    assert_eq!(report.mismatches(), 0, "{}", report.render());
+    for (l, chars) in report.lines.iter().zip([100, 10_000]) {
+        let done = l.device.as_ref().expect("streamed");
+        assert_eq!(done.positions as usize, chars + 1);
+        assert_eq!(done.tokens, 12_000, "{}", report.render());
+    }
     // A character outside the vocabulary (no unknown token) 5,000 characters in: the
     // ids decided before it are the host's, then the error, the session going on. (The
     // energy's offset so high that every step stops where it starts, and the end token
@@ -510,7 +551,7 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
     let err = run.line_starting_with("ERR").unwrap_or_default();
     assert_eq!(
         err,
-        "ERR model cannot stream: only monotonic attention streams (global attention reads every position at every step)"
+        "ERR model cannot stream: only monotonic and local attention stream (global attention reads every position at every step)"
     );
     assert!(
         run.line_starting_with("OUT ").is_some(),
@@ -549,8 +590,11 @@ fn a_streamed_10000_character_source_on_microbit_matches_the_host() {
 /// the protocol's `stream` command parsed in every build (its counts digit by digit,
 /// the beam's too), the session's hand-over of the bytes after a line to a streamed
 /// one (though this build streams nothing), the error's text; 57,064 since MoChA (model
-/// format 8): the chunk width read and checked, and the window's error text.)
-const MICROBIT_MINIMAL_FLASH: usize = 57_064;
+/// format 8): the chunk width read and checked, and the window's error text; 57,588
+/// since local attention (model format 9): the window read and checked, the attention
+/// size read as a `u16`, the local window's error text, and `attend_marked` inlined,
+/// 207 instructions per token fewer.)
+const MICROBIT_MINIMAL_FLASH: usize = 57_588;
 /// The micro:bit's stack peak serving netra w8a16 (default build): the minimal build uses
 /// no more. (6,216 when the minimal build came; 5,160 since issue 32's stack work, on
 /// BENCHMARKS' 55 stack words, the minimal build 4,920 there.)

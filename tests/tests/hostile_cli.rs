@@ -173,6 +173,104 @@ fn monotonic_models_train_decode_greedily_and_refuse_a_beam() {
     assert!(beam.stdout.is_empty());
 }
 
+/// `s2s run M --ids --input INPUT --max-steps STEPS` with `extra` options.
+fn run_ids(m: &Path, input: &Path, steps: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+        &"run",
+        &m,
+        &"--ids",
+        &"--input",
+        &input,
+        &"--max-steps",
+        &steps,
+    ];
+    args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+    s2s(&args, "")
+}
+
+/// Local attention (issue 29, local-m): `attention.window` off the Bahdanau and Luong
+/// orderings, or out of range, is refused naming the configuration, before anything is
+/// written; a trained local model decodes greedily and with a beam, `s2s inspect` names
+/// its window, and its lines streamed through a window of 5 encoder states are its whole
+/// lines' outputs (a 200-character one included), through 4 refused in one line.
+#[test]
+fn local_models_train_stream_and_refuse_what_they_cannot_do() {
+    let dir = train_dir("hostile-local", 6, 12);
+    let config = |ordering: &str, window: &str| {
+        train_config(6, 12)
+            .replace("init = \"last\"", "init = \"zeros\"")
+            .replace(
+                "[decoder]",
+                &format!(
+                    "[attention]\nordering = \"{ordering}\"\nscore = \"additive\"\nwindow = {window}\n[decoder]"
+                ),
+            )
+    };
+    for (ordering, window, says) in [
+        (
+            "monotonic",
+            "2",
+            "attention.window: local attention needs the bahdanau or luong ordering",
+        ),
+        (
+            "luong",
+            "257",
+            "attention.window: 1 to 256 (the half-width D of local attention's 2D + 1 positions)",
+        ),
+        ("luong", "0", "attention.window: 1 to 256"),
+    ] {
+        std::fs::write(dir.join("c.toml"), config(ordering, window)).unwrap();
+        let (r, _) = train(&dir, &["--epochs", "1"]);
+        assert_one_error(&r, &["c.toml", says]);
+        assert_only(&dir, &["c.toml", "d.tsv"]);
+    }
+    std::fs::write(dir.join("c.toml"), config("luong", "2")).unwrap();
+    let (r, _) = train(&dir, &["--epochs", "2"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let m = dir.join("m.s2s");
+    let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
+    assert!(
+        beam.status.success(),
+        "{}",
+        String::from_utf8_lossy(&beam.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&beam.stdout).lines().count(), 2);
+    let inspect = s2s(&[&"inspect", &m, &"--positions", &"5"], "");
+    let rows = String::from_utf8_lossy(&inspect.stdout).into_owned();
+    assert!(
+        rows.contains("Luong (local-m, window of 5 positions, D = 2)"),
+        "{rows}"
+    );
+    assert!(
+        rows.contains("yes: `s2s run --stream` holds a window of 5"),
+        "{rows}"
+    );
+    let input = dir.join("in.txt");
+    std::fs::write(&input, format!("abc\n\nbcd\r\n{}\n", "abcd".repeat(50))).unwrap();
+    let run = |extra: &[&str]| run_ids(&m, &input, "300", extra);
+    let whole = run(&["--positions", "300"]);
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let streamed = run(&["--stream", "--positions", "5"]);
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+    assert_eq!(streamed.stdout, whole.stdout);
+    let out = String::from_utf8_lossy(&streamed.stdout);
+    assert!(out.lines().nth(3).unwrap().split(' ').count() > 20, "{out}");
+    let narrow = run(&["--stream", "--positions", "4"]);
+    assert_one_error(
+        &narrow,
+        &["local attention reads 5 positions at a step: it needs a window of at least 5, this one has 4"],
+    );
+    assert!(narrow.stdout.is_empty());
+}
+
 /// `s2s run --stream` (issue 29): a streaming model's lines, streamed through a window
 /// of 4 encoder states, give exactly the outputs of the whole lines (a 600-character
 /// one included, planned for its length); a line that is not UTF-8 keeps the tokens
@@ -275,19 +373,7 @@ fn streamed_lines_give_the_whole_lines_outputs_and_bad_input_says_where() {
     let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
     let (r, _) = train(&dir, &["--epochs", "2"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let run = |extra: &[&str]| -> Output {
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
-            &"run",
-            &m,
-            &"--ids",
-            &"--input",
-            &input,
-            &"--max-steps",
-            &"700",
-        ];
-        args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
-        s2s(&args, "")
-    };
+    let run = |extra: &[&str]| run_ids(&m, &input, "700", extra);
     let whole = run(&["--positions", "700"]);
     let streamed = run(&["--stream", "--positions", "4"]);
     assert!(

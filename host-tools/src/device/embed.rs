@@ -319,6 +319,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         scale,
         scale_q,
         chunk,
+        window,
     } = attention;
     let Cells {
         enc,
@@ -371,6 +372,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         scale: f32::from_bits({:#010x}),
         scale_q: seq2seq::embed::Requant {{ mult: {}, shift: {} }},
         chunk: {chunk},
+        window: {window},
     }},
     src_pad_to: {src_pad_to},
     init: {},

@@ -217,6 +217,9 @@ pub struct AttentionSection {
     pub input_feeding: bool,
     /// Monotonic attention's chunk width: 1 (the default) hard monotonic, more MoChA.
     pub chunk: Option<usize>,
+    /// Local attention's half-width `D` (local-m: the `2D + 1` positions centred on the
+    /// step's index); absent: global attention.
+    pub window: Option<usize>,
 }
 
 /// `[decoder]`.

@@ -9,7 +9,7 @@ use rnn_core::ResetMode;
 use s2s_kernels::Requant;
 use seq2seq::desc::{
     AttentionDesc, Cells, Extras, ModelDesc, Ordering, ScoreKind, Split, MAX_CHUNK, MAX_OUT_PARTS,
-    MAX_SIZE,
+    MAX_SIZE, MAX_WINDOW,
 };
 
 use crate::error::{Error, Place, Result};
@@ -118,6 +118,39 @@ impl Config {
             }
             _ => 0,
         };
+        let window = match att.and_then(|a| a.window) {
+            None => 0,
+            Some(_) if !matches!(ordering, Ordering::Bahdanau | Ordering::Luong) => {
+                return Err(self.error(
+                    Place::File,
+                    "attention.window: local attention needs the bahdanau or luong ordering"
+                        .to_string(),
+                ))
+            }
+            Some(d @ 1..=MAX_WINDOW) => d as u16,
+            Some(_) => {
+                return Err(self.error(
+                    Place::File,
+                    format!(
+                        "attention.window: 1 to {MAX_WINDOW} (the half-width D of local \
+                         attention's 2D + 1 positions)"
+                    ),
+                ))
+            }
+        };
+        let dim = additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden));
+        // (Stored as a `u16`: past it, the messages of the stored form's checks.)
+        let dim = u16::try_from(dim).map_err(|_| {
+            let e = match u32::try_from(dim) {
+                Ok(_) => seq2seq::Error::BadField("attn_dim"),
+                Err(_) => seq2seq::Error::FieldOverflow {
+                    field: "attn_dim",
+                    value: dim,
+                },
+            };
+            let message = config_message(e).unwrap_or_else(|| e.to_string());
+            self.error(Place::File, message)
+        })?;
         let mut out_parts = [None; MAX_OUT_PARTS];
         for (o, &p) in out_parts.iter_mut().zip(&self.decoder.output) {
             *o = Some(p.into());
@@ -136,7 +169,7 @@ impl Config {
                 ordering,
                 score,
                 // The additive score's own fields; zero for the others, as the file wants.
-                dim: additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden)),
+                dim,
                 query_proj: additive.is_some_and(|a| a.query_proj),
                 key_proj: additive.is_some_and(|a| a.key_proj),
                 mask_padding: att.is_some_and(|a| a.mask == MaskName::None),
@@ -148,6 +181,7 @@ impl Config {
                 },
                 scale_q: Requant::ONE,
                 chunk,
+                window,
             },
             src_pad_to: s.pad_to.unwrap_or(0),
             init: self.decoder.init.into(),

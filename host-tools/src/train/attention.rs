@@ -2,12 +2,13 @@
 //! scores (additive with or without its matrices, dot, scaled dot, general), the
 //! padding mask, the weights and the context; for monotonic attention the expected
 //! alignment it is trained with, or the hard one it is decoded with, and MoChA's
-//! weights over the chunk ending at each position.
+//! weights over the chunk ending at each position; local attention's window.
 
 use candle_core::{DType, Result, Tensor, D};
-use seq2seq::desc::{ModelDesc, Ordering, ScoreKind};
+use seq2seq::desc::{AttentionDesc, ModelDesc, Ordering, ScoreKind};
 
 use super::cell::matmul_last;
+use super::examples::MASKED;
 use super::params::Weights;
 
 /// The attention's weights, looked up once per batch.
@@ -23,6 +24,8 @@ pub struct Attention {
     scale: f64,
     /// Monotonic: the chunk width (MoChA when more than 1).
     chunk: usize,
+    /// The description's attention, whose window a local attention's steps attend.
+    desc: AttentionDesc,
 }
 
 /// What attention needs from the encoder, per batch.
@@ -33,6 +36,9 @@ pub struct Memory {
     pub keys: Tensor,
     /// 0 where a sequence attends, a large negative number elsewhere.
     pub mask: Tensor,
+    /// The positions each sequence attends (the zeros of `mask`), for local attention's
+    /// windows (empty for global attention).
+    pub lens: Vec<usize>,
 }
 
 impl Attention {
@@ -64,6 +70,7 @@ impl Attention {
             offset,
             scale: f64::from(desc.attention.scale),
             chunk: usize::from(desc.attention.chunk),
+            desc: desc.attention,
         }))
     }
 
@@ -94,21 +101,44 @@ impl Attention {
             }
             None => values.clone(),
         };
-        Ok(Memory { values, keys, mask })
+        let lens = match desc.attention.local() {
+            true => mask
+                .to_vec2::<f32>()?
+                .iter()
+                .map(|r| r.iter().filter(|&&v| v == 0.0).count())
+                .collect(),
+            false => Vec::new(),
+        };
+        Ok(Memory {
+            values,
+            keys,
+            mask,
+            lens,
+        })
     }
 
     /// Alignment and weights (`batch x positions`) and context (`batch x M`) for the
     /// queries `q` (`batch x D`); a monotonic attention's alignment from `align` (see
     /// [`Align`]; `None` for the other orderings). The alignment is what the next step
     /// aligns from; the weights, which make the context, are the alignment itself
-    /// except for MoChA (its chunk's softmax weighted by the alignment).
+    /// except for MoChA (its chunk's softmax weighted by the alignment). `step` is the
+    /// decoder step's index, which places a local attention's window.
     pub fn attend(
         &self,
         q: &Tensor,
         m: &Memory,
         align: Option<Align<'_>>,
+        step: usize,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         let scores = self.scores(q, m)?;
+        let window;
+        let mask = match self.desc.local() {
+            true => {
+                window = m.mask.add(&self.window_mask(m, step)?)?;
+                &window
+            }
+            false => &m.mask,
+        };
         let chunked = align.is_some() && self.chunk > 1;
         let alignment = match (&self.offset, align) {
             (Some(r), Some(Align::Expected { prev, noise })) => {
@@ -122,14 +152,26 @@ impl Attention {
             (Some(r), Some(Align::Hard { prev })) => {
                 hard_alignment(&scores.broadcast_add(r)?, prev, m)?
             }
-            _ => softmax_last(&scores.add(&m.mask)?)?,
+            _ => softmax_last(&scores.add(mask)?)?,
         };
         let weights = match chunked {
-            true => chunk_weights(&alignment, &scores.add(&m.mask)?, self.chunk)?,
+            true => chunk_weights(&alignment, &scores.add(mask)?, self.chunk)?,
             false => alignment.clone(),
         };
         let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;
         Ok((alignment, weights, context))
+    }
+
+    /// Local attention's window at decoder step `step` (`batch x positions`): 0 at the
+    /// positions each sequence's step attends (`AttentionDesc::reach`, as the runtime
+    /// places it), [`MASKED`] elsewhere.
+    fn window_mask(&self, m: &Memory, step: usize) -> Result<Tensor> {
+        let (b, t) = m.mask.dims2()?;
+        let mut v = vec![MASKED; b * t];
+        for (row, &n) in v.chunks_exact_mut(t).zip(&m.lens) {
+            row[self.desc.reach(step, n)].fill(0.0);
+        }
+        Tensor::from_vec(v, (b, t), m.mask.device())
     }
 
     /// The scores (`batch x positions`) of the queries `q` (`batch x D`).
@@ -289,6 +331,7 @@ mod tests {
             keys: values.clone(),
             values,
             mask,
+            lens: valid.to_vec(),
         }
     }
 

@@ -86,7 +86,7 @@ pub fn estimate_bytes(desc: &ModelDesc, batch: usize, positions: usize) -> u64 {
         .saturating_mul(16)
         .saturating_mul(u(desc.enc_hidden))
         .saturating_add(u(desc.enc_emb));
-    let attention = u(positions).saturating_mul(u(desc.attention.dim).saturating_add(4));
+    let attention = u(positions).saturating_mul(u(desc.attention.score_dim()).saturating_add(4));
     let dec = u(desc.dec_layers)
         .saturating_mul(16)
         .saturating_mul(u(desc.dec_hidden))

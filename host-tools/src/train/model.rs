@@ -296,7 +296,8 @@ impl<'a> Model<'a> {
     /// the output layer's input and the attention's alignment and weights.
     ///
     /// A monotonic attention aligns from `prev`, the previous step's weights: their
-    /// expected value, or with `hard` the runtime's hard alignment.
+    /// expected value, or with `hard` the runtime's hard alignment. `index` is the step's
+    /// index, which places a local attention's window.
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -307,6 +308,7 @@ impl<'a> Model<'a> {
         mem: Option<&Memory>,
         prev: Option<&Tensor>,
         hard: bool,
+        index: usize,
     ) -> Result<(Vec<State>, Tensor, Option<Attended>)> {
         let d = self.desc;
         let noise = match (prev, mem, hard) {
@@ -324,7 +326,7 @@ impl<'a> Model<'a> {
                     noise: noise.as_ref(),
                 },
             });
-            a.attend(q, m, align).map(Some)
+            a.attend(q, m, align, index).map(Some)
         };
         let mut att = None;
         let mut gi = gi0;
@@ -412,6 +414,7 @@ impl<'a> Model<'a> {
                 mem.as_ref(),
                 prev.as_ref(),
                 false,
+                t,
             )?;
             states = next;
             prev = prev.and(w.map(|(alignment, _)| alignment));
@@ -457,15 +460,23 @@ impl<'a> Model<'a> {
             None => vec![0; b.size],
         };
         let mut prev = self.first_alignment(mem.as_ref())?;
-        for _ in 0..d.max_steps {
+        for index in 0..d.max_steps {
             if done.iter().all(|&x| x) {
                 break;
             }
             let ids = Tensor::from_vec(y.clone(), b.size, b.src.device())?;
             let e = Self::embed(&dec.emb, &ids)?;
             let gi0 = dec.cells[0].project(&e)?;
-            let (next, x, att) =
-                self.step(&dec, &e, gi0, &states, mem.as_ref(), prev.as_ref(), true)?;
+            let (next, x, att) = self.step(
+                &dec,
+                &e,
+                gi0,
+                &states,
+                mem.as_ref(),
+                prev.as_ref(),
+                true,
+                index,
+            )?;
             let (alignment, weights) = att.unzip();
             prev = prev.and(alignment);
             // No gradient flows through a greedy decode: the states are cut from the

@@ -158,6 +158,43 @@ init = "zeros"
 output = ["state", "context"]"#,
     ),
     (
+        "local-m bahdanau additive, window 2, forwards only",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+reset = "after"
+[attention]
+ordering = "bahdanau"
+score = "additive"
+dim = 7
+window = 2
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "zeros"
+output = ["state", "context"]"#,
+    ),
+    (
+        "local-m luong general, window 1, attentional layer",
+        r#"[encoder]
+embedding = 6
+hidden = 5
+bidirectional = true
+reset = "after"
+[attention]
+ordering = "luong"
+score = "general"
+attentional = 9
+window = 1
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "last"
+output = ["attentional"]"#,
+    ),
+    (
         "luong dot, attentional layer, last state",
         r#"[encoder]
 embedding = 6

@@ -37,8 +37,9 @@ pub(crate) trait Stepper<P: Precision> {
     fn save(&mut self, to: &mut [P::Act]) -> Result<(), Error>;
     /// Makes `from` ([`BeamPlan::state`](crate::beam::BeamPlan::state) elements) the lane's state.
     fn restore(&mut self, from: &[P::Act]) -> Result<(), Error>;
-    /// Runs one decoder step from `token` and the current state; returns the logits.
-    fn step(&mut self, token: u16) -> Result<&[P::Wide], Error>;
+    /// Runs decoder step `index` (the tokens a hypothesis holds, which places a local
+    /// attention's window) from `token` and the current state; returns the logits.
+    fn step(&mut self, token: u16, index: usize) -> Result<&[P::Wide], Error>;
     /// A search step has expanded `expanded` hypotheses (for observers).
     fn searched(&mut self, index: usize, expanded: usize);
     /// A search step has closed: `beam` holds what goes on (for observers).

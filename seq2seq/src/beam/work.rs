@@ -184,7 +184,7 @@ impl<'w, P: Precision> BeamWork<'w, P> {
             while let Some((i, y)) = self.next_live()? {
                 // Expand hypothesis i from its saved state.
                 stepper.restore(self.state(i)?)?;
-                let logits = stepper.step(y)?;
+                let logits = stepper.step(y, self.at.index)?;
                 self.expand(d, i, logits)?;
                 stepper.save(self.expanded_state(i)?)?;
             }

@@ -7,8 +7,8 @@
 
 use s2s_kernels::{Fmt, Requant};
 
-use super::limits::{MAX_CHUNK, MAX_FRAC, MAX_SIZE, MIN_FRAC};
-use super::record::{code, flag, stored, RawDesc};
+use super::limits::{MAX_CHUNK, MAX_FRAC, MAX_WINDOW, MIN_FRAC};
+use super::record::{code, flag, RawDesc};
 use super::role::Role;
 use crate::features::Feature;
 use crate::Error;
@@ -144,8 +144,14 @@ pub struct AttentionDesc {
     /// (MoChA). 0 for the other orderings. (A `u16` in the two bytes after the codes:
     /// the fields after it keep their offsets, and the Cortex-M0's counts theirs.)
     pub chunk: u16,
-    /// Additive attention size (`v` length).
-    pub dim: usize,
+    /// Additive attention size (`v` length; at most `MAX_SIZE`, a `u16`).
+    pub dim: u16,
+    /// Local attention's half-width `D` (Luong et al., 2015, local-m): the step of index
+    /// `i` attends the `2D + 1` positions centred on `min(i, n - 1)` (`n` the positions
+    /// it may attend), those past the source's ends left out; 0: every position (global
+    /// attention). Bahdanau and Luong orderings only. (A `u16` beside `dim`: the fields
+    /// after them keep their offsets.)
+    pub window: u16,
     /// Additive score has a query matrix `W`.
     pub query_proj: bool,
     /// Additive score has a key matrix `U`.
@@ -167,6 +173,7 @@ impl AttentionDesc {
         score: ScoreKind::Additive,
         chunk: 0,
         dim: 0,
+        window: 0,
         query_proj: false,
         key_proj: false,
         mask_padding: false,
@@ -184,7 +191,7 @@ impl AttentionDesc {
     /// decoder state of `query` and a memory of `memory` values per position.
     pub fn key_dim(&self, query: usize, memory: usize) -> usize {
         match self.score {
-            ScoreKind::Additive if self.key_proj => self.dim,
+            ScoreKind::Additive if self.key_proj => usize::from(self.dim),
             ScoreKind::General => query,
             _ => memory,
         }
@@ -204,7 +211,25 @@ impl AttentionDesc {
     /// `tanh`. A checked description's `dim` is 0 for the other scores and without
     /// attention ([`ModelDesc::check`](super::ModelDesc::check)).
     pub fn score_dim(&self) -> usize {
-        self.dim
+        usize::from(self.dim)
+    }
+
+    /// True for local attention ([`AttentionDesc::window`] more than 0).
+    pub fn local(&self) -> bool {
+        self.window > 0
+    }
+
+    /// The positions a local attention's step of index `step` attends out of `n`, as a
+    /// range (the whole `0..n` for other attentions): the `2D + 1` centred on
+    /// `min(step, n - 1)`, cut at the source's ends.
+    #[inline(always)]
+    pub fn reach(&self, step: usize, n: usize) -> core::ops::Range<usize> {
+        if !self.local() {
+            return 0..n;
+        }
+        let d = usize::from(self.window);
+        let centre = step.min(n.saturating_sub(1));
+        centre.saturating_sub(d)..centre.saturating_add(d + 1).min(n)
     }
 
     /// The dense layers of the score, in file order, as `(role, rows, cols)`, for a
@@ -219,7 +244,7 @@ impl AttentionDesc {
         if !self.attends() {
             return;
         }
-        let (q, m, a) = (query, memory, self.dim);
+        let (q, m, a) = (query, memory, usize::from(self.dim));
         match self.score {
             ScoreKind::Additive => {
                 if self.query_proj {
@@ -238,11 +263,11 @@ impl AttentionDesc {
     /// Checks its ranges and that the score fits a decoder state of `query` and a
     /// memory of `memory` values per position (part of [`super::ModelDesc::check`]).
     pub(super) fn check(&self, query: usize, memory: usize) -> Result<(), Error> {
-        if self.dim > MAX_SIZE {
-            return Err(Error::BadField("attn_dim"));
-        }
         if usize::from(self.chunk) > MAX_CHUNK {
             return Err(Error::BadField("attn_chunk"));
+        }
+        if usize::from(self.window) > MAX_WINDOW {
+            return Err(Error::BadField("attn_window"));
         }
         if !(MIN_FRAC..=MAX_FRAC).contains(&self.fmt_keys.frac) {
             return Err(Error::BadField("fmt_keys"));
@@ -256,6 +281,9 @@ impl AttentionDesc {
         let bad = |rule| Err(Error::Inconsistent(rule));
         if (self.ordering == Ordering::Monotonic) != (self.chunk > 0) {
             return bad("chunk: at least 1 for monotonic attention, 0 for the others");
+        }
+        if self.local() && !matches!(self.ordering, Ordering::Bahdanau | Ordering::Luong) {
+            return bad("window: local attention needs the Bahdanau or Luong ordering");
         }
         if !self.attends() {
             if self.score != ScoreKind::Additive
@@ -274,7 +302,7 @@ impl AttentionDesc {
         }
         match self.score {
             ScoreKind::Additive => {
-                let a = self.dim;
+                let a = usize::from(self.dim);
                 if a == 0 || (!self.query_proj && a != q) || (!self.key_proj && a != m) {
                     return bad("attn_dim: without a matrix, query or memory size must equal it");
                 }
@@ -305,7 +333,8 @@ impl AttentionDesc {
                 ScoreKind::ALL.get(v as usize).copied()
             })?,
             chunk: u16::try_from(r.attn_chunk).map_err(|_| Error::BadField("attn_chunk"))?,
-            dim: r.attn_dim as usize,
+            dim: u16::try_from(r.attn_dim).map_err(|_| Error::BadField("attn_dim"))?,
+            window: u16::try_from(r.attn_window).map_err(|_| Error::BadField("attn_window"))?,
             query_proj: flag("attn_query_proj", r.attn_query_proj)?,
             key_proj: flag("attn_key_proj", r.attn_key_proj)?,
             mask_padding: flag("mask_padding", r.mask_padding)?,
@@ -319,7 +348,7 @@ impl AttentionDesc {
     pub(super) fn store(&self, r: &mut RawDesc) -> Result<(), Error> {
         r.ordering = self.ordering as u32;
         r.score = self.score as u32;
-        r.attn_dim = stored("attn_dim", self.dim)?;
+        r.attn_dim = u32::from(self.dim);
         r.attn_query_proj = self.query_proj as u32;
         r.attn_key_proj = self.key_proj as u32;
         r.mask_padding = self.mask_padding as u32;
@@ -327,6 +356,7 @@ impl AttentionDesc {
         r.score_scale = self.scale.to_bits();
         r.score_scale_q = self.scale_q;
         r.attn_chunk = u32::from(self.chunk);
+        r.attn_window = u32::from(self.window);
         Ok(())
     }
 }

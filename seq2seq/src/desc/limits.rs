@@ -34,3 +34,7 @@ pub const NO_SLOT_TOKEN: u16 = u16::MAX;
 /// Widest MoChA chunk (positions), far past any published one (2 to 8): a chunk's
 /// softmax reads that many scores.
 pub const MAX_CHUNK: usize = 256;
+
+/// Widest local attention half-width `D` (a window of `2D + 1` positions; Luong et al.
+/// used `D = 10`).
+pub const MAX_WINDOW: usize = 256;

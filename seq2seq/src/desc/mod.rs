@@ -25,7 +25,7 @@ pub use beam_rule::{BeamRule, BeamVariant};
 pub use layers::LayerSpec;
 pub use limits::{
     MAX_CELL_FRAC, MAX_CHUNK, MAX_FRAC, MAX_LAYERS, MAX_OUT_PARTS, MAX_PREFIX, MAX_SIZE, MAX_SLOTS,
-    MAX_SPECS, MIN_FRAC, NO_SLOT_TOKEN, NO_TOKEN,
+    MAX_SPECS, MAX_WINDOW, MIN_FRAC, NO_SLOT_TOKEN, NO_TOKEN,
 };
 pub use model::{
     Activation, CellKind, Cells, Extras, Init, Logits, ModelDesc, Part, PrefixSlot, Split,

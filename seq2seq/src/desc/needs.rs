@@ -35,6 +35,9 @@ impl ModelDesc {
         if self.attention.ordering == Ordering::Monotonic {
             set = set.with(Feature::Monotonic);
         }
+        if self.attention.local() {
+            set = set.with(Feature::Local);
+        }
         if self.init.is_bridge() || self.cells.init_cell.is_bridge() {
             set = set.with(Feature::Bridge);
         }
@@ -48,16 +51,16 @@ impl ModelDesc {
 impl ModelDesc {
     /// Whether a source can be streamed through this model (`Runner::stream`): read a
     /// token at a time, with only the encoder states its attention can still reach
-    /// held. Nothing may wait for the source's end: the attention is monotonic (global
-    /// attention reads every position at every step), every encoder layer runs
+    /// held. Nothing may wait for the source's end: the attention is monotonic or local
+    /// (global attention reads every position at every step), every encoder layer runs
     /// forwards only, the decoder starts from zeros (not from the encoder's final or
     /// mean state), and the source is not padded to a fixed length. The error says
     /// which of these the model breaks.
     pub fn streams(&self) -> Result<(), crate::Error> {
         let why = if !self.has_attention() {
             "it has no attention (its decoder reads the whole source's encoding)"
-        } else if self.attention.ordering != Ordering::Monotonic {
-            "only monotonic attention streams (global attention reads every position at every step)"
+        } else if self.attention.ordering != Ordering::Monotonic && !self.attention.local() {
+            "only monotonic and local attention stream (global attention reads every position at every step)"
         } else if self.enc_bidir {
             "its encoder is bidirectional (a backward layer starts at the source's end)"
         } else if self.init != super::model::Init::Zeros
@@ -73,14 +76,20 @@ impl ModelDesc {
     }
 
     /// Whether a source can be streamed through this model in a window of `window`
-    /// positions: [`ModelDesc::streams`], and a window wider than a MoChA chunk (it
-    /// keeps the chunk's last `chunk - 1` rows when it is filled again, and needs a new
-    /// one).
+    /// positions: [`ModelDesc::streams`], a window wider than a MoChA chunk (it keeps
+    /// the chunk's last `chunk - 1` rows when it is filled again, and needs a new one)
+    /// and at least as wide as a local attention's `2D + 1` positions (a step reads
+    /// them all).
     pub fn streams_in(&self, window: usize) -> Result<(), crate::Error> {
         self.streams()?;
+        let local = 2 * usize::from(self.attention.window) + 1;
         match usize::from(self.attention.chunk) {
             _ if window == 0 => Err(crate::Error::InputTooLong { len: 1, max: 0 }),
             chunk if chunk >= window => Err(crate::Error::ChunkOverWindow { chunk, window }),
+            _ if self.attention.local() && local > window => Err(crate::Error::LocalOverWindow {
+                positions: local,
+                window,
+            }),
             _ => Ok(()),
         }
     }

@@ -96,6 +96,9 @@ pub struct RawDesc {
     // ---- Format 8 (issue 29: MoChA). ----
     /// Monotonic attention's chunk width (0 for the other orderings).
     pub attn_chunk: u32,
+    // ---- Format 9 (issue 29: local attention). ----
+    /// Local attention's half-width `D` (0: global attention).
+    pub attn_window: u32,
 }
 
 /// A code field: `decode` maps the whole stored value (not just its low byte).

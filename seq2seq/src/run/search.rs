@@ -156,7 +156,8 @@ impl<'n, 'a, 'w, P: Precision, const L: usize, const B: usize> Runner<'n, 'a, 'w
                     }
                     if let Some((i, y)) = work.next_live()? {
                         restore_state(net, lane, work.state(i)?)?;
-                        (lane.y, lane.done) = (y, false);
+                        // (The step's index places a local attention's window.)
+                        (lane.y, lane.n, lane.done) = (y, work.step_counts().0, false);
                         pending[j] = Some(i);
                     }
                 }
@@ -363,8 +364,8 @@ impl<P: Precision, O: Observer<P>> Stepper<P> for LaneStepper<'_, '_, '_, '_, P,
         restore_state(self.net, self.lane, from)
     }
 
-    fn step(&mut self, token: u16) -> Result<&[P::Wide], Error> {
-        (self.lane.y, self.lane.done) = (token, false);
+    fn step(&mut self, token: u16, index: usize) -> Result<&[P::Wide], Error> {
+        (self.lane.y, self.lane.n, self.lane.done) = (token, index, false);
         step_lanes::<P, O, 1>(
             self.net,
             core::slice::from_mut(self.lane),

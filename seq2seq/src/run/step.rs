@@ -109,11 +109,14 @@ pub(super) fn step_lanes<P: Precision, O: Observer<P>, const L: usize>(
             }
             if net.attention.is_some() {
                 // A monotonic step scores the positions from the last one attended up
-                // to the one it attends: that one's energy.
+                // to the one it attends: that one's energy; a local step its window's.
                 let scored = match d.attention.ordering {
                     Ordering::Monotonic if cfg!(feature = "monotonic") => {
                         let end = lane.at.saturating_add(1).min(lane.t);
                         lane.at.min(end)..end
+                    }
+                    _ if cfg!(feature = "local") && d.attention.local() => {
+                        0..local_reach(net, lane).len()
                     }
                     _ => 0..lane.t,
                 };
@@ -236,6 +239,9 @@ fn attend_lane<P: Precision>(
     if cfg!(feature = "monotonic") && d.attention.ordering == Ordering::Monotonic {
         return attend_monotonic(net, lane, mem_buf, keys_buf, top_state, marks);
     }
+    if cfg!(feature = "local") && d.attention.local() {
+        return attend_local(net, lane, mem_buf, keys_buf, top_state, marks);
+    }
     let mask = if d.attention.mask_padding {
         Mask::None
     } else {
@@ -297,6 +303,59 @@ fn attend_monotonic<P: Precision>(
         a.query, a.key, a.mem, scan, &mut s, weights, a.context, marks,
     )?;
     lane.at = stop.unwrap_or(n);
+    Ok(())
+}
+
+/// The positions a local attention's step attends in `lane` (the step's index is the
+/// outputs written, [`Lane::n`]; padding counts when the model attends it).
+#[inline(always)]
+pub(super) fn local_reach<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &Lane<'_, P>,
+) -> core::ops::Range<usize> {
+    let n = match net.desc.attention.mask_padding {
+        true => lane.t,
+        false => lane.valid,
+    };
+    net.desc.attention.reach(lane.n, n)
+}
+
+/// Local attention of one lane with its top decoder state as the query: the softmax
+/// of the scores of the positions of its window ([`local_reach`]) and their context,
+/// every other weight 0; its phases go to `marks`. Out of line, so that the other
+/// orderings' code, and their stack, is what it was.
+#[inline(never)]
+fn attend_local<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    mem_buf: usize,
+    keys_buf: usize,
+    top_state: usize,
+    marks: &mut impl Marks,
+) -> Result<(), Error> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let r = local_reach(net, lane);
+    let (m, k) = (att.memory_dim(), att.key_dim());
+    let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
+    let mut s = a.scratch;
+    a.weights.fill(P::Act::default());
+    let rows = |n: usize| match (r.start.checked_mul(n), r.end.checked_mul(n)) {
+        (Some(from), Some(to)) => Ok(from..to),
+        _ => Err(Error::Inconsistent("local window past the memory")),
+    };
+    att.attend_marked(
+        a.query,
+        a.key.part(rows(k)?, "attention keys")?,
+        a.mem.part(rows(m)?, "memory")?,
+        r.len(),
+        Mask::None,
+        &mut s,
+        a.weights.part_mut(r.clone(), "attention weights")?,
+        a.context,
+        marks,
+    )?;
     Ok(())
 }
 

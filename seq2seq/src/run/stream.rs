@@ -4,7 +4,9 @@
 //! encoder adds the next positions of the source as the monotonic scan reaches them,
 //! and once the scan has passed every one of a full window (it never looks back) the
 //! window is filled again from its first row (after the rows a MoChA chunk still
-//! reaches). The workspace is the plan of the window's positions,
+//! reaches); for local attention the encoder adds positions up to `D` past the step's
+//! index, and a full window keeps the rows from `D` before it. The workspace is the plan
+//! of the window's positions,
 //! whatever the source's length; every output is the one the whole source gives
 //! ([`Runner::run`]) with as many steps.
 
@@ -160,21 +162,31 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
         keys_buf: b::ATTENDED,
         ..lay
     };
+    let local = cfg!(feature = "local") && d.attention.local();
     let mut done = Streamed::default();
     for index in 0..limits.max_steps {
-        attend_stream(
-            net,
-            lane,
-            &lay,
-            &mut win,
-            (ring, limits.max_repeats),
-            next,
-            o,
-        )?;
+        let step_lay = match local {
+            true => {
+                read_local(net, lane, &lay, &mut win, (ring, index), next, o)?;
+                &lay
+            }
+            false => {
+                attend_stream(
+                    net,
+                    lane,
+                    &lay,
+                    &mut win,
+                    (ring, limits.max_repeats),
+                    next,
+                    o,
+                )?;
+                &attended
+            }
+        };
         step_lanes::<P, O, 1>(
             net,
             core::slice::from_mut(lane),
-            &attended,
+            step_lay,
             core::slice::from_mut(o),
         )?;
         let logits = &lane.wide[b::LOGITS][..];
@@ -194,9 +206,8 @@ fn stream_lane<P: Precision, O: Observer<P>, E: From<Error>>(
             break;
         }
         emit(y)?;
-        lane.n += 1;
+        done.tokens += 1;
     }
-    done.tokens = lane.n;
     // The rest of the source is read (and not encoded): the caller's input stays in step.
     done.positions = win.base + lane.t;
     while !win.ended {
@@ -275,25 +286,83 @@ fn attend_stream<P: Precision, O: Observer<P>, E: From<Error>>(
                 from = lane.t;
                 let end = ring.min(lane.t + MONOTONIC_CHUNK);
                 while lane.t < end && !win.ended {
-                    match next()? {
-                        Some(id) => push_position(net, lane, id, lay.mem_buf, o)?,
-                        None => {
-                            if let Some(eos) = net.desc.src_eos {
-                                push_position(net, lane, eos, lay.mem_buf, o)?;
-                            }
-                            win.ended = true;
-                        }
-                    }
+                    read_position(net, lane, lay.mem_buf, win, next, o)?;
                 }
-                lane.valid = lane.t;
-                // A prefix alone is not a source (as a whole line's): refused before
-                // a step decodes from it.
-                if win.ended && win.base + lane.t == net.desc.extras.prefix_len() {
-                    return Err(Error::EmptyInput.into());
-                }
+                all_read(net, lane, win)?;
             }
         }
     }
+}
+
+/// The source read for local attention's step `index`: up to the position `D` past it
+/// (or the source's end), a full window first keeping the rows from `D` before it (a
+/// window of at least `2D + 1` positions, `ModelDesc::streams_in`, always frees one).
+/// The step then attends the window's rows as a whole line's does
+/// (`step::attend_local`), its index, [`Lane::n`], counted from the window's first row.
+fn read_local<P: Precision, O: Observer<P>, E: From<Error>>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    lay: &Layout,
+    win: &mut Window,
+    (ring, index): (usize, usize),
+    next: &mut impl FnMut() -> Result<Option<u16>, E>,
+    o: &mut O,
+) -> Result<(), E> {
+    let Some(att) = &net.attention else {
+        return Ok(());
+    };
+    let half = usize::from(net.desc.attention.window);
+    while !win.ended && win.base + lane.t <= index.saturating_add(half) {
+        if lane.t >= ring {
+            let from = index.saturating_sub(half).saturating_sub(win.base);
+            let dims = (att.memory_dim(), att.key_dim());
+            keep_rows(lane, lay, dims, from.min(lane.t)..lane.t)?;
+            win.base += from;
+            lane.t -= from.min(lane.t);
+        }
+        read_position(net, lane, lay.mem_buf, win, next, o)?;
+    }
+    all_read(net, lane, win)?;
+    lane.n = index.saturating_sub(win.base);
+    Ok(())
+}
+
+/// Reads the source's next position into the window's next row: the next id, or at
+/// the source's end the model's end token (if it has one), the window then ended.
+#[inline(always)]
+fn read_position<P: Precision, O: Observer<P>, E: From<Error>>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    mem_buf: usize,
+    win: &mut Window,
+    next: &mut impl FnMut() -> Result<Option<u16>, E>,
+    o: &mut O,
+) -> Result<(), E> {
+    match next()? {
+        Some(id) => push_position(net, lane, id, mem_buf, o)?,
+        None => {
+            if let Some(eos) = net.desc.src_eos {
+                push_position(net, lane, eos, mem_buf, o)?;
+            }
+            win.ended = true;
+        }
+    }
+    Ok(())
+}
+
+/// The window's positions read for a step: all of them valid; a prefix alone is not a
+/// source (as a whole line's), refused before a step decodes from it.
+#[inline(always)]
+fn all_read<P: Precision>(
+    net: &Net<'_, P>,
+    lane: &mut Lane<'_, P>,
+    win: &Window,
+) -> Result<(), Error> {
+    lane.valid = lane.t;
+    if win.ended && win.base + lane.t == net.desc.extras.prefix_len() {
+        return Err(Error::EmptyInput);
+    }
+    Ok(())
 }
 
 /// Moves the memory rows and keys of the window's positions `rows` to its first rows.
@@ -307,11 +376,12 @@ fn keep_rows<P: Precision>(
         return Ok(());
     }
     let mut keep = |buf: usize, size: usize| -> Result<(), Error> {
-        let values = &mut lane.act[buf];
-        let from = rows.start * size;
-        // Forwards, each value to a lower index (`copy_within` linked a panic path and
-        // `core::fmt` into the micro:bit's build, 4.5 KB).
+        // Forwards, each value to a lower index (`copy_within`, and indexing `act` by
+        // a buffer number not known here, each linked a panic path and `core::fmt`
+        // into the micro:bit's build, 4.5 KB).
         let past = Error::Inconsistent("window rows past the buffer");
+        let values = lane.act.get_mut(buf).ok_or(past)?;
+        let from = rows.start * size;
         for to in 0..rows.len() * size {
             let v = *values.get(from + to).ok_or(past)?;
             *values.get_mut(to).ok_or(past)? = v;

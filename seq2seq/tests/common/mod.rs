@@ -239,7 +239,7 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
         attention: AttentionDesc {
             ordering,
             score,
-            dim: attn_dim,
+            dim: attn_dim as u16,
             query_proj: attn_query_proj,
             key_proj: attn_key_proj,
             mask_padding,
@@ -252,6 +252,11 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
             scale_q: Requant::from_real(0.25 + r.f32().abs() as f64),
             chunk: match ordering {
                 Ordering::Monotonic => r.pick(&[1, 1, 2, 3, 5]),
+                _ => 0,
+            },
+            // Local attention (local-m) for some Bahdanau and Luong models.
+            window: match ordering {
+                Ordering::Bahdanau | Ordering::Luong => r.pick(&[0, 0, 0, 1, 3]),
                 _ => 0,
             },
         },
