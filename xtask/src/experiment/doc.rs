@@ -283,12 +283,11 @@ fn running_text(e: &Exp) -> Option<String> {
             cells.join(", ")
         );
     }
-    for (m, rows) in RUNNING_TEXT_STREAMING
-        .iter()
-        .filter_map(|m| Some((m, json(&e.result(&format!("{m}-streamed.json")))?)))
-    {
+    for (m, boards, rows) in RUNNING_TEXT_STREAMING.iter().filter_map(|(m, boards)| {
+        Some((m, boards, json(&e.result(&format!("{m}-streamed.json")))?))
+    }) {
         let rows = rows.as_array().cloned().unwrap_or_default();
-        for board in ["mps2-an386", "microbit"] {
+        for &board in boards.iter() {
             let of = |chars: usize| {
                 rows.iter()
                     .find(|r| r["board"] == board && r["chars"] == chars)

@@ -30,13 +30,23 @@ pub const RUNNING_TEXT_MODELS: &[&str] = &["running-text-global", "running-text-
 pub const RUNNING_TEXT_STREAM: &str = "running-text-stream";
 /// The streaming model with MoChA ([`running_text_mocha_eval`]).
 pub const RUNNING_TEXT_MOCHA: &str = "running-text-mocha";
-/// The models that stream, each streamed on the boards by its own stage.
-pub const RUNNING_TEXT_STREAMING: &[&str] = &[RUNNING_TEXT_STREAM, RUNNING_TEXT_MOCHA];
+/// The streaming model with local attention ([`running_text_local_eval`]).
+pub const RUNNING_TEXT_LOCAL: &str = "running-text-local";
+/// The boards a model of this size streams on: the micro:bit and the AN386.
+const BOTH_BOARDS: &[&str] = &["mps2-an386", "microbit"];
+/// The models that stream, each streamed on its boards by its own stage. The local
+/// model's 65 positions per step are more than the micro:bit's window of 20 holds.
+pub const RUNNING_TEXT_STREAMING: &[(&str, &[&str])] = &[
+    (RUNNING_TEXT_STREAM, BOTH_BOARDS),
+    (RUNNING_TEXT_MOCHA, BOTH_BOARDS),
+    (RUNNING_TEXT_LOCAL, &["mps2-an386"]),
+];
 pub const RUNNING_TEXT_REPORTED: &[&str] = &[
     "running-text-global",
     "running-text-monotonic",
     RUNNING_TEXT_STREAM,
     RUNNING_TEXT_MOCHA,
+    RUNNING_TEXT_LOCAL,
 ];
 
 /// Source positions (the end token included) at which the instructions per output
@@ -94,12 +104,23 @@ pub fn running_text_mocha_eval(e: &Exp) -> Result {
     streaming_eval(e, RUNNING_TEXT_MOCHA)
 }
 
-/// A streaming model's results by bucket, then streamed on the boards.
+/// [`running_text_stream_eval`] of the local-m model (`running-text-local`), streamed
+/// on the AN386 only.
+pub fn running_text_local_eval(e: &Exp) -> Result {
+    streaming_eval(e, RUNNING_TEXT_LOCAL)
+}
+
+/// A streaming model's results by bucket, then streamed on its boards
+/// ([`RUNNING_TEXT_STREAMING`]).
 fn streaming_eval(e: &Exp, name: &str) -> Result {
     let model = e.need(&[name])?.remove(0);
     e.dirs()?;
     eval_model(e, name, &model)?;
-    stream_counts(e, name)
+    let boards = RUNNING_TEXT_STREAMING
+        .iter()
+        .find(|(m, _)| *m == name)
+        .map_or(BOTH_BOARDS, |(_, b)| b);
+    stream_counts(e, name, boards)
 }
 
 /// One model's results by bucket, its heatmap and its device counts.
@@ -150,7 +171,7 @@ pub const STREAM_MAX_REPEATS: &str = "4";
 /// [`STREAM_CHARS`] characters (test sentences joined by spaces, cut there): output
 /// tokens, instructions per output token, mismatches with the host, and the window and
 /// workspace the board plans, whatever the length.
-fn stream_counts(e: &Exp, name: &str) -> Result {
+fn stream_counts(e: &Exp, name: &str, boards: &[&str]) -> Result {
     // One int8 plane per layer: the micro:bit's 164 KiB model region holds it.
     let q = e.path(&format!("{name}-w8a16-one-plane.s2s"));
     let calib = e.path("running-text/calib.txt");
@@ -165,7 +186,7 @@ fn stream_counts(e: &Exp, name: &str) -> Result {
         .collect();
     crate::files::write(&input, &lines)?;
     let mut rows = Vec::new();
-    for board in ["mps2-an386", "microbit"] {
+    for board in boards {
         let out = e.capture_s2s(&[
             &"qemu",
             &q,

@@ -124,6 +124,11 @@ const STAGES: &[Stage] = &[
         run: Job::Train,
     },
     Stage {
+        name: "running-text-local",
+        what: "train the streaming model with local attention (local-m, 65 positions) on the same running text",
+        run: Job::Train,
+    },
+    Stage {
         name: "running-text-eval",
         what: "running-text models by length bucket up to 10,000 characters, and a 1,000-character heatmap",
         run: Job::Do(long::running_text_eval),
@@ -137,6 +142,11 @@ const STAGES: &[Stage] = &[
         name: "running-text-mocha-eval",
         what: "the MoChA streaming model by length bucket, and streamed on the AN386 and the micro:bit at 100 and 10,000 characters",
         run: Job::Do(long::running_text_mocha_eval),
+    },
+    Stage {
+        name: "running-text-local-eval",
+        what: "the local-m streaming model by length bucket, and streamed on the AN386 at 100 and 10,000 characters",
+        run: Job::Do(long::running_text_local_eval),
     },
     Stage {
         name: "qat-g2p-en-data",

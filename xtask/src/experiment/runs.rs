@@ -237,6 +237,20 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 45,
     },
+    // The local-m streaming model (issue 29): the streaming model with local attention,
+    // a window of 65 positions around the step's index, instead of monotonic attention.
+    Run {
+        name: "running-text-local",
+        config: "models/experiments/running-text-local.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 60,
+    },
     Run {
         name: "qat-g2p-en",
         config: "models/g2p-en.s2s",
