@@ -36,8 +36,7 @@ pub struct Memory {
     pub keys: Tensor,
     /// 0 where a sequence attends, a large negative number elsewhere.
     pub mask: Tensor,
-    /// The positions each sequence attends (the zeros of `mask`), for local attention's
-    /// windows (empty for global attention).
+    /// The positions each sequence attends (the zeros of `mask`).
     pub lens: Vec<usize>,
 }
 
@@ -76,12 +75,13 @@ impl Attention {
 
     /// The keys of `values` (`batch x positions x M`): `U m` (+ bias) for an additive
     /// score with a key matrix, `W m` for the general score (saturated at `key_bound`),
-    /// else the values.
+    /// else the values; with the batch's attention mask and the positions each sequence
+    /// attends.
     pub fn memory(
         desc: &ModelDesc,
         p: &Weights,
         values: Tensor,
-        mask: Tensor,
+        (mask, lens): (Tensor, Vec<usize>),
         key_bound: Option<f64>,
     ) -> Result<Memory> {
         let layer = match desc.attention.score {
@@ -100,14 +100,6 @@ impl Attention {
                 super::model::saturate(k, key_bound)?
             }
             None => values.clone(),
-        };
-        let lens = match desc.attention.local() {
-            true => mask
-                .to_vec2::<f32>()?
-                .iter()
-                .map(|r| r.iter().filter(|&&v| v == 0.0).count())
-                .collect(),
-            false => Vec::new(),
         };
         Ok(Memory {
             values,

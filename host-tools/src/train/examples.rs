@@ -161,6 +161,8 @@ pub struct Batch {
     pub shortest: usize,
     /// 0 where a sequence may attend, [`MASKED`] elsewhere: `batch x positions`.
     pub attend: Tensor,
+    /// The positions each sequence may attend (the zeros of `attend`, [`Example::attend`]).
+    pub lens: Vec<usize>,
     /// Decoder steps (the longest target plus its end token).
     pub steps: usize,
     /// Decoder inputs (start token, then the target), `batch x steps`.
@@ -206,6 +208,7 @@ pub fn make_batch(ex: &[&Example], start: u32, end: u32, device: &Device) -> CRe
             .transpose()?,
         shortest,
         attend: Tensor::from_vec(attend, (b, t), device)?,
+        lens: ex.iter().map(|e| e.attend).collect(),
         steps: s,
         tgt_in: Tensor::from_vec(tin, (b, s), device)?,
         tgt_out: Tensor::from_vec(tout, (b * s, 1), device)?,

@@ -233,7 +233,7 @@ impl<'a> Model<'a> {
                 d,
                 &self.p,
                 values,
-                b.attend.clone(),
+                (b.attend.clone(), b.lens.clone()),
                 self.bounds.keys,
             )?)
         } else {
@@ -450,13 +450,8 @@ impl<'a> Model<'a> {
         let mut out = vec![Greedy::default(); b.size];
         let mut done = vec![false; b.size];
         let mut y = vec![u32::from(d.tgt_start); b.size];
-        let attend: Vec<usize> = match &mem {
-            Some(m) => {
-                let mask: Vec<Vec<f32>> = m.mask.to_vec2()?;
-                mask.iter()
-                    .map(|r| r.iter().filter(|&&v| v == 0.0).count())
-                    .collect()
-            }
+        let attend = match &mem {
+            Some(m) => m.lens.clone(),
             None => vec![0; b.size],
         };
         let mut prev = self.first_alignment(mem.as_ref())?;
