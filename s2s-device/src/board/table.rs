@@ -45,10 +45,10 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 /// no FPU and 256 KiB of flash; they compile w8a16 only (the float code would fill it).
 /// lm3s6965evb gives the runtime 108 KiB (the w8a16 runtime with GRU and LSTM cells, the
 /// instruction-set kernels, beam search up to width 4, format 7's prefix slots,
-/// streaming, MoChA and local attention is 100,388 bytes, `STATS flash_runtime`, and its
-/// `profile` build, which overflowed 104 KiB by 180 bytes with MoChA, is 109,168) and its
+/// streaming, MoChA and local attention is 100,220 bytes, `STATS flash_runtime`, and its
+/// `profile` build, which overflowed 104 KiB by 180 bytes with MoChA, is 108,896) and its
 /// model region 148 KiB (netra w8a16 takes 129 KB);
-/// the micro:bit keeps 92 KiB (its `profile` build needs 93,908 bytes since local
+/// the micro:bit keeps 92 KiB (its `profile` build needs 93,624 bytes since local
 /// attention, format 9) and
 /// 164 KiB and no beam search (`max_beam` 0: 73,416
 /// bytes),

@@ -341,14 +341,12 @@ fn attend_local<P: Precision>(
     let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
     let mut s = a.scratch;
     a.weights.fill(P::Act::default());
-    let rows = |n: usize| match (r.start.checked_mul(n), r.end.checked_mul(n)) {
-        (Some(from), Some(to)) => Ok(from..to),
-        _ => Err(Error::Inconsistent("local window past the memory")),
-    };
+    // (`r` ends at most at the lane's `t` positions, whose `t * k` keys and `t * m`
+    // memory values are the slices: the products are within their lengths.)
     att.attend_marked(
         a.query,
-        a.key.part(rows(k)?, "attention keys")?,
-        a.mem.part(rows(m)?, "memory")?,
+        a.key.part(r.start * k..r.end * k, "attention keys")?,
+        a.mem.part(r.start * m..r.end * m, "memory")?,
         r.len(),
         Mask::None,
         &mut s,
