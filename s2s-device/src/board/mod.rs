@@ -206,11 +206,11 @@ mod tests {
         let mut s = String::new();
         find("microbit").unwrap().write_memory_x(&mut s).unwrap();
         assert!(
-            s.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 94208"),
+            s.contains("FLASH : ORIGIN = 0x00000000, LENGTH = 98304"),
             "{s}"
         );
         assert!(
-            s.contains("MODEL : ORIGIN = 0x00017000, LENGTH = 167936"),
+            s.contains("MODEL : ORIGIN = 0x00018000, LENGTH = 163840"),
             "{s}"
         );
         assert!(

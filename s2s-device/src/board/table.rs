@@ -43,14 +43,14 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 
 /// The boards, the default one for each Rust target first. lm3s6965evb and microbit have
 /// no FPU and 256 KiB of flash; they compile w8a16 only (the float code would fill it).
-/// lm3s6965evb gives the runtime 108 KiB (the w8a16 runtime with GRU and LSTM cells, the
+/// lm3s6965evb gives the runtime 112 KiB (the w8a16 runtime with GRU and LSTM cells, the
 /// instruction-set kernels, beam search up to width 4, format 7's prefix slots,
-/// streaming, MoChA and local attention is 100,220 bytes, `STATS flash_runtime`, and its
-/// `profile` build, which overflowed 104 KiB by 180 bytes with MoChA, is 108,896) and its
-/// model region 148 KiB (netra w8a16 takes 129 KB);
-/// the micro:bit keeps 92 KiB (its `profile` build needs 93,624 bytes since local
-/// attention, format 9) and
-/// 164 KiB and no beam search (`max_beam` 0: 73,416
+/// streaming, MoChA and local attention, `STATS flash_runtime`; its `profile` build
+/// overflowed 108 KiB by 544 bytes with local-p, format 10) and its model region
+/// 144 KiB (netra w8a16 takes 129 KB);
+/// the micro:bit keeps 96 KiB (its `profile` build overflowed 92 KiB by 1,708 bytes with
+/// local-p) and 160 KiB (the running-text streaming models' one-plane files take
+/// 143,868 bytes) and no beam search (`max_beam` 0: 73,416
 /// bytes),
 /// and its arena is exactly netra w8a16's workspace (10,064 bytes at its 25
 /// positions), so that the stack keeps every other byte of its 16 KiB. The mps2-an505 model region is at the Secure alias: QEMU's
@@ -73,7 +73,7 @@ pub const BOARDS: &[Board] = &[
         summary: "TI Stellaris LM3S6965 EVB, Cortex-M3 at 50 MHz; 256 KiB flash, 64 KiB SRAM",
         target: "thumbv7m-none-eabi",
         clock_hz: 50_000_000,
-        memory: map((0x0000_0000, 108 * KIB), (0x0001_B000, 148 * KIB), (0x2000_0000, 64 * KIB)),
+        memory: map((0x0000_0000, 112 * KIB), (0x0001_C000, 144 * KIB), (0x2000_0000, 64 * KIB)),
         precisions: &["w8a16"],
         capacities: caps(40 * 1024, 64, 64, 1024, 4),
         qemu: qemu("lm3s6965evb", "cortex-m3"),
@@ -97,7 +97,7 @@ pub const BOARDS: &[Board] = &[
         summary: "BBC micro:bit v1, nRF51822, Cortex-M0 at 16 MHz; 256 KiB flash, 16 KiB SRAM",
         target: "thumbv6m-none-eabi",
         clock_hz: 16_000_000,
-        memory: map((0x0000_0000, 92 * KIB), (0x0001_7000, 164 * KIB), (0x2000_0000, 16 * KIB)),
+        memory: map((0x0000_0000, 96 * KIB), (0x0001_8000, 160 * KIB), (0x2000_0000, 16 * KIB)),
         precisions: &["w8a16"],
         capacities: caps(10_064, 25, 32, 256, 0),
         qemu: qemu("microbit", "cortex-m0"),
