@@ -453,6 +453,27 @@ impl<'a, P: Precision> Attention<'a, P> {
         context: &mut [P::Act],
         marks: &mut impl Marks,
     ) -> Result<(), Error> {
+        let bufs = (s, weights, context);
+        self.attend_weighed(query, keys, memory, t, mask, bufs, |_| {}, marks)
+    }
+
+    /// [`Attention::attend_marked`] with the softmax's weights of the attended
+    /// positions passed to `weigh` before they make the context (local-p attention
+    /// multiplies them by its Gaussian). `bufs` is the scratch, the weights and the
+    /// context.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn attend_weighed(
+        &self,
+        query: &[P::Act],
+        keys: &[P::Act],
+        memory: &[P::Act],
+        t: usize,
+        mask: Mask,
+        (s, weights, context): (&mut AttnScratch<'_, P>, &mut [P::Act], &mut [P::Act]),
+        weigh: impl FnOnce(&mut [P::Act]),
+        marks: &mut impl Marks,
+    ) -> Result<(), Error> {
         let n = match mask {
             Mask::None => t,
             Mask::Valid(n) => n,
@@ -480,6 +501,7 @@ impl<'a, P: Precision> Attention<'a, P> {
         })?;
         marks.mark(Phase::Softmax);
         P::softmax(s.scores.part(..n, "attention scores")?, attended);
+        weigh(attended);
         masked.fill(P::Act::default());
         let rows = memory.part(..n * self.memory_dim, "memory")?;
         marks.mark(Phase::Context);

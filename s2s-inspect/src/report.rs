@@ -147,6 +147,11 @@ pub fn architecture(d: &ModelDesc) -> Vec<(String, String)> {
             };
             let chunk = match (d.attention.chunk, d.attention.window) {
                 (0 | 1, 0) => String::new(),
+                (0 | 1, half) if d.attention.predicted() => format!(
+                    " (local-p, window of {} positions, D = {half}, position predictor of {})",
+                    2 * usize::from(half) + 1,
+                    d.attention.predict
+                ),
                 (0 | 1, half) => format!(
                     " (local-m, window of {} positions, D = {half})",
                     2 * usize::from(half) + 1

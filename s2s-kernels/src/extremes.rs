@@ -340,6 +340,39 @@ proptest! {
     }
 }
 
+// ---- local-p's predicted position and Gaussian ----------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// At every position, centre, half-width and weight (past the ends of their ranges
+    /// too), W8A16's predicted position is exact, its nearest position the rounded
+    /// real one, and its Gaussian within 2^-13 (and no more than the weight) of the
+    /// f32 path's.
+    #[test]
+    fn local_p_position_and_gaussian_of_any_input(
+        s in any::<i16>(),
+        n in 0usize..70_000,
+        i in 0usize..70_000,
+        d in 0usize..300,
+        w in any::<i16>(),
+    ) {
+        let p = W8A16::position(s, n);
+        let exact = n.min(65_535) as i64 * i64::from(s.max(0));
+        prop_assert_eq!(i64::from(p), exact);
+        let real = exact as f64 / 32768.0;
+        prop_assert_eq!(W8A16::nearest(p), (real + 0.5).floor() as usize);
+        let g = W8A16::gaussian(w, i, p, d);
+        let (wr, sigma) = (f64::from(w) / 32768.0, d.clamp(1, 65_535) as f64 / 2.0);
+        let x = i.min(65_535) as f64 - real;
+        let want = wr * (-x * x / (2.0 * sigma * sigma)).exp();
+        prop_assert!((f64::from(g) / 32768.0 - want.max(0.0)).abs() <= 1.0 / 8192.0, "{g} vs {want}");
+        prop_assert!((0..=i32::from(w).max(0)).contains(&i32::from(g)));
+        let f = crate::F32::gaussian(wr as f32, i, real as f32, d);
+        prop_assert!((f64::from(f) - want).abs() <= 1e-4);
+    }
+}
+
 // ---- saturated wide values into the nonlinearities and the softmax --------------
 
 proptest! {

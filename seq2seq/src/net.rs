@@ -32,6 +32,8 @@ pub struct Net<'a, P: Precision> {
     pub memory_proj: Option<Linear<'a, P>>,
     /// The attention, if the decoder attends.
     pub attention: Option<Attention<'a, P>>,
+    /// Local-p attention's position predictor `(W_p, v_p)`.
+    pub predictor: Option<(Linear<'a, P>, Linear<'a, P>)>,
     /// Dense bridge per decoder layer ([`Init::Dense`], [`Init::Mean`]), or one for all
     /// ([`crate::desc::Extras::bridge_shared`]).
     pub bridge: HVec<Linear<'a, P>, MAX_LAYERS>,
@@ -187,6 +189,7 @@ fn empty<'a, P: ModelPrecision, S: Source<'a, P>>(r: &S, slot: &mut Result<Net<'
         encoder: HVec::new(),
         memory_proj: None,
         attention: None,
+        predictor: None,
         bridge: HVec::new(),
         bridge_c: HVec::new(),
         dec_emb,
@@ -282,6 +285,12 @@ fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
             d.memory_fmt()
         };
         net.attention = Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?);
+        if d.attention.predicted() {
+            net.predictor = Some((
+                r.linear(Role::AttnPosW, 0, 0)?,
+                r.linear(Role::AttnPosV, 0, 0)?,
+            ));
+        }
     }
     if d.attentional.is_some() {
         net.attentional = Some(r.linear(Role::Attentional, 0, 0)?);
@@ -387,7 +396,8 @@ impl<P: Precision> Net<'_, P> {
 
     /// Multiply-accumulates of one decoder step over `t` source positions (a monotonic
     /// attention's: of a step that scores one position, whatever `t` is; a local
-    /// attention's: of a step that scores its whole window, `2D + 1` positions).
+    /// attention's: of a step that scores its whole window, `2D + 1` positions, and
+    /// local-p's position predictor).
     pub fn macs_per_step(&self, t: usize) -> usize {
         let rnn: usize = self.decoder.iter().map(|c| c.macs()).sum();
         // (MoChA's chunk scored again for its softmax.)
@@ -405,7 +415,8 @@ impl<P: Precision> Net<'_, P> {
         };
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));
         let attl = self.attentional.map_or(0, |a| a.macs());
-        rnn + att + attl + self.out.macs()
+        let predict = self.predictor.map_or(0, |(w, v)| w.macs() + v.macs());
+        rnn + att + attl + predict + self.out.macs()
     }
 }
 

@@ -303,7 +303,7 @@ fn reserved_fields_and_padding_must_be_zero() {
     assert_eq!(e, Error::UnknownPrecision(3));
     // Version 6 (no prefix slots, no minimum length), 5 (no weight layout), 2 (the
     // description without the recurrent-cell fields) and 1, and a newer one.
-    for old in [1u16, 2, 5, 6, 7, 8, VERSION + 1] {
+    for old in [1u16, 2, 5, 6, 7, 8, 9, VERSION + 1] {
         let e = damaged(&bytes, |b| b[4..6].copy_from_slice(&old.to_le_bytes()));
         assert_eq!(
             e,

@@ -58,6 +58,9 @@ fn tidy(mut d: ModelDesc) -> ModelDesc {
     if !matches!(d.attention.ordering, Ordering::Bahdanau | Ordering::Luong) {
         d.attention.window = 0;
     }
+    if d.attention.window == 0 {
+        d.attention.predict = 0;
+    }
     d
 }
 
@@ -368,12 +371,23 @@ impl Ref<'_> {
                 _ => q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>() * d.attention.scale as f64,
             }
         };
-        // The softmax of the energies of positions `range` and their memory rows' sum.
-        let soft = |q: &[f64], range: std::ops::Range<usize>| -> Vec<f64> {
+        // The softmax of the energies of positions `range` and their memory rows' sum;
+        // with `gauss = (p, D)`, each weight times `exp(-(s - p)^2 / (2 (D / 2)^2))`.
+        let soft_gauss = |q: &[f64], range: std::ops::Range<usize>, gauss: Option<(f64, f64)>| {
             let e: Vec<f64> = keys[range.clone()].iter().map(|k| energy(q, k)).collect();
             let m = e.iter().cloned().fold(f64::MIN, f64::max);
             let s: f64 = e.iter().map(|v| (v - m).exp()).sum();
-            let alpha: Vec<f64> = e.iter().map(|v| (v - m).exp() / s).collect();
+            let alpha: Vec<f64> = e
+                .iter()
+                .zip(range.clone())
+                .map(|(v, i)| {
+                    let g = gauss.map_or(1.0, |(p, d)| {
+                        let sigma = d / 2.0;
+                        (-(i as f64 - p).powi(2) / (2.0 * sigma * sigma)).exp()
+                    });
+                    (v - m).exp() / s * g
+                })
+                .collect();
             let mut c = vec![0.0; memory[0].len()];
             for (a, row) in alpha.iter().zip(&memory[range]) {
                 for (cj, v) in c.iter_mut().zip(row) {
@@ -382,6 +396,7 @@ impl Ref<'_> {
             }
             c
         };
+        let soft = |q: &[f64], range: std::ops::Range<usize>| soft_gauss(q, range, None);
         // Hard monotonic: from the last position attended, the first whose energy is
         // not negative, and MoChA's softmax over the chunk of `w` positions ending
         // there; none: a zero context, and no position is left.
@@ -396,12 +411,28 @@ impl Ref<'_> {
             vec![0.0; memory[0].len()]
         };
         // Global attention: every position; local-m (Luong et al., 2015): the 2D + 1
-        // positions around the step's index, which stops at the last position.
+        // positions around the step's index, which stops at the last position; local-p:
+        // around the position nearest p = n sigmoid(v_p . tanh(W_p q)), weighed by the
+        // Gaussian about p.
         let attend = |q: &[f64], step: usize| match usize::from(d.attention.window) {
             0 => soft(q, 0..n_att),
             half => {
-                let centre = step.min(n_att - 1);
-                soft(q, centre.max(half) - half..(centre + half + 1).min(n_att))
+                let gauss = d.attention.predicted().then(|| {
+                    let h: Vec<f64> = self
+                        .lin(Role::AttnPosW, 0, 0, q)
+                        .iter()
+                        .map(|v| v.tanh())
+                        .collect();
+                    let e = self.lin(Role::AttnPosV, 0, 0, &h)[0];
+                    (n_att as f64 / (1.0 + (-e).exp()), half as f64)
+                });
+                let centre = gauss.map_or(step, |(p, _)| (p + 0.5).floor() as usize);
+                let centre = centre.min(n_att - 1);
+                soft_gauss(
+                    q,
+                    centre.max(half) - half..(centre + half + 1).min(n_att),
+                    gauss,
+                )
             }
         };
         let mut y = d.tgt_start;
@@ -492,15 +523,21 @@ impl Ref<'_> {
     }
 }
 
-#[derive(Default)]
-struct Logits(Vec<Vec<f32>>);
+/// Every step's logits, and whether the model is local-p (whose weights sum to less than
+/// 1).
+struct Logits(Vec<Vec<f32>>, bool);
 impl Observer<F32> for Logits {
     fn step(&mut self, s: &Step<'_, F32>) {
         self.0.push(s.logits.to_vec());
         if let Some(w) = s.weights {
-            // (All 0 when a monotonic step attends no position.)
+            // (All 0 when a monotonic step attends no position; less than 1 when
+            // local-p's Gaussian weighs them, and more than 0: the position nearest
+            // its centre weighs at least exp(-1/2) times its softmax weight.)
             let sum: f32 = w.iter().sum();
-            assert!((sum - 1.0).abs() < 1e-5 || sum == 0.0, "weights sum {sum}");
+            assert!(
+                (sum - 1.0).abs() < 1e-5 || sum == 0.0 || (self.1 && sum > 0.0 && sum < 1.0 + 1e-5),
+                "weights sum {sum}"
+            );
         }
     }
 }
@@ -515,7 +552,7 @@ fn run_line(bytes: &[u64], line: &str) -> Result<RunOutput, Error> {
     let mut runner = Runner::new(&net, &mut arena, 16)?;
     let mut out = vec![0u16; file.desc().max_steps];
     let mut text = String::new();
-    let mut obs = Logits::default();
+    let mut obs = Logits(vec![], file.desc().attention.predicted());
     let n =
         runner.translate_line::<Error>(line, &seq2seq::Prefix::NONE, &mut out, &mut obs, |s| {
             text.push_str(s);
@@ -699,6 +736,20 @@ fn local_attention_matches_reference() {
         d.attention.window = 1 + i as u16;
         check_against_reference(&tidy(d), 63 + i as u64);
     }
+    // Local-p: the window about a predicted position, its weights times the Gaussian.
+    for (i, (score, half)) in [(ScoreKind::General, 2), (ScoreKind::Additive, 3)]
+        .into_iter()
+        .enumerate()
+    {
+        d.attention.score = score;
+        d.attention.window = half;
+        d.attention.predict = 3 + i as u16;
+        check_against_reference(&tidy(d), 70 + i as u64);
+    }
+    d.attention.ordering = Ordering::Bahdanau;
+    d.attention.predict = 4;
+    check_against_reference(&tidy(d), 72);
+    d.attention.predict = 0;
     // Only the Bahdanau and Luong orderings have a local form.
     d.attention.ordering = Ordering::Monotonic;
     d.attention.score = ScoreKind::Additive;
@@ -1189,7 +1240,10 @@ fn batched_lanes_equal_single_runs() {
         for chunk in lines.chunks(4) {
             let mut store = vec![vec![0u16; d.max_steps]; chunk.len()];
             let mut outs: Vec<&mut [u16]> = store.iter_mut().map(|v| &mut v[..]).collect();
-            let mut obs: Vec<Logits> = chunk.iter().map(|_| Logits::default()).collect();
+            let mut obs: Vec<Logits> = chunk
+                .iter()
+                .map(|_| Logits(vec![], d.attention.predicted()))
+                .collect();
             let results = runner.translate_batch(chunk, &[], &mut outs, &mut obs);
             for (i, r) in results.iter().enumerate() {
                 let k = lines.iter().position(|l| l == &chunk[i]).unwrap();

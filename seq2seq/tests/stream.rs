@@ -177,7 +177,7 @@ fn the_models_that_cannot_stream_say_why() {
     let mut r = Rng::new(7);
     let base = streaming_desc(&mut r);
     type Change = fn(&mut ModelDesc);
-    let cases: [(Change, &str); 4] = [
+    let cases: [(Change, &str); 5] = [
         (
             |d| d.enc_bidir = true,
             "its encoder is bidirectional (a backward layer starts at the source's end)",
@@ -185,6 +185,13 @@ fn the_models_that_cannot_stream_say_why() {
         (
             |d| (d.attention.ordering, d.attention.window) = (Ordering::Bahdanau, 0),
             "only monotonic and local attention stream (global attention reads every position at every step)",
+        ),
+        (
+            |d| {
+                d.attention.ordering = Ordering::Luong;
+                (d.attention.chunk, d.attention.window, d.attention.predict) = (0, 2, 3);
+            },
+            "its local-p attention predicts each window's centre from the source's length, which a stream does not know",
         ),
         (
             |d| d.init = seq2seq::Init::Dense,
@@ -235,13 +242,14 @@ fn bad_streamed_sources_are_refused_as_whole_ones_are() {
     );
     assert_eq!(whole(&net, &text).unwrap_err(), e);
     // An empty source of a model without an end-of-source token: refused before any
-    // step, as a whole line is.
+    // step, as a whole line is (in a window wider than any random chunk or local
+    // window).
     let mut d = streaming_desc(&mut r);
     d.src_eos = None;
     let words = bytes_of(&d, PrecisionKind::F32, &mut r);
     let file = ModelFile::parse(bytemuck::cast_slice(&words)).unwrap();
     let bare = Net::<F32>::bind(&file).unwrap();
-    assert_eq!(streamed(&bare, "", 4).map(|_| ()), Err(Error::EmptyInput));
+    assert_eq!(streamed(&bare, "", 8).map(|_| ()), Err(Error::EmptyInput));
     assert_eq!(whole(&bare, "").map(|_| ()), Err(Error::EmptyInput));
     // No window.
     assert_eq!(

@@ -354,7 +354,7 @@ fn pytorch_lstm_f32_on_mps2_an386_matches_the_host() {
 const SMALL_LSTM_PAD_TO: usize = 12;
 
 /// A small model in the Keras fixtures' layout (their w8a16 files are larger than the
-/// model regions of lm3s6965evb, 148 KiB, and microbit, 164 KiB): a bidirectional LSTM encoder
+/// model regions of lm3s6965evb, 144 KiB, and microbit, 160 KiB): a bidirectional LSTM encoder
 /// over masked post-padding (Keras 2: the previous output repeated), Keras 2's hard
 /// sigmoid in the encoder and Keras 3's in the decoder, an LSTM decoder from the
 /// encoder's final states and cell states, Luong dot attention over every position and
@@ -421,7 +421,8 @@ fn small_local_desc(half: u16) -> ModelDesc {
 }
 
 /// [`small_monotonic_desc`] on the micro:bit, as it decodes whole lines, hard and with
-/// MoChA's chunk of 3; and local-m over 5 positions.
+/// MoChA's chunk of 3; local-m over 5 positions; and local-p over 5 positions about a
+/// predicted centre (also in f32 on the AN386, whose f32 is the host's bit for bit).
 #[test]
 fn small_monotonic_and_local_w8a16_on_microbit_match_the_host() {
     let dir = scratch_dir("firmware-monotonic-microbit");
@@ -438,6 +439,12 @@ fn small_monotonic_and_local_w8a16_on_microbit_match_the_host() {
         PrecisionKind::W8A16,
     );
     device_matches_host_at(&local, board("microbit"), 20, true);
+    let mut local_p = small_local_desc(2);
+    local_p.attention.predict = 4;
+    let model = synthetic(&dir, "local-p-w8a16.s2s", &local_p, PrecisionKind::W8A16);
+    device_matches_host_at(&model, board("microbit"), 20, true);
+    let model = synthetic(&dir, "local-p-f32.s2s", &local_p, PrecisionKind::F32);
+    device_matches_host_at(&model, board("mps2-an386"), 20, true);
 }
 
 /// A streaming model (issue 29: monotonic attention over a unidirectional encoder, the

@@ -271,6 +271,92 @@ fn local_models_train_stream_and_refuse_what_they_cannot_do() {
     assert!(narrow.stdout.is_empty());
 }
 
+/// Local-p attention (issue 29): `attention.centre = "predicted"` without a window, a
+/// `predictor` size without a predicted centre, or `centre` on global attention are
+/// refused naming the configuration, before anything is written; a trained local-p
+/// model (trained straight to W8A16 too) decodes greedily and with a beam, `s2s
+/// inspect` names its window and predictor and says it does not stream, and `s2s run
+/// --stream` refuses it in one line, before any output.
+#[test]
+fn local_p_models_train_decode_and_refuse_to_stream() {
+    let dir = train_dir("hostile-local-p", 6, 12);
+    let config = |attention: &str| {
+        train_config(6, 12).replace(
+            "[decoder]",
+            &format!(
+                "[attention]\nordering = \"luong\"\nscore = \"general\"\n{attention}\n[decoder]"
+            ),
+        )
+    };
+    for (attention, says) in [
+        (
+            "centre = \"predicted\"",
+            "attention.centre: a predicted centre needs a local attention (attention.window)",
+        ),
+        (
+            "window = 2\npredictor = 4",
+            "attention.predictor: only with attention.centre = \"predicted\"",
+        ),
+        (
+            "centre = \"step\"",
+            "attention.centre: only for local attention (attention.window)",
+        ),
+        (
+            "window = 2\ncentre = \"predicted\"\npredictor = 0",
+            "attention.predictor: 1 to 65535",
+        ),
+        (
+            "window = 2\ncentre = \"middle\"",
+            "unknown variant `middle`",
+        ),
+    ] {
+        std::fs::write(dir.join("c.toml"), config(attention)).unwrap();
+        let (r, _) = train(&dir, &["--epochs", "1"]);
+        assert_one_error(&r, &["c.toml", says]);
+        assert_only(&dir, &["c.toml", "d.tsv"]);
+    }
+    let local_p = config("window = 2\ncentre = \"predicted\"\npredictor = 5");
+    std::fs::write(dir.join("c.toml"), local_p).unwrap();
+    for extra in [&[][..], &["--quantize", "w8a16"]] {
+        let mut args = vec!["--epochs", "2"];
+        args.extend(extra);
+        // (The first run's checkpoint would be resumed.)
+        let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
+        let (r, _) = train(&dir, &args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let m = dir.join("m.s2s");
+        let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
+        assert!(
+            beam.status.success(),
+            "{}",
+            String::from_utf8_lossy(&beam.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&beam.stdout).lines().count(), 2);
+        let inspect = s2s(&[&"inspect", &m, &"--positions", &"5"], "");
+        let rows = String::from_utf8_lossy(&inspect.stdout).into_owned();
+        assert!(
+            rows.contains("Luong (local-p, window of 5 positions, D = 2, position predictor of 5)"),
+            "{rows}"
+        );
+        assert!(rows.contains("from the source's length"), "{rows}");
+        let input = dir.join("in.txt");
+        std::fs::write(&input, format!("abc\n{}\n", "abcd".repeat(20))).unwrap();
+        let whole = run_ids(&m, &input, "100", &["--positions", "100"]);
+        assert!(
+            whole.status.success(),
+            "{}",
+            String::from_utf8_lossy(&whole.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&whole.stdout).lines().count(), 2);
+        let streamed = run_ids(&m, &input, "100", &["--stream", "--positions", "5"]);
+        assert_one_error(
+            &streamed,
+            &["its local-p attention predicts each window's centre from the source's length"],
+        );
+        assert!(streamed.stdout.is_empty());
+    }
+}
+
 /// `s2s run --stream` (issue 29): a streaming model's lines, streamed through a window
 /// of 4 encoder states, give exactly the outputs of the whole lines (a 600-character
 /// one included, planned for its length); a line that is not UTF-8 keeps the tokens

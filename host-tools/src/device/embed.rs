@@ -320,6 +320,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         scale_q,
         chunk,
         window,
+        predict,
     } = attention;
     let Cells {
         enc,
@@ -373,6 +374,7 @@ fn desc_literal(d: &ModelDesc) -> String {
         scale_q: seq2seq::embed::Requant {{ mult: {}, shift: {} }},
         chunk: {chunk},
         window: {window},
+        predict: {predict},
     }},
     src_pad_to: {src_pad_to},
     init: {},

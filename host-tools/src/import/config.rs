@@ -217,9 +217,15 @@ pub struct AttentionSection {
     pub input_feeding: bool,
     /// Monotonic attention's chunk width: 1 (the default) hard monotonic, more MoChA.
     pub chunk: Option<usize>,
-    /// Local attention's half-width `D` (local-m: the `2D + 1` positions centred on the
-    /// step's index); absent: global attention.
+    /// Local attention's half-width `D` (the `2D + 1` positions centred on the step's
+    /// index, or on a predicted position); absent: global attention.
     pub window: Option<usize>,
+    /// Where local attention's window is centred: `step` (local-m, the default) or
+    /// `predicted` (local-p).
+    pub centre: Option<CentreName>,
+    /// Local-p's position predictor size (rows of `W_p`; default the decoder's hidden
+    /// size).
+    pub predictor: Option<usize>,
 }
 
 /// `[decoder]`.
@@ -365,6 +371,12 @@ names!(
     MaskName { /// Mask positions past the source length.
     Length = "length", /// Attend to every position, padding included.
     None = "none" }
+);
+names!(
+    /// Where a local attention's window is centred.
+    CentreName { /// On the step's index (local-m).
+    Step = "step", /// On the position predicted from the decoder state (local-p).
+    Predicted = "predicted" }
 );
 names!(
     /// Recurrent cell.

@@ -13,7 +13,7 @@ use seq2seq::desc::{
 };
 
 use crate::error::{Error, Place, Result};
-use crate::import::config::{Config, MaskName, SplitName};
+use crate::import::config::{CentreName, Config, MaskName, SplitName};
 use crate::import::tokens_file::read_tokens;
 use crate::io::{read_text_bounded, MAX_CONFIG_BYTES};
 
@@ -138,6 +138,38 @@ impl Config {
                 ))
             }
         };
+        let predict = match att.map(|a| (a.centre, a.predictor)) {
+            Some((Some(CentreName::Predicted), p)) if window > 0 => {
+                match p.unwrap_or(self.decoder.hidden) {
+                    p @ 1..=MAX_SIZE => p as u16,
+                    _ => {
+                        return Err(self
+                            .error(Place::File, format!("attention.predictor: 1 to {MAX_SIZE}")))
+                    }
+                }
+            }
+            Some((Some(CentreName::Predicted), _)) => {
+                return Err(self.error(
+                    Place::File,
+                    "attention.centre: a predicted centre needs a local attention \
+                     (attention.window)"
+                        .to_string(),
+                ))
+            }
+            Some((_, Some(_))) => {
+                return Err(self.error(
+                    Place::File,
+                    "attention.predictor: only with attention.centre = \"predicted\"".to_string(),
+                ))
+            }
+            Some((Some(CentreName::Step), _)) if window == 0 => {
+                return Err(self.error(
+                    Place::File,
+                    "attention.centre: only for local attention (attention.window)".to_string(),
+                ))
+            }
+            _ => 0,
+        };
         let dim = additive.map_or(0, |a| a.dim.unwrap_or(self.decoder.hidden));
         // (Stored as a `u16`: past it, the messages of the stored form's checks.)
         let dim = u16::try_from(dim).map_err(|_| {
@@ -182,6 +214,7 @@ impl Config {
                 scale_q: Requant::ONE,
                 chunk,
                 window,
+                predict,
             },
             src_pad_to: s.pad_to.unwrap_or(0),
             init: self.decoder.init.into(),

@@ -63,6 +63,15 @@ macro_rules! delegate_elementwise {
         fn weighted_sum(w: &[Self::Act], rows: &[Self::Act], out: &mut [Self::Act]) {
             <$core>::weighted_sum(w, rows, out)
         }
+        fn position(s: Self::Act, n: usize) -> Self::Wide {
+            <$core>::position(s, n)
+        }
+        fn nearest(p: Self::Wide) -> usize {
+            <$core>::nearest(p)
+        }
+        fn gaussian(w: Self::Act, i: usize, p: Self::Wide, d: usize) -> Self::Act {
+            <$core>::gaussian(w, i, p, d)
+        }
         fn unit_to_f32(a: Self::Act) -> f32 {
             <$core>::unit_to_f32(a)
         }

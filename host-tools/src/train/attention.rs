@@ -2,7 +2,8 @@
 //! scores (additive with or without its matrices, dot, scaled dot, general), the
 //! padding mask, the weights and the context; for monotonic attention the expected
 //! alignment it is trained with, or the hard one it is decoded with, and MoChA's
-//! weights over the chunk ending at each position; local attention's window.
+//! weights over the chunk ending at each position; local attention's window, and
+//! local-p's predicted centre and Gaussian.
 
 use candle_core::{DType, Result, Tensor, D};
 use seq2seq::desc::{AttentionDesc, ModelDesc, Ordering, ScoreKind};
@@ -26,6 +27,8 @@ pub struct Attention {
     chunk: usize,
     /// The description's attention, whose window a local attention's steps attend.
     desc: AttentionDesc,
+    /// Local-p: `W_p^T`, its bias, `v_p^T` and its bias.
+    predictor: Option<[Tensor; 4]>,
 }
 
 /// What attention needs from the encoder, per batch.
@@ -62,7 +65,23 @@ impl Attention {
             Ordering::Monotonic => p.linear("attention.v").1.cloned(),
             _ => None,
         };
+        let predictor = match desc.attention.predicted() {
+            true => {
+                let layer = |name| -> Result<[Tensor; 2]> {
+                    let (w, b) = p.linear(name);
+                    let b = b.unwrap_or_else(|| panic!("{name} has a bias in training"));
+                    Ok([w.t()?, b.clone()])
+                };
+                let ([w, bw], [v, bv]) = (
+                    layer("attention.position_w")?,
+                    layer("attention.position_v")?,
+                );
+                Some([w, bw, v, bv])
+            }
+            false => None,
+        };
         Ok(Some(Attention {
+            predictor,
             score: desc.attention.score,
             query,
             v_t,
@@ -123,10 +142,16 @@ impl Attention {
         step: usize,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         let scores = self.scores(q, m)?;
+        // Local-p: the predicted centres `p` (`batch x 1`), which place the windows.
+        let predicted = self.predict(q, m)?;
+        let centres = match &predicted {
+            Some(p) => p.squeeze(1)?.to_vec1::<f32>()?,
+            None => Vec::new(),
+        };
         let window;
         let mask = match self.desc.local() {
             true => {
-                window = m.mask.add(&self.window_mask(m, step)?)?;
+                window = m.mask.add(&self.window_mask(m, step, &centres)?)?;
                 &window
             }
             false => &m.mask,
@@ -150,20 +175,54 @@ impl Attention {
             true => chunk_weights(&alignment, &scores.add(mask)?, self.chunk)?,
             false => alignment.clone(),
         };
+        // Local-p: the window's softmax times the Gaussian `exp(-(s - p)^2 / (2 sigma^2))`,
+        // `sigma = D / 2`, through which the predictor learns.
+        let (alignment, weights) = match &predicted {
+            Some(p) => {
+                let t = m.mask.dim(1)?;
+                let s = Tensor::arange(0u32, t as u32, q.device())?.to_dtype(DType::F32)?;
+                let d = f64::from(self.desc.window);
+                let g = s
+                    .unsqueeze(0)?
+                    .broadcast_sub(p)?
+                    .sqr()?
+                    .affine(-2.0 / (d * d), 0.0)?;
+                let w = weights.mul(&g.exp()?)?;
+                (w.clone(), w)
+            }
+            None => (alignment, weights),
+        };
         let context = weights.unsqueeze(1)?.matmul(&m.values)?.squeeze(1)?;
         Ok((alignment, weights, context))
     }
 
     /// Local attention's window at decoder step `step` (`batch x positions`): 0 at the
     /// positions each sequence's step attends (`AttentionDesc::reach`, as the runtime
-    /// places it), [`MASKED`] elsewhere.
-    fn window_mask(&self, m: &Memory, step: usize) -> Result<Tensor> {
+    /// places it: about the step's index, or for local-p about the position nearest
+    /// each sequence's predicted one in `centres`), [`MASKED`] elsewhere.
+    fn window_mask(&self, m: &Memory, step: usize, centres: &[f32]) -> Result<Tensor> {
         let (b, t) = m.mask.dims2()?;
         let mut v = vec![MASKED; b * t];
-        for (row, &n) in v.chunks_exact_mut(t).zip(&m.lens) {
-            row[self.desc.reach(step, n)].fill(0.0);
+        for (i, (row, &n)) in v.chunks_exact_mut(t).zip(&m.lens).enumerate() {
+            // (As `s2s_kernels::Precision::nearest` rounds: `as` saturates.)
+            let centre = centres.get(i).map_or(step, |&p| (p + 0.5) as usize);
+            row[self.desc.reach(centre, n)].fill(0.0);
         }
         Tensor::from_vec(v, (b, t), m.mask.device())
+    }
+
+    /// Local-p's predicted positions `p = n sigmoid(v_p . tanh(W_p q))` (`batch x 1`)
+    /// of the queries `q` over each sequence's `n` attended positions; `None` for the
+    /// other attentions.
+    fn predict(&self, q: &Tensor, m: &Memory) -> Result<Option<Tensor>> {
+        let Some([w, bw, v, bv]) = &self.predictor else {
+            return Ok(None);
+        };
+        let h = q.matmul(w)?.broadcast_add(bw)?.tanh()?;
+        let s = candle_nn::ops::sigmoid(&h.matmul(v)?.broadcast_add(bv)?)?;
+        let n: Vec<f32> = m.lens.iter().map(|&n| n as f32).collect();
+        let n = Tensor::from_vec(n, (m.lens.len(), 1), q.device())?;
+        Ok(Some(s.mul(&n)?))
     }
 
     /// The scores (`batch x positions`) of the queries `q` (`batch x D`).

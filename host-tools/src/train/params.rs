@@ -149,6 +149,8 @@ impl Params {
                     | Role::DecWhh
                     | Role::Attentional
                     | Role::Out
+                    | Role::AttnPosW
+                    | Role::AttnPosV
             );
             let needs = needs || (spec.role == Role::AttnV && has_bias(desc, spec.role));
             let unused = match spec.role {

@@ -195,6 +195,46 @@ init = "last"
 output = ["attentional"]"#,
     ),
     (
+        "local-p luong general, window 2, predictor 6, attentional layer",
+        r#"[encoder]
+embedding = 6
+hidden = 10
+reset = "after"
+[attention]
+ordering = "luong"
+score = "general"
+attentional = 9
+window = 2
+centre = "predicted"
+predictor = 6
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "last"
+output = ["attentional"]"#,
+    ),
+    (
+        "local-p bahdanau additive, window 1, padding attended",
+        r#"[encoder]
+embedding = 6
+hidden = 8
+reset = "after"
+[attention]
+ordering = "bahdanau"
+score = "additive"
+dim = 7
+mask = "none"
+window = 1
+centre = "predicted"
+[decoder]
+embedding = 5
+hidden = 10
+reset = "after"
+init = "zeros"
+output = ["state", "context"]"#,
+    ),
+    (
         "luong dot, attentional layer, last state",
         r#"[encoder]
 embedding = 6

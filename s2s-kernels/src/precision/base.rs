@@ -110,6 +110,17 @@ pub trait Precision: Sized + 'static {
     /// `out_j = sum_i w_i * rows[i * d + j]` for unit weights `w`: a convex combination
     /// of `w.len()` rows of length `d = out.len()`, in the rows' own format.
     fn weighted_sum(w: &[Self::Act], rows: &[Self::Act], out: &mut [Self::Act]);
+    /// Local-p attention's predicted position `p = n * s` (Luong et al., 2015) for a
+    /// unit `s` in `[0, 1]` (a sigmoid) over `n` positions (at most 65,535), as a wide
+    /// value (exact in [`W8A16`](crate::W8A16): `Q16.15`).
+    fn position(s: Self::Act, n: usize) -> Self::Wide;
+    /// The position nearest a [`Precision::position`] `p` (a half rounds up).
+    fn nearest(p: Self::Wide) -> usize;
+    /// An attention weight `w` in `[0, 1]` of position `i` times local-p's Gaussian about
+    /// the predicted position `p`, `exp(-(i - p)^2 / (2 sigma^2))` with `sigma = d / 2`
+    /// (`d` at least 1). In [`W8A16`](crate::W8A16) within `2^-13` of the real product,
+    /// 0 from a distance of `3 d`.
+    fn gaussian(w: Self::Act, i: usize, p: Self::Wide, d: usize) -> Self::Act;
 
     /// A unit value as f32 (for observers and reports, never on the inference path).
     fn unit_to_f32(a: Self::Act) -> f32;

@@ -180,6 +180,17 @@ impl<W: FloatWeight, K: Kernels> Precision for Float<W, K> {
             }
         }
     }
+    fn position(s: f32, n: usize) -> f32 {
+        n as f32 * s
+    }
+    fn nearest(p: f32) -> usize {
+        // (`as` saturates: a negative or NaN position is 0.)
+        (p + 0.5) as usize
+    }
+    fn gaussian(w: f32, i: usize, p: f32, d: usize) -> f32 {
+        let (x, d) = (i as f32 - p, d.max(1) as f32);
+        w * float::exp(-2.0 * x * x / (d * d))
+    }
     fn unit_to_f32(a: f32) -> f32 {
         a
     }

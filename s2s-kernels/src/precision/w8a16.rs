@@ -179,6 +179,28 @@ impl<K: Kernels> Precision for Int<K> {
             portable::weighted_sum(w, rows, out)
         }
     }
+    fn position(s: i16, n: usize) -> i32 {
+        // At most 65,535 * 32,767 < 2^31.
+        n.min(u16::MAX as usize) as i32 * s.max(0) as i32
+    }
+    fn nearest(p: i32) -> usize {
+        ((p.max(0) as u32 + (1 << 14)) >> 15) as usize
+    }
+    fn gaussian(w: i16, i: usize, p: i32, d: usize) -> i16 {
+        // The distance over `d` in Q15, rounded (32-bit: the distance is below 2^31, a
+        // position and `p` both being), and the exponent 2 r^2 in Q15 (`exp_neg_q16` is
+        // 0 from 17 on: a distance of 3 d is past it, and r^2 < 2^34 before it).
+        let x = (i.min(u16::MAX as usize) as u32 * 32768).abs_diff(p.max(0) as u32);
+        let d = d.clamp(1, u16::MAX as usize) as u32;
+        let r = x / d + u32::from(x % d >= d.div_ceil(2));
+        if r >= 3 << 15 {
+            return 0;
+        }
+        let e = (u64::from(r) * u64::from(r)) >> 14;
+        let g = lut::exp_neg_q16(e as i32);
+        // A weight in [0, 1] times at most 2^16 (Q0.16), rounded: below 2^31.
+        ((w.max(0) as u32 * g + (1 << 15)) >> 16) as i16
+    }
     fn unit_to_f32(a: i16) -> f32 {
         a as f32 / 32768.0
     }

@@ -152,6 +152,12 @@ pub struct AttentionDesc {
     /// attention). Bahdanau and Luong orderings only. (A `u16` beside `dim`: the fields
     /// after them keep their offsets.)
     pub window: u16,
+    /// Local-p attention's position predictor size `P` (Luong et al., 2015): the window
+    /// is centred on the position nearest `p = n sigmoid(v_p . tanh(W_p q))` instead of
+    /// on the step's index (`W_p`: `P` x query size, `v_p`: 1 x `P`, each with a bias),
+    /// and each of its softmax weights is multiplied by `exp(-(s - p)^2 / (2 sigma^2))`,
+    /// `sigma = D / 2`. 0: local-m (or no local attention).
+    pub predict: u16,
     /// Additive score has a query matrix `W`.
     pub query_proj: bool,
     /// Additive score has a key matrix `U`.
@@ -174,6 +180,7 @@ impl AttentionDesc {
         chunk: 0,
         dim: 0,
         window: 0,
+        predict: 0,
         query_proj: false,
         key_proj: false,
         mask_padding: false,
@@ -208,10 +215,11 @@ impl AttentionDesc {
     }
 
     /// Length of the score's own vectors per query: the additive score's `W q` and
-    /// `tanh`. A checked description's `dim` is 0 for the other scores and without
-    /// attention ([`ModelDesc::check`](super::ModelDesc::check)).
+    /// `tanh`, and local-p's `W_p q` and its `tanh` (computed before the scores, in the
+    /// same scratch). A checked description's `dim` is 0 for the other scores and
+    /// without attention ([`ModelDesc::check`](super::ModelDesc::check)).
     pub fn score_dim(&self) -> usize {
-        usize::from(self.dim)
+        usize::from(self.dim.max(self.predict))
     }
 
     /// True for local attention ([`AttentionDesc::window`] more than 0).
@@ -219,16 +227,23 @@ impl AttentionDesc {
         self.window > 0
     }
 
-    /// The positions a local attention's step of index `step` attends out of `n`, as a
-    /// range (the whole `0..n` for other attentions): the `2D + 1` centred on
-    /// `min(step, n - 1)`, cut at the source's ends.
+    /// True for local-p attention: a local attention whose centre is predicted
+    /// ([`AttentionDesc::predict`] more than 0).
+    pub fn predicted(&self) -> bool {
+        self.predict > 0
+    }
+
+    /// The positions a local attention's step centred on `centre` attends out of `n`,
+    /// as a range (the whole `0..n` for other attentions): the `2D + 1` centred on
+    /// `min(centre, n - 1)`, cut at the source's ends. Local-m's centre is the step's
+    /// index, local-p's the predicted position.
     #[inline(always)]
-    pub fn reach(&self, step: usize, n: usize) -> core::ops::Range<usize> {
+    pub fn reach(&self, centre: usize, n: usize) -> core::ops::Range<usize> {
         if !self.local() {
             return 0..n;
         }
         let d = usize::from(self.window);
-        let centre = step.min(n.saturating_sub(1));
+        let centre = centre.min(n.saturating_sub(1));
         centre.saturating_sub(d)..centre.saturating_add(d + 1).min(n)
     }
 
@@ -258,6 +273,11 @@ impl AttentionDesc {
             ScoreKind::General => add(Role::AttnGeneral, q, m),
             ScoreKind::Dot | ScoreKind::ScaledDot => {}
         }
+        if self.predicted() {
+            let p = usize::from(self.predict);
+            add(Role::AttnPosW, p, q);
+            add(Role::AttnPosV, 1, p);
+        }
     }
 
     /// Checks its ranges and that the score fits a decoder state of `query` and a
@@ -284,6 +304,9 @@ impl AttentionDesc {
         }
         if self.local() && !matches!(self.ordering, Ordering::Bahdanau | Ordering::Luong) {
             return bad("window: local attention needs the Bahdanau or Luong ordering");
+        }
+        if self.predicted() && !self.local() {
+            return bad("predict: only for local attention (a window of at least 1)");
         }
         if !self.attends() {
             if self.score != ScoreKind::Additive
@@ -335,6 +358,7 @@ impl AttentionDesc {
             chunk: u16::try_from(r.attn_chunk).map_err(|_| Error::BadField("attn_chunk"))?,
             dim: u16::try_from(r.attn_dim).map_err(|_| Error::BadField("attn_dim"))?,
             window: u16::try_from(r.attn_window).map_err(|_| Error::BadField("attn_window"))?,
+            predict: u16::try_from(r.attn_predict).map_err(|_| Error::BadField("attn_predict"))?,
             query_proj: flag("attn_query_proj", r.attn_query_proj)?,
             key_proj: flag("attn_key_proj", r.attn_key_proj)?,
             mask_padding: flag("mask_padding", r.mask_padding)?,
@@ -357,6 +381,7 @@ impl AttentionDesc {
         r.score_scale_q = self.scale_q;
         r.attn_chunk = u32::from(self.chunk);
         r.attn_window = u32::from(self.window);
+        r.attn_predict = u32::from(self.predict);
         Ok(())
     }
 }

@@ -223,6 +223,8 @@ impl ModelDesc {
             | Role::MemoryProj
             | Role::AttnQuery
             | Role::AttnV
+            | Role::AttnPosW
+            | Role::AttnPosV
             | Role::Bridge => push(q15),
         }
         v

@@ -51,8 +51,9 @@ impl ModelDesc {
 impl ModelDesc {
     /// Whether a source can be streamed through this model (`Runner::stream`): read a
     /// token at a time, with only the encoder states its attention can still reach
-    /// held. Nothing may wait for the source's end: the attention is monotonic or local
-    /// (global attention reads every position at every step), every encoder layer runs
+    /// held. Nothing may wait for the source's end: the attention is monotonic or local-m
+    /// (global attention reads every position at every step, local-p scales its centre
+    /// by the source's length), every encoder layer runs
     /// forwards only, the decoder starts from zeros (not from the encoder's final or
     /// mean state), and the source is not padded to a fixed length. The error says
     /// which of these the model breaks.
@@ -61,6 +62,8 @@ impl ModelDesc {
             "it has no attention (its decoder reads the whole source's encoding)"
         } else if self.attention.ordering != Ordering::Monotonic && !self.attention.local() {
             "only monotonic and local attention stream (global attention reads every position at every step)"
+        } else if self.attention.predicted() {
+            "its local-p attention predicts each window's centre from the source's length, which a stream does not know"
         } else if self.enc_bidir {
             "its encoder is bidirectional (a backward layer starts at the source's end)"
         } else if self.init != super::model::Init::Zeros

@@ -99,6 +99,10 @@ pub struct RawDesc {
     // ---- Format 9 (issue 29: local attention). ----
     /// Local attention's half-width `D` (0: global attention).
     pub attn_window: u32,
+    // ---- Format 10 (issue 29: local-p attention). ----
+    /// Local-p attention's position predictor size (rows of `W_p`; 0: local-m, or no
+    /// local attention).
+    pub attn_predict: u32,
 }
 
 /// A code field: `decode` maps the whole stored value (not just its low byte).

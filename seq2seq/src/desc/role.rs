@@ -22,11 +22,13 @@ pub enum Role {
     Attentional = 13,
     Out = 14,
     BridgeC = 15,
+    AttnPosW = 16,
+    AttnPosV = 17,
 }
 
 impl Role {
     /// Every role, in code order.
-    pub(crate) const ALL: [Role; 15] = [
+    pub(crate) const ALL: [Role; 17] = [
         Role::EncEmb,
         Role::EncWih,
         Role::EncWhh,
@@ -42,6 +44,8 @@ impl Role {
         Role::Attentional,
         Role::Out,
         Role::BridgeC,
+        Role::AttnPosW,
+        Role::AttnPosV,
     ];
 
     /// The name used in tensor names and configuration files.
@@ -62,6 +66,8 @@ impl Role {
             Role::DecWhh => "decoder.w_hh",
             Role::Attentional => "attentional",
             Role::Out => "output",
+            Role::AttnPosW => "attention.position_w",
+            Role::AttnPosV => "attention.position_v",
         }
     }
 }

@@ -19,8 +19,9 @@ pub const MAGIC: [u8; 4] = *b"S2SM";
 /// normalisation and source prefix tokens, at the end of the description; 6: the
 /// weight layout in the header; 7: prefix slots, source tokens chosen per call, with
 /// their ids and names in the vocabulary section, and the minimum output length; 8:
-/// monotonic attention's chunk width, MoChA; 9: local attention's half-width).
-pub const VERSION: u16 = 9;
+/// monotonic attention's chunk width, MoChA; 9: local attention's half-width; 10:
+/// local-p attention's position predictor).
+pub const VERSION: u16 = 10;
 /// Most entries a tensor table can need: weights, quantization data and bias of every
 /// layer.
 pub const MAX_TENSORS: usize = 3 * MAX_SPECS;

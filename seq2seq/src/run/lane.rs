@@ -45,7 +45,8 @@ pub(super) struct Lane<'w, P: Precision> {
     pub(super) done: bool,
     /// Monotonic attention: the position attended at the last step, where the next
     /// one starts ([`Lane::UNSTARTED`] before the first step, the valid length once no
-    /// position stopped).
+    /// position stopped). Local-p attention: the centre of the step's window, predicted
+    /// at the step (`step::attend_local`).
     pub(super) at: usize,
 }
 

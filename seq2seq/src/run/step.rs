@@ -306,24 +306,39 @@ fn attend_monotonic<P: Precision>(
     Ok(())
 }
 
-/// The positions a local attention's step attends in `lane` (the step's index is the
-/// outputs written, [`Lane::n`]; padding counts when the model attends it).
+/// The positions a local attention attends in `lane` (padding counts when the model
+/// attends it), and how many that is: local-m's window centred on the step's index
+/// (the outputs written, [`Lane::n`]), local-p's on the centre its step predicted
+/// ([`Lane::at`]).
 #[inline(always)]
 pub(super) fn local_reach<P: Precision>(
     net: &Net<'_, P>,
     lane: &Lane<'_, P>,
 ) -> core::ops::Range<usize> {
-    let n = match net.desc.attention.mask_padding {
+    let n = local_positions(net, lane);
+    let centre = match net.desc.attention.predicted() {
+        true => lane.at,
+        false => lane.n,
+    };
+    net.desc.attention.reach(centre, n)
+}
+
+/// The positions a local attention may attend in `lane`: all `t` when the model attends
+/// padding, else the valid ones.
+#[inline(always)]
+fn local_positions<P: Precision>(net: &Net<'_, P>, lane: &Lane<'_, P>) -> usize {
+    match net.desc.attention.mask_padding {
         true => lane.t,
         false => lane.valid,
-    };
-    net.desc.attention.reach(lane.n, n)
+    }
 }
 
 /// Local attention of one lane with its top decoder state as the query: the softmax
 /// of the scores of the positions of its window ([`local_reach`]) and their context,
-/// every other weight 0; its phases go to `marks`. Out of line, so that the other
-/// orderings' code, and their stack, is what it was.
+/// every other weight 0; its phases go to `marks`. Local-p first predicts the window's
+/// centre ([`predict_centre`]) and weighs the softmax by its Gaussian before the
+/// context. Out of line, so that the other orderings' code, and their stack, is what
+/// it was.
 #[inline(never)]
 fn attend_local<P: Precision>(
     net: &Net<'_, P>,
@@ -336,25 +351,69 @@ fn attend_local<P: Precision>(
     let Some(att) = &net.attention else {
         return Ok(());
     };
-    let r = local_reach(net, lane);
+    let n = local_positions(net, lane);
     let (m, k) = (att.memory_dim(), att.key_dim());
+    let p = match &net.predictor {
+        Some(predictor) => {
+            let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
+            let mut s = a.scratch;
+            let p = predict_centre(predictor, a.query, n, &mut s)?;
+            lane.at = P::nearest(p);
+            Some(p)
+        }
+        None => None,
+    };
+    let r = local_reach(net, lane);
     let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
     let mut s = a.scratch;
     a.weights.fill(P::Act::default());
+    let d = usize::from(net.desc.attention.window);
+    let start = r.start;
     // (`r` ends at most at the lane's `t` positions, whose `t * k` keys and `t * m`
     // memory values are the slices: the products are within their lengths.)
-    att.attend_marked(
+    att.attend_weighed(
         a.query,
         a.key.part(r.start * k..r.end * k, "attention keys")?,
         a.mem.part(r.start * m..r.end * m, "memory")?,
         r.len(),
         Mask::None,
-        &mut s,
-        a.weights.part_mut(r.clone(), "attention weights")?,
-        a.context,
+        (
+            &mut s,
+            a.weights.part_mut(r, "attention weights")?,
+            a.context,
+        ),
+        // Local-p: the window's softmax weighed by the Gaussian about `p`.
+        |weights| {
+            if let Some(p) = p {
+                for (i, w) in weights.iter_mut().enumerate() {
+                    *w = P::gaussian(*w, start + i, p, d);
+                }
+            }
+        },
         marks,
     )?;
     Ok(())
+}
+
+/// Local-p's predicted position `p = n sigmoid(v_p . tanh(W_p q))` (biases inside the
+/// layers) of the query `q` over `n` positions, in `s`'s query and tanh rows.
+#[inline(always)]
+fn predict_centre<P: Precision>(
+    (w, v): &(s2s_kernels::Linear<'_, P>, s2s_kernels::Linear<'_, P>),
+    query: &[P::Act],
+    n: usize,
+    s: &mut AttnScratch<'_, P>,
+) -> Result<P::Wide, Error> {
+    let size = w.rows();
+    let wq = s.query.part_mut(..size, "projected query")?;
+    w.apply(&[query], wq)?;
+    let tv = s.tanh.part_mut(..size, "additive score row")?;
+    for (t, &x) in tv.iter_mut().zip(wq.iter()) {
+        *t = P::tanh(x);
+    }
+    let mut e = [P::Wide::default()];
+    v.apply(&[tv], &mut e)?;
+    Ok(P::position(P::sigmoid(e[0]), n))
 }
 
 /// Where a monotonic step's scan starts, `at` ([`Lane::at`]), with the weights the

@@ -259,6 +259,8 @@ fn try_desc(r: &mut Rng) -> ModelDesc {
                 Ordering::Bahdanau | Ordering::Luong => r.pick(&[0, 0, 0, 1, 3]),
                 _ => 0,
             },
+            // Local-p: drawn last, in `with_extras`.
+            predict: 0,
         },
         cells: Cells {
             enc: enc_cell,
@@ -312,6 +314,10 @@ fn with_extras(mut d: ModelDesc, r: &mut Rng) -> ModelDesc {
         });
     }
     x.min_steps = r.range(0, 2);
+    // Drawn last (format 10): local-p for half the local models.
+    if d.attention.local() && r.bool() {
+        d.attention.predict = r.range(1, 4) as u16;
+    }
     d
 }
 
