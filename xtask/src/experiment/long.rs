@@ -32,6 +32,8 @@ pub const RUNNING_TEXT_STREAM: &str = "running-text-stream";
 pub const RUNNING_TEXT_MOCHA: &str = "running-text-mocha";
 /// The streaming model with local attention ([`running_text_local_eval`]).
 pub const RUNNING_TEXT_LOCAL: &str = "running-text-local";
+/// The local-p model ([`running_text_local_p_eval`]), which does not stream.
+pub const RUNNING_TEXT_LOCAL_P: &str = "running-text-local-p";
 /// The boards a model of this size streams on: the micro:bit and the AN386.
 const BOTH_BOARDS: &[&str] = &["mps2-an386", "microbit"];
 /// The models that stream, each streamed on its boards by its own stage. The local
@@ -47,6 +49,7 @@ pub const RUNNING_TEXT_REPORTED: &[&str] = &[
     RUNNING_TEXT_STREAM,
     RUNNING_TEXT_MOCHA,
     RUNNING_TEXT_LOCAL,
+    RUNNING_TEXT_LOCAL_P,
 ];
 
 /// Source positions (the end token included) at which the instructions per output
@@ -108,6 +111,15 @@ pub fn running_text_mocha_eval(e: &Exp) -> Result {
 /// on the AN386 only.
 pub fn running_text_local_eval(e: &Exp) -> Result {
     streaming_eval(e, RUNNING_TEXT_LOCAL)
+}
+
+/// The local-p model (`running-text-local-p`): its results by bucket, its heatmap and
+/// its whole lines' counts on the AN386 (its centre is scaled by the source's length, so
+/// it does not stream).
+pub fn running_text_local_p_eval(e: &Exp) -> Result {
+    let model = e.need(&[RUNNING_TEXT_LOCAL_P])?.remove(0);
+    e.dirs()?;
+    eval_model(e, RUNNING_TEXT_LOCAL_P, &model)
 }
 
 /// A streaming model's results by bucket, then streamed on its boards
@@ -172,7 +184,7 @@ pub const STREAM_MAX_REPEATS: &str = "4";
 /// tokens, instructions per output token, mismatches with the host, and the window and
 /// workspace the board plans, whatever the length.
 fn stream_counts(e: &Exp, name: &str, boards: &[&str]) -> Result {
-    // One int8 plane per layer: the micro:bit's 164 KiB model region holds it.
+    // One int8 plane per layer: the micro:bit's 160 KiB model region holds it.
     let q = e.path(&format!("{name}-w8a16-one-plane.s2s"));
     let calib = e.path("running-text/calib.txt");
     let model = e.path(&format!("{name}.s2s"));

@@ -129,6 +129,11 @@ const STAGES: &[Stage] = &[
         run: Job::Train,
     },
     Stage {
+        name: "running-text-local-p",
+        what: "train the local-p model (the local-m model with a predicted centre and the Gaussian) on the same running text",
+        run: Job::Train,
+    },
+    Stage {
         name: "running-text-eval",
         what: "running-text models by length bucket up to 10,000 characters, and a 1,000-character heatmap",
         run: Job::Do(long::running_text_eval),
@@ -147,6 +152,11 @@ const STAGES: &[Stage] = &[
         name: "running-text-local-eval",
         what: "the local-m streaming model by length bucket, and streamed on the AN386 at 100 and 10,000 characters",
         run: Job::Do(long::running_text_local_eval),
+    },
+    Stage {
+        name: "running-text-local-p-eval",
+        what: "the local-p model by length bucket, its heatmap and its AN386 counts (it does not stream)",
+        run: Job::Do(long::running_text_local_p_eval),
     },
     Stage {
         name: "qat-g2p-en-data",

@@ -251,6 +251,20 @@ pub const RUNS: &[Run] = &[
         threads: 1,
         budget_minutes: 60,
     },
+    // The local-p model (issue 29): the local-m model with the window's centre predicted
+    // from the decoder state and the Gaussian weighting; it does not stream.
+    Run {
+        name: "running-text-local-p",
+        config: "models/experiments/running-text-local-p.toml",
+        data: "running-text",
+        init: false,
+        split: ("train", "valid"),
+        seed: 4,
+        args: RUNNING_TEXT,
+        extra: &[],
+        threads: 1,
+        budget_minutes: 70,
+    },
     Run {
         name: "qat-g2p-en",
         config: "models/g2p-en.s2s",
