@@ -32,7 +32,10 @@ pub struct Net<'a, P: Precision> {
     pub memory_proj: Option<Linear<'a, P>>,
     /// The attention, if the decoder attends.
     pub attention: Option<Attention<'a, P>>,
-    /// Local-p attention's position predictor `(W_p, v_p)`.
+    /// Local-p attention's position predictor `(W_p, v_p)` (with the cargo feature
+    /// `local` only: `Net` is on a Cortex-M's stack, and the two layers take 80 bytes of
+    /// the micro:bit's).
+    #[cfg(feature = "local")]
     pub predictor: Option<(Linear<'a, P>, Linear<'a, P>)>,
     /// Dense bridge per decoder layer ([`Init::Dense`], [`Init::Mean`]), or one for all
     /// ([`crate::desc::Extras::bridge_shared`]).
@@ -189,6 +192,7 @@ fn empty<'a, P: ModelPrecision, S: Source<'a, P>>(r: &S, slot: &mut Result<Net<'
         encoder: HVec::new(),
         memory_proj: None,
         attention: None,
+        #[cfg(feature = "local")]
         predictor: None,
         bridge: HVec::new(),
         bridge_c: HVec::new(),
@@ -285,6 +289,7 @@ fn bind_attention<'a, P: ModelPrecision, S: Source<'a, P>>(
             d.memory_fmt()
         };
         net.attention = Some(Attention::new(score, q, m, Fmt::Q15, key_fmt)?);
+        #[cfg(feature = "local")]
         if d.attention.predicted() {
             net.predictor = Some((
                 r.linear(Role::AttnPosW, 0, 0)?,
@@ -415,7 +420,10 @@ impl<P: Precision> Net<'_, P> {
         };
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));
         let attl = self.attentional.map_or(0, |a| a.macs());
+        #[cfg(feature = "local")]
         let predict = self.predictor.map_or(0, |(w, v)| w.macs() + v.macs());
+        #[cfg(not(feature = "local"))]
+        let predict = 0;
         rnn + att + attl + predict + self.out.macs()
     }
 }

@@ -50,7 +50,7 @@ const fn qemu(machine: &'static str, cpu: &'static str) -> Option<Qemu> {
 /// 144 KiB (netra w8a16 takes 129 KB);
 /// the micro:bit keeps 96 KiB (its `profile` build overflowed 92 KiB by 1,708 bytes with
 /// local-p) and 160 KiB (the running-text streaming models' one-plane files take
-/// 143,868 bytes) and no beam search (`max_beam` 0: 73,416
+/// 143,876 bytes in model format 10) and no beam search (`max_beam` 0: 73,416
 /// bytes),
 /// and its arena is exactly netra w8a16's workspace (10,064 bytes at its 25
 /// positions), so that the stack keeps every other byte of its 16 KiB. The mps2-an505 model region is at the Secure alias: QEMU's

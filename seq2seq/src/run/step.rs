@@ -353,7 +353,11 @@ fn attend_local<P: Precision>(
     };
     let n = local_positions(net, lane);
     let (m, k) = (att.memory_dim(), att.key_dim());
-    let p = match &net.predictor {
+    #[cfg(feature = "local")]
+    let predictor = &net.predictor;
+    #[cfg(not(feature = "local"))]
+    let predictor: &Option<(s2s_kernels::Linear<'_, P>, s2s_kernels::Linear<'_, P>)> = &None;
+    let p = match predictor {
         Some(predictor) => {
             let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
             let mut s = a.scratch;
