@@ -188,6 +188,28 @@ fn run_ids(m: &Path, input: &Path, steps: &str, extra: &[&str]) -> Output {
     s2s(&args, "")
 }
 
+/// Trains `dir`'s local attention model with `args`, and checks that it decodes two
+/// lines with a beam of 2; returns its path.
+fn train_local(dir: &Path, args: &[&str]) -> PathBuf {
+    let (r, _) = train(dir, args);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let m = dir.join("m.s2s");
+    let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
+    assert!(
+        beam.status.success(),
+        "{}",
+        String::from_utf8_lossy(&beam.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&beam.stdout).lines().count(), 2);
+    m
+}
+
+/// `s2s inspect`'s rows of model `m` at 5 positions.
+fn inspect_local(m: &Path) -> String {
+    let inspect = s2s(&[&"inspect", &m, &"--positions", &"5"], "");
+    String::from_utf8_lossy(&inspect.stdout).into_owned()
+}
+
 /// Local attention (issue 29, local-m): `attention.window` off the Bahdanau and Luong
 /// orderings, or out of range, is refused naming the configuration, before anything is
 /// written; a trained local model decodes greedily and with a beam, `s2s inspect` names
@@ -225,18 +247,8 @@ fn local_models_train_stream_and_refuse_what_they_cannot_do() {
         assert_only(&dir, &["c.toml", "d.tsv"]);
     }
     std::fs::write(dir.join("c.toml"), config("luong", "2")).unwrap();
-    let (r, _) = train(&dir, &["--epochs", "2"]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let m = dir.join("m.s2s");
-    let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
-    assert!(
-        beam.status.success(),
-        "{}",
-        String::from_utf8_lossy(&beam.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&beam.stdout).lines().count(), 2);
-    let inspect = s2s(&[&"inspect", &m, &"--positions", &"5"], "");
-    let rows = String::from_utf8_lossy(&inspect.stdout).into_owned();
+    let m = train_local(&dir, &["--epochs", "2"]);
+    let rows = inspect_local(&m);
     assert!(
         rows.contains("Luong (local-m, window of 5 positions, D = 2)"),
         "{rows}"
@@ -322,18 +334,8 @@ fn local_p_models_train_decode_and_refuse_to_stream() {
         args.extend(extra);
         // (The first run's checkpoint would be resumed.)
         let _ = std::fs::remove_dir_all(dir.join("m.ckpt"));
-        let (r, _) = train(&dir, &args);
-        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        let m = dir.join("m.s2s");
-        let beam = s2s(&[&"run", &m, &"--beam", &"2"], "abc\nbcd\n");
-        assert!(
-            beam.status.success(),
-            "{}",
-            String::from_utf8_lossy(&beam.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&beam.stdout).lines().count(), 2);
-        let inspect = s2s(&[&"inspect", &m, &"--positions", &"5"], "");
-        let rows = String::from_utf8_lossy(&inspect.stdout).into_owned();
+        let m = train_local(&dir, &args);
+        let rows = inspect_local(&m);
         assert!(
             rows.contains("Luong (local-p, window of 5 positions, D = 2, position predictor of 5)"),
             "{rows}"
