@@ -193,12 +193,16 @@ mod tests {
         assert!(!m.contains("BOOT2"), "{m}");
     }
 
+    /// The models the tests and the README run on each board fit its model region: on
+    /// the small boards netra w8a16 (129,392 bytes in model format 10), and on the
+    /// micro:bit the running-text streaming models' one-plane w8a16 files (143,876
+    /// bytes, docs/EXPERIMENTS.md section 6).
     #[test]
     fn model_regions_fit_the_planned_models() {
         let cap = |n| find(n).unwrap().memory.model.length;
         assert!(cap("mps2-an386") >= 3_400_000);
         assert!(cap("mps2-an505") >= 3_500 * 1024);
-        assert!(cap("lm3s6965evb") >= 150_000 && cap("microbit") >= 150_000);
+        assert!(cap("lm3s6965evb") >= 129_392 && cap("microbit") >= 143_876);
     }
 
     #[test]
