@@ -32,6 +32,14 @@ pub fn has_bias(desc: &ModelDesc, role: Role) -> bool {
 /// expected alignment does not run ahead of the output).
 const MONOTONIC_OFFSET: f32 = -1.0;
 
+/// The initial bias of local-p's `v_p`: `sigmoid(-4) = 0.018`, so that the first windows
+/// are at the source's start (within 4 positions of it up to 200 positions). From 0,
+/// the windows start about the middle of the source, where the first outputs' letters
+/// are not once a source is longer than the window, and the predictor learns only from
+/// the positions inside it: on running text (docs/EXPERIMENTS.md section 6) its
+/// validation TER was still 168 % after 3 epochs.
+const LOCAL_P_OFFSET: f32 = -4.0;
+
 /// The weights a forward pass reads, by layer: the parameters themselves
 /// ([`Params::weights`]) or their int8 grid passed straight through
 /// ([`Params::quantized_weights`], quantization-aware training).
@@ -64,7 +72,8 @@ pub struct Params {
 impl Params {
     /// Fresh parameters for `desc`: uniform in `±1/sqrt(fan)` where `fan` is the
     /// layer's input size (the hidden size for recurrent layers, as PyTorch does),
-    /// embeddings uniform in `±0.1`, biases of dense layers zero.
+    /// embeddings uniform in `±0.1`, biases of dense layers zero (but for the monotonic
+    /// energy's offset and local-p's `v_p`, [`MONOTONIC_OFFSET`], [`LOCAL_P_OFFSET`]).
     pub fn init(desc: &ModelDesc, rng: &mut SplitMix64, device: &Device) -> Result<Params> {
         let mut vars = Vec::new();
         let mut specs = Vec::new();
@@ -95,6 +104,8 @@ impl Params {
                     Tensor::from_vec(uniform(spec.rows), spec.rows, device)?
                 } else if spec.role == Role::AttnV {
                     Tensor::full(MONOTONIC_OFFSET, spec.rows, device)?
+                } else if spec.role == Role::AttnPosV {
+                    Tensor::full(LOCAL_P_OFFSET, spec.rows, device)?
                 } else {
                     Tensor::zeros(spec.rows, DType::F32, device)?
                 };
