@@ -206,6 +206,8 @@ fn s2s_serial_matches_the_host_token_for_token_over_a_pseudo_terminal() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}{stderr}");
+    // (What the README's transcript shows, with `--nocapture`.)
+    print!("{stdout}");
     assert!(
         stdout.starts_with(&format!(
             "{} on lm3s6965evb (w8a16, 78,705 parameters)",
@@ -240,6 +242,7 @@ fn s2s_serial_refuses_a_board_that_serves_another_model() {
         let mut qemu = PtyBoard::start(board, &elf, &flashed);
         let out = s2s_serial(&qemu.pty, &other, &input, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
+        print!("{stderr}");
         assert!(!out.status.success(), "{stderr}");
         assert!(
             out.stdout.is_empty(),
