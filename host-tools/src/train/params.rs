@@ -73,7 +73,7 @@ impl Params {
     /// Fresh parameters for `desc`: uniform in `±1/sqrt(fan)` where `fan` is the
     /// layer's input size (the hidden size for recurrent layers, as PyTorch does),
     /// embeddings uniform in `±0.1`, biases of dense layers zero (but for the monotonic
-    /// energy's offset and local-p's `v_p`, [`MONOTONIC_OFFSET`], [`LOCAL_P_OFFSET`]).
+    /// energy's offset and local-p's `v_p`, `MONOTONIC_OFFSET` and `LOCAL_P_OFFSET`).
     pub fn init(desc: &ModelDesc, rng: &mut SplitMix64, device: &Device) -> Result<Params> {
         let mut vars = Vec::new();
         let mut specs = Vec::new();
