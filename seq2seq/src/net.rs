@@ -62,6 +62,16 @@ pub struct Net<'a, P: Precision> {
 }
 
 impl<'a, P: Precision> Net<'a, P> {
+    /// Local-p attention's position predictor `(W_p, v_p)`, if the model has one (and the
+    /// build has the `local` feature).
+    #[inline(always)]
+    pub fn predictor(&self) -> Option<&(Linear<'a, P>, Linear<'a, P>)> {
+        #[cfg(feature = "local")]
+        return self.predictor.as_ref();
+        #[cfg(not(feature = "local"))]
+        None
+    }
+
     /// The prefix slots' names and tokens ([`ModelFile::slots`]).
     pub fn slots(&self) -> Slots<'a> {
         Slots::in_section(self.vocab, &self.desc)
@@ -420,10 +430,7 @@ impl<P: Precision> Net<'_, P> {
         };
         let att = self.attention.as_ref().map_or(0, |a| a.step_macs(scored));
         let attl = self.attentional.map_or(0, |a| a.macs());
-        #[cfg(feature = "local")]
-        let predict = self.predictor.map_or(0, |(w, v)| w.macs() + v.macs());
-        #[cfg(not(feature = "local"))]
-        let predict = 0;
+        let predict = self.predictor().map_or(0, |(w, v)| w.macs() + v.macs());
         rnn + att + attl + predict + self.out.macs()
     }
 }

@@ -351,25 +351,17 @@ fn attend_local<P: Precision>(
     let Some(att) = &net.attention else {
         return Ok(());
     };
-    let n = local_positions(net, lane);
+    let (n, step) = (local_positions(net, lane), lane.n);
     let (m, k) = (att.memory_dim(), att.key_dim());
-    #[cfg(feature = "local")]
-    let predictor = &net.predictor;
-    #[cfg(not(feature = "local"))]
-    let predictor: &Option<(s2s_kernels::Linear<'_, P>, s2s_kernels::Linear<'_, P>)> = &None;
-    let p = match predictor {
-        Some(predictor) => {
-            let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
-            let mut s = a.scratch;
-            let p = predict_centre(predictor, a.query, n, &mut s)?;
-            lane.at = P::nearest(p);
-            Some(p)
-        }
-        None => None,
-    };
-    let r = local_reach(net, lane);
     let a = lane_attention(lane, (mem_buf, keys_buf, top_state), (m, k))?;
     let mut s = a.scratch;
+    // Local-p: the predicted position, whose nearest one centres the window.
+    let p = match net.predictor() {
+        Some(predictor) => Some(predict_centre(predictor, a.query, n, &mut s)?),
+        None => None,
+    };
+    let centre = p.map_or(step, P::nearest);
+    let r = net.desc.attention.reach(centre, n);
     a.weights.fill(P::Act::default());
     let d = usize::from(net.desc.attention.window);
     let start = r.start;
@@ -396,6 +388,10 @@ fn attend_local<P: Precision>(
         },
         marks,
     )?;
+    // (Where the step's probes find local-p's window, `local_reach`.)
+    if p.is_some() {
+        lane.at = centre;
+    }
     Ok(())
 }
 
